@@ -1,0 +1,190 @@
+"""Tape-based reverse-mode autodiff with TensorFlow Eager semantics.
+
+    with GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+    dy_dx = tape.gradient(y, x)
+
+A tape records every op whose inputs it watches (watched tensors, outputs of recorded ops, and
+every Variable read while it is active). `gradient` walks the record backwards applying each op's
+vector-Jacobian rule; those rules run through `bind`, so an enclosing tape records the backward
+pass too — which is how nested tapes give higher-order derivatives.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import GradientError
+from .ops import api as F
+from .ops.registry import _tapes
+from .tensor import Tensor, Variable, _wrap
+
+
+class GradientTape:
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self.persistent = persistent
+        self.watch_accessed_variables = watch_accessed_variables
+        self._watched: set[int] = set()
+        self._entries: list = []
+        self._used = False
+        self._recording = False
+
+    # ---------------------------------------------------------------- recording
+    def __enter__(self):
+        _tapes.append(self)
+        self._recording = True
+        return self
+
+    def __exit__(self, *exc):
+        self._stop()
+        return False
+
+    def _stop(self):
+        if self._recording:
+            _tapes.remove(self)
+            self._recording = False
+
+    def watch(self, tensor):
+        for t in _flatten(tensor):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"GradientTape.watch expects tensors, got {type(t).__name__}")
+            self._watched.add(t._tid)
+
+    def _record(self, op, args, params, outs):
+        watched = self._watched
+        hit = False
+        inputs = []
+        for a in args:
+            if isinstance(a, Tensor):
+                if a._tid in watched:
+                    hit = True
+                elif type(a) is Variable and self.watch_accessed_variables and a.trainable:
+                    watched.add(a._tid)
+                    hit = True
+                if type(a) is Variable:  # freeze the value read now; later assigns must not leak in
+                    a = a._snapshot()
+            inputs.append(a)
+        if hit:
+            self._entries.append((op, inputs, params, outs))
+            for o in outs:
+                watched.add(o._tid)
+
+    # ---------------------------------------------------------------- gradients
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """d(target)/d(sources). `sources` may be a tensor, list, tuple, dict or nested structure;
+        the result has the same structure. Unconnected sources give None, or zeros with
+        `unconnected_gradients="zero"`."""
+        if self._used and not self.persistent:
+            raise GradientError("GradientTape.gradient can only be called once on a non-persistent tape; "
+                                "use GradientTape(persistent=True) to compute several gradients")
+        self._used = True
+        was_recording = self._recording
+        if was_recording:
+            _tapes.remove(self)  # the backward pass is not recorded on this tape itself
+        try:
+            grads = _backward(self._entries, target, output_gradients)
+        finally:
+            if was_recording:
+                _tapes.append(self)
+        if not self.persistent:
+            self._entries = []
+
+        def pick(s):
+            if not isinstance(s, Tensor):
+                raise TypeError(f"gradient sources must be tensors or variables, got {type(s).__name__}")
+            g = grads.get(s._tid)
+            if g is None and unconnected_gradients == "zero":
+                return F.zeros_like(s)
+            return g
+
+        return _map_structure(pick, sources)
+
+
+def _backward(entries, target, output_gradients):
+    targets = _flatten(target)
+    seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
+    if len(seeds) != len(targets):
+        raise GradientError(f"output_gradients has {len(seeds)} entries for {len(targets)} targets")
+    grads: dict[int, Tensor] = {}
+    for t, seed in zip(targets, seeds):
+        if seed is None:
+            if t.size != 1:
+                raise GradientError(
+                    f"gradient of a non-scalar target (shape {tuple(t.shape)}) needs output_gradients "
+                    f"of the same shape; reduce it first (e.g. loss.sum()) or pass output_gradients=")
+            seed = F.ones_like(t)
+        _accumulate(grads, t._tid, seed if isinstance(seed, Tensor) else Tensor(seed))
+    for op, inputs, params, outs in reversed(entries):
+        out_grads = [grads.get(o._tid) for o in outs]
+        if all(g is None for g in out_grads):
+            continue
+        if len(outs) == 1:
+            g, out = out_grads[0], outs[0]
+        else:
+            g = tuple(gg if gg is not None else F.zeros_like(o) for gg, o in zip(out_grads, outs))
+            out = outs
+        in_grads = op.vjp(g, out, *inputs, **params)
+        for x, gx in zip(inputs, in_grads):
+            if gx is not None and isinstance(x, Tensor):
+                _accumulate(grads, x._tid, gx)
+    return grads
+
+
+def _accumulate(grads, tid, g):
+    prev = grads.get(tid)
+    grads[tid] = g if prev is None else F.add(prev, g)
+
+
+def _flatten(x):
+    if isinstance(x, dict):
+        return [leaf for k in x for leaf in _flatten(x[k])]
+    if isinstance(x, (list, tuple)):
+        return [leaf for i in x for leaf in _flatten(i)]
+    return [x]
+
+
+def _map_structure(fn, x):
+    if isinstance(x, dict):
+        return {k: _map_structure(fn, v) for k, v in x.items()}
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*[_map_structure(fn, v) for v in x])
+    if isinstance(x, (list, tuple)):
+        return type(x)(_map_structure(fn, v) for v in x)
+    return fn(x)
+
+
+# ------------------------------------------------------------------ functional forms
+def value_and_grad(fn, argnums=0):
+    """`value_and_grad(f)(*args)` -> (f(*args), df/d args[argnums]). Arguments are converted to
+    tensors when they are arrays or Python floats; `argnums` may be an int or a tuple."""
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+
+    def wrapped(*args, **kwargs):
+        args = list(args)
+        for i in nums:
+            if not isinstance(args[i], Tensor):
+                args[i] = Tensor(np.asarray(args[i], dtype=float) if isinstance(args[i], (int, float)) else args[i])
+        with GradientTape() as tape:
+            for i in nums:
+                tape.watch(args[i])
+            value = fn(*args, **kwargs)
+        grads = tape.gradient(value, [args[i] for i in nums], unconnected_gradients="zero")
+        return value, (grads[0] if single else tuple(grads))
+
+    wrapped.__name__ = f"value_and_grad({getattr(fn, '__name__', 'fn')})"
+    return wrapped
+
+
+def grad(fn, argnums=0):
+    """`grad(f)(*args)`: the gradient of scalar-valued f with respect to args[argnums]."""
+    vg = value_and_grad(fn, argnums)
+
+    def wrapped(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    wrapped.__name__ = f"grad({getattr(fn, '__name__', 'fn')})"
+    return wrapped
+
+
+__all__ = ["GradientTape", "grad", "value_and_grad", "_wrap"]

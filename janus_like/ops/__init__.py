@@ -1,0 +1,13 @@
+"""The op registry (one definition per primitive) and the functional API `F`.
+
+Input: arrays, tensors or symbolic graph values. Output: the same kind of value. Importing this
+package registers every primitive.
+"""
+from . import api as F  # noqa: F401
+from . import primitives  # noqa: F401  (registers the primitive ops)
+from .registry import REGISTRY, Op, P, bind, register  # noqa: F401
+
+try:  # convolution and pooling live in their own file
+    from . import conv  # noqa: F401
+except ImportError:  # pragma: no cover - only during development
+    pass

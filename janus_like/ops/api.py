@@ -1,0 +1,271 @@
+"""The functional API (imported as `F`): one thin function per primitive, plus compositions.
+
+Every function here works on Tensors eagerly (recording on active tapes) and on symbolic graph
+values while a graph is being generated, because all of them go through `bind`. Compositions
+(softmax, cross-entropy, LSTM and GRU cells, dropout, ...) are built from primitives only, so
+they need no gradient rule of their own.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .indexing import split_index
+from .registry import P, bind
+
+
+def _frozen(v):
+    """Make list-valued params hashable (graph params are CSE keys)."""
+    if isinstance(v, list):
+        return tuple(_frozen(x) for x in v)
+    if isinstance(v, tuple):
+        return tuple(_frozen(x) for x in v)
+    return v
+
+
+# ------------------------------------------------------------------ elementwise
+def add(a, b): return bind(P.add, a, b)
+def sub(a, b): return bind(P.sub, a, b)
+def mul(a, b): return bind(P.mul, a, b)
+def div(a, b): return bind(P.div, a, b)
+def pow(a, b): return bind(P.pow, a, b)  # noqa: A001 - mirrors numpy.power
+def neg(a): return bind(P.neg, a)
+def exp(x): return bind(P.exp, x)
+def log(x): return bind(P.log, x)
+def tanh(x): return bind(P.tanh, x)
+def sigmoid(x): return bind(P.sigmoid, x)
+def relu(x): return bind(P.relu, x)
+def sqrt(x): return bind(P.sqrt, x)
+def abs(x): return bind(P.abs, x)  # noqa: A001
+def sin(x): return bind(P.sin, x)
+def cos(x): return bind(P.cos, x)
+def sign(x): return bind(P.sign, x)
+def maximum(a, b): return bind(P.maximum, a, b)
+def minimum(a, b): return bind(P.minimum, a, b)
+def where(c, a, b): return bind(P.where, c, a, b)
+def lt(a, b): return bind(P.lt, a, b)
+def le(a, b): return bind(P.le, a, b)
+def gt(a, b): return bind(P.gt, a, b)
+def ge(a, b): return bind(P.ge, a, b)
+def eq(a, b): return bind(P.eq, a, b)
+def ne(a, b): return bind(P.ne, a, b)
+def logical_and(a, b): return bind(P.logical_and, a, b)
+def logical_or(a, b): return bind(P.logical_or, a, b)
+def logical_not(a): return bind(P.logical_not, a)
+def stop_gradient(x): return bind(P.stop_gradient, x)
+def square(x): return bind(P.mul, x, x)
+def zeros_like(x, dtype=None): return bind(P.zeros_like, x, dtype=dtype)
+def ones_like(x, dtype=None): return bind(P.ones_like, x, dtype=dtype)
+
+
+def cast(x, dtype):
+    return bind(P.cast, x, dtype=np.dtype(dtype))
+
+
+def clip(x, lo=None, hi=None):
+    """np.clip. Array-valued bounds are compositions of maximum/minimum."""
+    if hasattr(lo, "shape") or hasattr(hi, "shape"):
+        out = x
+        if hi is not None:
+            out = minimum(out, hi)
+        if lo is not None:
+            out = maximum(out, lo)
+        return out
+    return bind(P.clip, x, lo=lo, hi=hi)
+
+
+# ------------------------------------------------------------------ reductions
+def _axis(axis):
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def sum(x, axis=None, keepdims=False, dtype=None):  # noqa: A001
+    return bind(P.sum, x, axis=_axis(axis), keepdims=keepdims, dtype=None if dtype is None else np.dtype(dtype))
+
+
+def mean(x, axis=None, keepdims=False):
+    return bind(P.mean, x, axis=_axis(axis), keepdims=keepdims)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    return bind(P.max, x, axis=_axis(axis), keepdims=keepdims)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001
+    return bind(P.min, x, axis=_axis(axis), keepdims=keepdims)
+
+
+def argmax(x, axis=None, keepdims=False): return bind(P.argmax, x, axis=axis, keepdims=keepdims)
+def argmin(x, axis=None, keepdims=False): return bind(P.argmin, x, axis=axis, keepdims=keepdims)
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    m = stop_gradient(max(x, axis=axis, keepdims=True))
+    out = add(log(sum(exp(sub(x, m)), axis=axis, keepdims=True)), m)
+    if keepdims:
+        return out
+    return squeeze(out, axis) if axis is not None else reshape(out, ())
+
+
+# ------------------------------------------------------------------ linear algebra
+def matmul(a, b): return bind(P.matmul, a, b)
+def dot(a, b): return bind(P.dot, a, b)
+
+
+def tensordot(a, b, axes=2):
+    return bind(P.tensordot, a, b, axes=_frozen(axes))
+
+
+def einsum(subscripts, a, b):
+    return bind(P.einsum, a, b, subscripts=subscripts)
+
+
+def outer(a, b):
+    return mul(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+# ------------------------------------------------------------------ shapes
+def reshape(x, shape, *more):
+    if more:
+        shape = (shape,) + more
+    shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    return bind(P.reshape, x, shape=shape)
+
+
+def reshape_like(x, like): return bind(P.reshape_like, x, like)
+def broadcast_like(x, like): return bind(P.broadcast_like, x, like)
+def sum_to(x, like): return bind(P.sum_to, x, like)
+
+
+def broadcast_to(x, shape):
+    return bind(P.broadcast_to, x, shape=tuple(shape) if not isinstance(shape, int) else (shape,))
+
+
+def transpose(x, axes=None):
+    return bind(P.transpose, x, axes=None if axes is None else tuple(int(a) for a in axes))
+
+
+def swapaxes(x, a, b):
+    nd = x.ndim
+    axes = list(range(nd))
+    axes[a % nd], axes[b % nd] = axes[b % nd], axes[a % nd]
+    return transpose(x, axes)
+
+
+def expand_dims(x, axis): return bind(P.expand_dims, x, axis=_frozen(axis))
+def squeeze(x, axis=None): return bind(P.squeeze, x, axis=_frozen(axis))
+
+
+def concatenate(xs, axis=0):
+    return bind(P.concatenate, *xs, axis=axis)
+
+
+def stack(xs, axis=0):
+    return concatenate([expand_dims(x, axis) for x in xs], axis=axis)
+
+
+def split(x, indices_or_sections, axis=0):
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if n % indices_or_sections:
+            raise ValueError(f"array split does not result in an equal division: {n} into {indices_or_sections}")
+        step = n // indices_or_sections
+        bounds = list(range(0, n + 1, step))
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    ax = axis % x.ndim
+    return [getitem(x, (slice(None),) * ax + (slice(lo, hi),)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+# ------------------------------------------------------------------ indexing
+def _is_operand(v):
+    return hasattr(v, "shape") and hasattr(v, "dtype") and not isinstance(v, np.generic)
+
+
+def getitem(x, index):
+    template, operands = split_index(index, _is_operand)
+    return bind(P.getitem, x, *operands, index=template)
+
+
+def getitem_raw(x, operands, template): return bind(P.getitem, x, *operands, index=template)
+def getitem_grad(g, x, *operands, index): return bind(P.getitem_grad, g, x, *operands, index=index)
+
+
+def index_update(x, index, value):
+    """Functional `x[index] = value`: returns the updated copy."""
+    template, operands = split_index(index, _is_operand)
+    return bind(P.index_update, x, value, *operands, index=template)
+
+
+def index_update_raw(x, value, operands, template):
+    return bind(P.index_update, x, value, *operands, index=template)
+
+
+def take(x, indices, axis=None):
+    if axis is None:
+        return getitem(reshape(x, (-1,)), indices)
+    ax = axis % x.ndim
+    return getitem(x, (slice(None),) * ax + (indices,))
+
+
+def embedding(table, ids):
+    """Rows of `table` selected by integer `ids` (any shape): take(table, ids, axis=0)."""
+    return getitem(table, ids)
+
+
+# ------------------------------------------------------------------ compositions for nn
+def softmax(x, axis=-1):
+    z = sub(x, stop_gradient(max(x, axis=axis, keepdims=True)))
+    e = exp(z)
+    return div(e, sum(e, axis=axis, keepdims=True))
+
+
+def log_softmax(x, axis=-1):
+    z = sub(x, stop_gradient(max(x, axis=axis, keepdims=True)))
+    return sub(z, log(sum(exp(z), axis=axis, keepdims=True)))
+
+
+def cross_entropy(logits, labels):
+    """Mean negative log-likelihood of integer `labels` (shape (N,)) under `logits` (N, C)."""
+    logp = log_softmax(logits, axis=-1)
+    n = logits.shape[0]
+    picked = getitem(logp, (np.arange(n), labels))
+    return neg(mean(picked))
+
+
+def mse(pred, target):
+    d = sub(pred, target)
+    return mean(mul(d, d))
+
+
+def linear(x, w, b=None):
+    y = matmul(x, w)
+    return y if b is None else add(y, b)
+
+
+def lstm_cell(x, h, c, w_x, w_h, b):
+    """One LSTM step; gates ordered (input, forget, cell, output) along the last axis."""
+    z = add(add(matmul(x, w_x), matmul(h, w_h)), b)
+    i, f, g, o = split(z, 4, axis=-1)
+    c_new = add(mul(sigmoid(f), c), mul(sigmoid(i), tanh(g)))
+    h_new = mul(sigmoid(o), tanh(c_new))
+    return h_new, c_new
+
+
+def gru_cell(x, h, w_x, w_h, b_x, b_h):
+    """One GRU step; gates ordered (reset, update, new) along the last axis."""
+    zx = add(matmul(x, w_x), b_x)
+    zh = add(matmul(h, w_h), b_h)
+    rx, ux, nx = split(zx, 3, axis=-1)
+    rh, uh, nh = split(zh, 3, axis=-1)
+    r = sigmoid(add(rx, rh))
+    u = sigmoid(add(ux, uh))
+    n = tanh(add(nx, mul(r, nh)))
+    return add(mul(sub(1, u), n), mul(u, h))
+
+
+def dropout(x, rate, rng, training=True):
+    """Inverted dropout with an explicit `numpy.random.Generator` (never the global RNG)."""
+    if not training or rate == 0:
+        return x
+    keep = ge(bind(P.random_uniform, rng=rng, shape=tuple(x.shape), dtype=np.dtype(x.dtype)), rate)
+    return div(mul(x, keep), 1 - rate)

@@ -1,0 +1,327 @@
+"""Primitive ops: one registration each, implementation and gradient side by side.
+
+Each `vjp(g, out, *inputs, **params)` returns one cotangent per input (None where the input
+is not differentiable or is a Python constant). Gradient rules use only ops from `api` (F),
+so the same rule runs eagerly on a tape and symbolically inside a graph.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import api as F
+from .indexing import build_index, is_basic
+from .registry import register
+
+
+def _elementwise(name, impl, vjp=None, doc=""):
+    return register(name, impl, vjp=vjp, elementwise=True, doc=doc)
+
+
+def _nd(x):
+    return getattr(x, "ndim", 0)
+
+
+def _is_float(x):
+    dt = getattr(x, "dtype", None)
+    return dt is None or np.issubdtype(dt, np.inexact)
+
+
+def _unb(g, x):
+    """Reduce a broadcast cotangent back to x's shape and dtype (None for Python constants)."""
+    if not hasattr(x, "shape"):
+        return None
+    if not _is_float(x):
+        return None
+    return F.sum_to(g, x)
+
+
+# ------------------------------------------------------------------ arithmetic
+_elementwise("add", lambda xp, a, b: xp.add(a, b), lambda g, o, a, b: (_unb(g, a), _unb(g, b)))
+_elementwise("sub", lambda xp, a, b: xp.subtract(a, b), lambda g, o, a, b: (_unb(g, a), _unb(F.neg(g), b)))
+_elementwise("mul", lambda xp, a, b: xp.multiply(a, b),
+             lambda g, o, a, b: (_unb(F.mul(g, b), a), _unb(F.mul(g, a), b)))
+_elementwise("div", lambda xp, a, b: xp.true_divide(a, b),
+             lambda g, o, a, b: (_unb(F.div(g, b), a), _unb(F.neg(F.mul(g, F.div(o, b))), b)))
+
+
+def _pow_vjp(g, out, a, b):
+    ga = _unb(F.mul(g, F.mul(b, F.pow(a, F.sub(b, 1)))), a) if hasattr(a, "shape") else None
+    gb = None
+    if hasattr(b, "shape") and _is_float(b):
+        safe_log = F.where(F.gt(a, 0), F.log(F.where(F.gt(a, 0), a, 1)), 0)
+        gb = _unb(F.mul(g, F.mul(safe_log, out)), b)
+    return ga, gb
+
+
+_elementwise("pow", lambda xp, a, b: xp.power(a, b), _pow_vjp)
+_elementwise("neg", lambda xp, a: xp.negative(a), lambda g, o, a: (F.neg(g),))
+_elementwise("maximum", lambda xp, a, b: xp.maximum(a, b),
+             lambda g, o, a, b: (_unb(F.where(F.ge(a, b), g, 0), a), _unb(F.where(F.ge(a, b), 0, g), b)))
+_elementwise("minimum", lambda xp, a, b: xp.minimum(a, b),
+             lambda g, o, a, b: (_unb(F.where(F.le(a, b), g, 0), a), _unb(F.where(F.le(a, b), 0, g), b)))
+_elementwise("where", lambda xp, c, a, b: xp.where(c, a, b),
+             lambda g, o, c, a, b: (None, _unb(F.where(c, g, 0), a), _unb(F.where(c, 0, g), b)))
+
+# ------------------------------------------------------------------ unary math
+_elementwise("exp", lambda xp, x: xp.exp(x), lambda g, o, x: (F.mul(g, o),))
+_elementwise("log", lambda xp, x: xp.log(x), lambda g, o, x: (F.div(g, x),))
+_elementwise("tanh", lambda xp, x: xp.tanh(x), lambda g, o, x: (F.mul(g, F.sub(1, F.mul(o, o))),))
+
+
+def _sigmoid(xp, x):
+    # 1 / (1 + exp(-x)) overflows harmlessly to 0 for very negative x; keep NumPy's dtype
+    with np.errstate(over="ignore"):
+        return 1 / (1 + xp.exp(-x))
+
+
+_elementwise("sigmoid", _sigmoid, lambda g, o, x: (F.mul(g, F.mul(o, F.sub(1, o))),))
+_elementwise("relu", lambda xp, x: xp.maximum(x, 0), lambda g, o, x: (F.where(F.gt(x, 0), g, 0),))
+_elementwise("sqrt", lambda xp, x: xp.sqrt(x), lambda g, o, x: (F.div(g, F.mul(o, 2)),))
+_elementwise("abs", lambda xp, x: xp.abs(x), lambda g, o, x: (F.mul(g, F.sign(x)),))
+_elementwise("sin", lambda xp, x: xp.sin(x), lambda g, o, x: (F.mul(g, F.cos(x)),))
+_elementwise("cos", lambda xp, x: xp.cos(x), lambda g, o, x: (F.neg(F.mul(g, F.sin(x))),))
+_elementwise("clip", lambda xp, x, lo=None, hi=None: xp.clip(x, lo, hi),
+             lambda g, o, x, lo=None, hi=None: (F.where(F.eq(o, x), g, 0),))
+_elementwise("cast", lambda xp, x, dtype: x.astype(dtype),
+             lambda g, o, x, dtype: (F.cast(g, x.dtype) if _is_float(x) else None,))
+_elementwise("stop_gradient", lambda xp, x: x)
+
+# ------------------------------------------------------------------ not differentiable
+for _name, _ufunc in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"), ("ge", "greater_equal"),
+                      ("eq", "equal"), ("ne", "not_equal"), ("logical_and", "logical_and"),
+                      ("logical_or", "logical_or")]:
+    _elementwise(_name, (lambda u: lambda xp, a, b: getattr(xp, u)(a, b))(_ufunc))
+_elementwise("logical_not", lambda xp, a: xp.logical_not(a))
+_elementwise("sign", lambda xp, x: xp.sign(x))
+register("argmax", lambda xp, x, axis=None, keepdims=False: xp.argmax(x, axis=axis, keepdims=keepdims))
+register("argmin", lambda xp, x, axis=None, keepdims=False: xp.argmin(x, axis=axis, keepdims=keepdims))
+register("zeros_like", lambda xp, x, dtype=None: xp.zeros_like(x, dtype=dtype))
+register("ones_like", lambda xp, x, dtype=None: xp.ones_like(x, dtype=dtype))
+
+
+# ------------------------------------------------------------------ reductions
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    axis = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(a % ndim for a in axis))
+
+
+def _restore(g, x, axis, keepdims):
+    """Re-insert reduced axes into g so it broadcasts against x."""
+    if keepdims or _nd(x) == 0:
+        return g
+    return F.expand_dims(g, _axes(axis, _nd(x))) if _nd(g) or axis is not None else g
+
+
+def _sum_vjp(g, out, x, axis=None, keepdims=False, dtype=None):
+    return (F.broadcast_like(_restore(g, x, axis, keepdims), x),)
+
+
+def _mean_vjp(g, out, x, axis=None, keepdims=False):
+    count = int(np.prod([x.shape[a] for a in _axes(axis, _nd(x))], dtype=np.int64))
+    return (F.div(F.broadcast_like(_restore(g, x, axis, keepdims), x), max(count, 1)),)
+
+
+def _minmax_vjp(g, out, x, axis=None, keepdims=False):
+    o = _restore(out, x, axis, keepdims)
+    mask = F.cast(F.eq(x, o), x.dtype)
+    count = F.sum(mask, axis=axis, keepdims=True)
+    share = F.div(_restore(g, x, axis, keepdims), count)
+    return (F.mul(mask, share),)
+
+
+register("sum", lambda xp, x, axis=None, keepdims=False, dtype=None: xp.sum(x, axis=axis, keepdims=keepdims, dtype=dtype),
+         vjp=_sum_vjp)
+register("mean", lambda xp, x, axis=None, keepdims=False: xp.mean(x, axis=axis, keepdims=keepdims), vjp=_mean_vjp)
+register("max", lambda xp, x, axis=None, keepdims=False: xp.max(x, axis=axis, keepdims=keepdims), vjp=_minmax_vjp)
+register("min", lambda xp, x, axis=None, keepdims=False: xp.min(x, axis=axis, keepdims=keepdims), vjp=_minmax_vjp)
+
+
+# ------------------------------------------------------------------ linear algebra
+def _matmul_vjp(g, out, a, b):
+    if _nd(a) == 1 and _nd(b) == 1:
+        return F.mul(g, b), F.mul(g, a)
+    if _nd(a) == 1:  # (k,) @ (..., k, m) -> (..., m)
+        g2 = F.expand_dims(g, -2)
+        ga = F.matmul(g2, F.swapaxes(b, -1, -2))
+        gb = F.matmul(F.expand_dims(a, -1), g2)
+        return F.sum_to(ga, a), F.sum_to(gb, b)
+    if _nd(b) == 1:  # (..., n, k) @ (k,) -> (..., n)
+        ga = F.mul(F.expand_dims(g, -1), b)
+        gb = F.squeeze(F.matmul(F.swapaxes(a, -1, -2), F.expand_dims(g, -1)), -1)
+        return F.sum_to(ga, a), F.sum_to(gb, b)
+    ga = F.matmul(g, F.swapaxes(b, -1, -2))
+    gb = F.matmul(F.swapaxes(a, -1, -2), g)
+    return F.sum_to(ga, a), F.sum_to(gb, b)
+
+
+register("matmul", lambda xp, a, b: xp.matmul(a, b), vjp=_matmul_vjp)
+
+
+def _normalize_axes(axes, na, nb):
+    if isinstance(axes, int):
+        return list(range(na - axes, na)), list(range(axes))
+    ax_a, ax_b = axes
+    ax_a = [ax_a] if isinstance(ax_a, int) else list(ax_a)
+    ax_b = [ax_b] if isinstance(ax_b, int) else list(ax_b)
+    return [a % na for a in ax_a], [b % nb for b in ax_b]
+
+
+def _tensordot_vjp(g, out, a, b, axes=2):
+    na, nb = _nd(a), _nd(b)
+    ax_a, ax_b = _normalize_axes(axes, na, nb)
+    free_a = [i for i in range(na) if i not in ax_a]
+    free_b = [i for i in range(nb) if i not in ax_b]
+    nfa, nfb = len(free_a), len(free_b)
+    ga = F.tensordot(g, b, axes=(tuple(range(nfa, nfa + nfb)), tuple(free_b)))
+    order = free_a + [ax_a[ax_b.index(bx)] for bx in sorted(ax_b)]
+    ga = F.transpose(ga, tuple(int(i) for i in np.argsort(order)))
+    gb = F.tensordot(a, g, axes=(tuple(free_a), tuple(range(nfa))))
+    order = [ax_b[ax_a.index(axx)] for axx in sorted(ax_a)] + free_b
+    gb = F.transpose(gb, tuple(int(i) for i in np.argsort(order)))
+    return ga, gb
+
+
+def _freeze_axes(axes):
+    if isinstance(axes, int):
+        return axes
+    return tuple(tuple(x) if isinstance(x, (list, tuple)) else x for x in axes)
+
+
+register("tensordot", lambda xp, a, b, axes=2: xp.tensordot(a, b, axes=axes), vjp=_tensordot_vjp)
+
+
+def _dot_vjp(g, out, a, b):
+    if _nd(a) == 0 or _nd(b) == 0:
+        return _unb(F.mul(g, b), a), _unb(F.mul(g, a), b)
+    if _nd(a) <= 2 and _nd(b) <= 2:
+        return _matmul_vjp(g, out, a, b)
+    return _tensordot_vjp(g, out, a, b, axes=((_nd(a) - 1,), (max(_nd(b) - 2, 0),)))
+
+
+register("dot", lambda xp, a, b: xp.dot(a, b), vjp=_dot_vjp)
+
+
+def _parse_einsum(subscripts):
+    subscripts = subscripts.replace(" ", "")
+    if "." in subscripts:
+        raise NotImplementedError("einsum gradients do not support '...' yet")
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+    else:
+        ins = subscripts
+        letters = ins.replace(",", "")
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    a, b = ins.split(",")
+    return a, b, out
+
+
+def _einsum_operand_grad(g, out_sub, other, other_sub, target, target_sub):
+    if len(set(target_sub)) != len(target_sub):
+        raise NotImplementedError("einsum gradients do not support repeated indices in one operand")
+    kept = "".join(c for c in target_sub if c in out_sub or c in other_sub)
+    res = F.einsum(f"{out_sub},{other_sub}->{kept}", g, other)
+    if kept != target_sub:  # indices summed only in the target: broadcast back
+        expand = tuple(i for i, c in enumerate(target_sub) if c not in kept)
+        res = F.broadcast_like(F.expand_dims(res, expand), target)
+    return res
+
+
+def _einsum_vjp(g, out, a, b, subscripts):
+    sa, sb, so = _parse_einsum(subscripts)
+    return (_einsum_operand_grad(g, so, b, sb, a, sa), _einsum_operand_grad(g, so, a, sa, b, sb))
+
+
+register("einsum", lambda xp, a, b, subscripts: xp.einsum(subscripts, a, b), vjp=_einsum_vjp)
+
+
+# ------------------------------------------------------------------ shapes
+register("reshape", lambda xp, x, shape: xp.reshape(x, shape), vjp=lambda g, o, x, shape: (F.reshape_like(g, x),))
+register("reshape_like", lambda xp, x, like: xp.reshape(x, xp.shape(like)),
+         vjp=lambda g, o, x, like: (F.reshape_like(g, x), None))
+register("transpose", lambda xp, x, axes=None: xp.transpose(x, axes),
+         vjp=lambda g, o, x, axes=None: (F.transpose(g, None if axes is None else tuple(int(i) for i in np.argsort(axes))),))
+register("expand_dims", lambda xp, x, axis: xp.expand_dims(x, axis), vjp=lambda g, o, x, axis: (F.reshape_like(g, x),))
+register("squeeze", lambda xp, x, axis=None: xp.squeeze(x, axis), vjp=lambda g, o, x, axis=None: (F.reshape_like(g, x),))
+register("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), vjp=lambda g, o, x, shape: (F.sum_to(g, x),))
+register("broadcast_like", lambda xp, x, like: xp.broadcast_to(x, xp.shape(like)),
+         vjp=lambda g, o, x, like: (F.sum_to(g, x), None))
+
+
+def _sum_to(xp, g, like):
+    shape = xp.shape(like)
+    lead = xp.ndim(g) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and g.shape[i + lead] != 1)
+    if axes:
+        g = xp.sum(g, axis=axes, keepdims=True)
+        if lead:
+            g = g.reshape(shape)
+    dt = getattr(like, "dtype", None)
+    if dt is not None and g.dtype != dt and np.issubdtype(dt, np.inexact):
+        g = g.astype(dt)
+    return g
+
+
+register("sum_to", _sum_to, vjp=lambda g, o, x, like: (F.broadcast_like(g, x), None),
+         doc="reduce a broadcast value to the shape (and float dtype) of `like`")
+
+
+def _concat_vjp(g, out, *xs, axis=0):
+    grads, start = [], 0
+    nd = _nd(xs[0])
+    ax = axis % nd
+    for x in xs:
+        stop = start + x.shape[ax]
+        index = (slice(None),) * ax + (slice(start, stop),)
+        grads.append(F.getitem(g, index))
+        start = stop
+    return tuple(grads)
+
+
+register("concatenate", lambda xp, *xs, axis=0: xp.concatenate(xs, axis=axis), vjp=_concat_vjp)
+
+
+# ------------------------------------------------------------------ indexing
+def _getitem(xp, x, *operands, index):
+    return x[build_index(index, operands)]
+
+
+def _getitem_grad(xp, g, x, *operands, index):
+    out = xp.zeros(xp.shape(x), dtype=x.dtype if np.issubdtype(x.dtype, np.inexact) else g.dtype)
+    idx = build_index(index, operands)
+    if is_basic(index):
+        out[idx] = g
+    else:
+        xp.add.at(out, idx, g)
+    return out
+
+
+def _index_update(xp, x, v, *operands, index):
+    y = x.copy()
+    y[build_index(index, operands)] = v
+    return y
+
+
+register("getitem", _getitem,
+         vjp=lambda g, o, x, *ops, index: (F.getitem_grad(g, x, *ops, index=index),) + (None,) * len(ops))
+register("getitem_grad", _getitem_grad,
+         vjp=lambda g, o, gy, x, *ops, index: (F.getitem_raw(g, ops, index),) + (None,) * (1 + len(ops)))
+
+
+def _index_update_vjp(g, out, x, v, *ops, index):
+    gx = F.index_update_raw(g, 0, ops, index) if _is_float(x) else None
+    gv = _unb(F.getitem_raw(g, ops, index), v) if hasattr(v, "shape") else None
+    return (gx, gv) + (None,) * len(ops)
+
+
+register("index_update", _index_update, vjp=_index_update_vjp,
+         doc="functional `y = x.copy(); y[index] = v`")
+
+
+# ------------------------------------------------------------------ random (explicit generator)
+def _uniform(xp, rng, shape, dtype):
+    return rng.random(shape).astype(dtype, copy=False)
+
+
+register("random_uniform", _uniform, stateful=True, doc="uniform [0, 1) numbers drawn from the given Generator")

@@ -1,0 +1,109 @@
+"""The single op registry and the one dispatch point, `bind`.
+
+An `Op` holds, on adjacent lines of its registration: the array implementation (called as
+`impl(xp, *arrays, **params)` with `xp` NumPy or CuPy), the shape/dtype rule, the
+vector-Jacobian rule (written with ops, so it runs on the tape *and* inside a graph) and the
+elementwise flag used by fusion. Eager mode, the tape, the graph generator, symbolic autodiff
+and the executor all read this table.
+
+`bind(op, *args, **params)` is how everything applies an op. Eagerly it unwraps tensors,
+calls the implementation and records on active tapes; while the graph generator is building
+(`set_builder`), any symbolic operand makes it emit a graph node instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .. import backend
+from ..errors import op_error
+
+
+@dataclass(eq=False)
+class Op:
+    name: str
+    impl: Callable
+    shape: Callable | None = None  # (avals, **params) -> Aval | tuple[Aval]; None = abstract eval
+    vjp: Callable | None = None  # (g, out, *inputs, **params) -> tuple of cotangents (or None)
+    elementwise: bool = False
+    nout: int = 1  # >1: impl returns a tuple
+    stateful: bool = False  # consumes hidden state (RNG): never CSE'd or folded
+    doc: str = ""
+    kernel: Callable = field(init=False, repr=False)
+
+    def __post_init__(self):
+        impl = self.impl
+        self.kernel = lambda *arrays, **params: impl(np, *arrays, **params)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.vjp is not None
+
+    def __repr__(self):
+        return f"Op({self.name})"
+
+
+REGISTRY: dict[str, Op] = {}
+
+
+class _Ops:
+    """Attribute access to registered ops: `P.add`, `P.matmul`."""
+
+    def __getattr__(self, name):
+        try:
+            return REGISTRY[name]
+        except KeyError:
+            raise AttributeError(f"no op named {name!r}") from None
+
+
+P = _Ops()
+
+
+def register(name, impl, *, shape=None, vjp=None, elementwise=False, nout=1, stateful=False, doc=""):
+    if name in REGISTRY:
+        raise ValueError(f"op {name!r} registered twice")
+    op = Op(name, impl, shape, vjp, elementwise, nout, stateful, doc)
+    REGISTRY[name] = op
+    return op
+
+
+# ---------------------------------------------------------------- dispatch
+
+_builder = [None]  # the graph builder in charge while generating, else None
+_tapes: list = []  # active GradientTapes, innermost last (managed by autodiff)
+
+
+def set_builder(builder):
+    """Install (or with None remove) the graph builder; returns the previous one."""
+    old = _builder[0]
+    _builder[0] = builder
+    return old
+
+
+def bind(op: Op, *args, **params):
+    builder = _builder[0]
+    if builder is not None and builder.claims(args):
+        return builder.emit(op, args, params)
+    return eager_bind(op, args, params)
+
+
+def eager_bind(op: Op, args, params):
+    from ..tensor import Tensor, _wrap
+
+    arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+    xp = backend.array_module(*arrays) if backend._state["gpu_used"] else np
+    try:
+        out = op.impl(xp, *arrays, **params)
+    except Exception as exc:  # teach: name the op, the operands and the user's line
+        raise op_error(op.name, arrays, exc) from exc
+    if op.nout == 1:
+        result = _wrap(out)
+        outs = (result,)
+    else:
+        result = outs = tuple(_wrap(o) for o in out)
+    if _tapes and op.vjp is not None:
+        for tape in _tapes:
+            tape._record(op, args, params, outs)
+    return result

@@ -1,0 +1,341 @@
+"""Tensor (an immutable array value) and Variable (mutable state watched by every tape).
+
+NumPy's own functions work on tensors: `np.tanh(t)`, `np.dot(a, b)`, `np.sum(t, axis=1)` go
+through `__array_ufunc__` / `__array_function__` to the op registry and return tensors, so
+results, broadcasting and dtype promotion are NumPy's. Functions without a registered op run on
+the underlying arrays and return a constant tensor (with a warning when a tape is recording).
+
+    >>> import numpy as np, janus_like as jl
+    >>> t = jl.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> np.sum(np.tanh(t), axis=1).shape
+    (2,)
+"""
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+
+from . import backend
+from .ops import api as F
+from .ops.registry import _tapes
+
+_next_id = itertools.count(1).__next__
+
+
+def _wrap(data):
+    t = object.__new__(Tensor)
+    t._data = data
+    t._tid = _next_id()
+    return t
+
+
+def _unwrap(x):
+    return x._data if isinstance(x, Tensor) else x
+
+
+class Tensor:
+    """An array value. Operations return new tensors; `t[i] = v` is a functional update
+    (the tensor object now holds the updated value, recorded on active tapes)."""
+
+    __slots__ = ("_data", "_tid", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, data, dtype=None):
+        if isinstance(data, Tensor):
+            data = data._data
+        self._data = backend.asarray(data, dtype=dtype)
+        self._tid = _next_id()
+
+    # ---------------------------------------------------------------- array facts
+    shape = property(lambda self: self._data.shape)
+    dtype = property(lambda self: self._data.dtype)
+    ndim = property(lambda self: self._data.ndim)
+    size = property(lambda self: self._data.size)
+    T = property(lambda self: F.transpose(self))
+    device = property(lambda self: backend.device_of(self._data))
+
+    def numpy(self):
+        """The value as a NumPy array (copied to the host when it lives on a GPU)."""
+        return backend.to_device(self._data, "cpu") if self.device == "gpu" else self._data
+
+    def item(self):
+        return self._data.item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def to(self, device_name):
+        return Tensor(backend.to_device(self._data, device_name))
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self.numpy())
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __repr__(self):
+        body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="tensor(")
+        return f"tensor({body}, dtype={self.dtype})"
+
+    def __len__(self):
+        return len(self._data)
+
+    def __iter__(self):
+        return (F.getitem(self, i) for i in range(len(self._data)))
+
+    def __bool__(self):
+        return bool(self._data)
+
+    def __float__(self):
+        return float(self._data)
+
+    def __int__(self):
+        return int(self._data)
+
+    def __index__(self):
+        return int(self._data)
+
+    __hash__ = object.__hash__
+
+    # ---------------------------------------------------------------- operators
+    def __add__(self, o): return F.add(self, o)
+    def __radd__(self, o): return F.add(o, self)
+    def __sub__(self, o): return F.sub(self, o)
+    def __rsub__(self, o): return F.sub(o, self)
+    def __mul__(self, o): return F.mul(self, o)
+    def __rmul__(self, o): return F.mul(o, self)
+    def __truediv__(self, o): return F.div(self, o)
+    def __rtruediv__(self, o): return F.div(o, self)
+    def __pow__(self, o): return F.pow(self, o)
+    def __rpow__(self, o): return F.pow(o, self)
+    def __matmul__(self, o): return F.matmul(self, o)
+    def __rmatmul__(self, o): return F.matmul(o, self)
+    def __neg__(self): return F.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return F.abs(self)
+    def __lt__(self, o): return F.lt(self, o)
+    def __le__(self, o): return F.le(self, o)
+    def __gt__(self, o): return F.gt(self, o)
+    def __ge__(self, o): return F.ge(self, o)
+    def __eq__(self, o): return F.eq(self, o)
+    def __ne__(self, o): return F.ne(self, o)
+    def __and__(self, o): return F.logical_and(self, o)
+    def __or__(self, o): return F.logical_or(self, o)
+    def __invert__(self): return F.logical_not(self)
+
+    def __getitem__(self, index):
+        return F.getitem(self, _unwrap_index(index))
+
+    def __setitem__(self, index, value):
+        self._replace(F.index_update(self._snapshot(), _unwrap_index(index), value))
+
+    # in-place operators are functional updates of this object
+    def __iadd__(self, o): return self._inplace(F.add(self._snapshot(), o))
+    def __isub__(self, o): return self._inplace(F.sub(self._snapshot(), o))
+    def __imul__(self, o): return self._inplace(F.mul(self._snapshot(), o))
+    def __itruediv__(self, o): return self._inplace(F.div(self._snapshot(), o))
+
+    def _snapshot(self):
+        """A tensor holding the current value and tape identity (before a functional update)."""
+        t = object.__new__(Tensor)
+        t._data, t._tid = self._data, self._tid
+        return t
+
+    def _replace(self, new):
+        if isinstance(new, Tensor):
+            self._data, self._tid = new._data, new._tid
+        else:
+            self._data, self._tid = new, _next_id()
+
+    def _inplace(self, new):
+        self._replace(new)
+        return self
+
+    # ---------------------------------------------------------------- methods
+    def sum(self, axis=None, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
+    def mean(self, axis=None, keepdims=False): return F.mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return F.max(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return F.min(self, axis, keepdims)
+    def argmax(self, axis=None): return F.argmax(self, axis)
+    def argmin(self, axis=None): return F.argmin(self, axis)
+    def reshape(self, *shape): return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+    def transpose(self, *axes): return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+    def swapaxes(self, a, b): return F.swapaxes(self, a, b)
+    def squeeze(self, axis=None): return F.squeeze(self, axis)
+    def flatten(self): return F.reshape(self, (-1,))
+    ravel = flatten
+    def astype(self, dtype): return F.cast(self, dtype)
+    def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
+    def dot(self, o): return F.dot(self, o)
+    def exp(self): return F.exp(self)
+    def log(self): return F.log(self)
+    def tanh(self): return F.tanh(self)
+    def copy(self): return F.reshape_like(self, self)
+
+    # ---------------------------------------------------------------- NumPy protocol
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        out = kwargs.pop("out", None)
+        if method == "__call__" and ufunc in _UFUNCS and not kwargs:
+            result = _UFUNCS[ufunc](*inputs)
+        elif method == "reduce" and ufunc in _REDUCERS and set(kwargs) <= {"axis", "keepdims"}:
+            result = _REDUCERS[ufunc](inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
+        else:
+            result = _constant_call(getattr(ufunc, method), inputs, kwargs, ufunc.__name__)
+        if out is not None:
+            return _write_out(out, result)
+        return result
+
+    def __array_function__(self, func, types, args, kwargs):
+        impl = _FUNCTIONS.get(func)
+        if impl is not None:
+            return impl(*args, **kwargs)
+        return _constant_call(func, args, kwargs, func.__name__)
+
+
+def _unwrap_index(index):
+    return index
+
+
+def _write_out(out, result):
+    target = out[0] if isinstance(out, tuple) else out
+    if isinstance(target, Variable):
+        target.assign(result)
+    elif isinstance(target, Tensor):
+        target._replace(result)
+    else:
+        np.copyto(target, _unwrap(result))
+        return target
+    return target
+
+
+def _unwrap_tree(x):
+    if isinstance(x, Tensor):
+        return x._data
+    if isinstance(x, (list, tuple)):
+        return type(x)(_unwrap_tree(i) for i in x)
+    if isinstance(x, dict):
+        return {k: _unwrap_tree(v) for k, v in x.items()}
+    return x
+
+
+def _constant_call(func, args, kwargs, name):
+    """Run a NumPy function without a registered op on raw arrays; the result has no gradient."""
+    if _tapes:
+        warnings.warn(f"numpy.{name} has no gradient rule in janus_like; its result is a constant "
+                      f"for GradientTape", stacklevel=3)
+    res = func(*_unwrap_tree(args), **_unwrap_tree(kwargs))
+    if isinstance(res, np.ndarray):
+        return _wrap(res)
+    if isinstance(res, tuple):
+        return tuple(_wrap(r) if isinstance(r, np.ndarray) else r for r in res)
+    return res
+
+
+class Variable(Tensor):
+    """Mutable state: `assign`, `assign_add`, `assign_sub` change the value in place. Every active
+    GradientTape watches variables automatically."""
+
+    __slots__ = ("name", "trainable")
+
+    def __init__(self, initial_value, dtype=None, name=None, trainable=True):
+        super().__init__(initial_value, dtype)
+        self.name = name
+        self.trainable = trainable
+
+    def assign(self, value):
+        value = _unwrap(value)
+        if getattr(value, "shape", None) != self._data.shape:
+            value = np.broadcast_to(value, self._data.shape)
+        self._data = np.asarray(value, dtype=self._data.dtype).copy() if isinstance(value, np.ndarray) \
+            else backend.array_module(value).asarray(value, dtype=self._data.dtype)
+        return self
+
+    def assign_add(self, delta):
+        return self.assign(self._data + _unwrap(delta))
+
+    def assign_sub(self, delta):
+        return self.assign(self._data - _unwrap(delta))
+
+    def __setitem__(self, index, value):
+        new = self._data.copy()
+        new[_unwrap_index(index)] = _unwrap(value)
+        self._data = new
+
+    def __iadd__(self, o): return self.assign_add(o)
+    def __isub__(self, o): return self.assign_sub(o)
+    def __imul__(self, o): return self.assign(self._data * _unwrap(o))
+    def __itruediv__(self, o): return self.assign(self._data / _unwrap(o))
+
+    def value(self):
+        """The current value as an immutable Tensor snapshot."""
+        return self._snapshot()
+
+    def __repr__(self):
+        return f"Variable({self.name or ''}{', ' if self.name else ''}{Tensor.__repr__(self)})"
+
+
+def tensor(data, dtype=None):
+    """Make a Tensor from array-like data (list, ndarray, scalar, Tensor)."""
+    return Tensor(data, dtype)
+
+
+# NumPy ufuncs and functions that map onto registered ops ----------------------------
+_UFUNCS = {
+    np.add: F.add, np.subtract: F.sub, np.multiply: F.mul, np.true_divide: F.div, np.power: F.pow,
+    np.negative: F.neg, np.exp: F.exp, np.log: F.log, np.tanh: F.tanh, np.sqrt: F.sqrt,
+    np.absolute: F.abs, np.sin: F.sin, np.cos: F.cos, np.sign: F.sign, np.maximum: F.maximum,
+    np.minimum: F.minimum, np.matmul: F.matmul, np.square: F.square, np.less: F.lt,
+    np.less_equal: F.le, np.greater: F.gt, np.greater_equal: F.ge, np.equal: F.eq,
+    np.not_equal: F.ne, np.logical_and: F.logical_and, np.logical_or: F.logical_or,
+    np.logical_not: F.logical_not, np.positive: lambda x: x,
+}
+_REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
+
+
+def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return F.sum(a, axis, keepdims, dtype)
+
+
+def _np_mean(a, axis=None, dtype=None, out=None, keepdims=False, **_):
+    return F.mean(a, axis, keepdims)
+
+
+def _np_max(a, axis=None, out=None, keepdims=False, **_):
+    return F.max(a, axis, keepdims)
+
+
+def _np_min(a, axis=None, out=None, keepdims=False, **_):
+    return F.min(a, axis, keepdims)
+
+
+def _np_clip(a, a_min=None, a_max=None, out=None, **kw):
+    a_min = kw.get("min", a_min)
+    a_max = kw.get("max", a_max)
+    res = F.clip(a, a_min, a_max)
+    return _write_out(out, res) if out is not None else res
+
+
+def _np_einsum(subscripts, *operands, **kw):
+    if len(operands) != 2 or kw:
+        return _constant_call(np.einsum, (subscripts,) + operands, kw, "einsum")
+    return F.einsum(subscripts, *operands)
+
+
+_FUNCTIONS = {
+    np.sum: _np_sum, np.mean: _np_mean, np.max: _np_max, np.amax: _np_max, np.min: _np_min,
+    np.amin: _np_min, np.dot: F.dot, np.matmul: F.matmul, np.tensordot: F.tensordot,
+    np.einsum: _np_einsum, np.clip: _np_clip, np.where: F.where, np.maximum: F.maximum,
+    np.reshape: lambda a, newshape=None, shape=None, **_: F.reshape(a, shape if shape is not None else newshape),
+    np.transpose: lambda a, axes=None: F.transpose(a, axes), np.swapaxes: F.swapaxes,
+    np.expand_dims: F.expand_dims, np.squeeze: lambda a, axis=None: F.squeeze(a, axis),
+    np.concatenate: lambda arrays, axis=0, **_: F.concatenate(arrays, axis),
+    np.stack: lambda arrays, axis=0, **_: F.stack(arrays, axis), np.split: F.split,
+    np.broadcast_to: lambda a, shape, **_: F.broadcast_to(a, shape),
+    np.take: lambda a, indices, axis=None, **_: F.take(a, indices, axis),
+    np.outer: F.outer, np.argmax: lambda a, axis=None, **_: F.argmax(a, axis),
+    np.argmin: lambda a, axis=None, **_: F.argmin(a, axis),
+    np.zeros_like: lambda a, dtype=None, **_: F.zeros_like(a, dtype),
+    np.ones_like: lambda a, dtype=None, **_: F.ones_like(a, dtype),
+    np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+    np.copy: lambda a, **_: a.copy(),
+}
