@@ -15,14 +15,5 @@ from .errors import JanusError, OpError, ShapeError, GradientError  # noqa: F401
 __version__ = "0.1.0"
 
 
-def __getattr__(name):
-    # nn, optim and the JIT import lazily so `import janus_like` stays cheap
-    import importlib
-
-    if name in ("nn", "optim", "jit_module"):
-        return importlib.import_module(f".{name}", __name__)
-    if name in ("jit", "explain", "run_path"):
-        from . import jit as _jit
-
-        return getattr(_jit, name)
-    raise AttributeError(f"module 'janus_like' has no attribute {name!r}")
+from . import nn, optim  # noqa: E402,F401
+from .jit import explain, jit, run_path  # noqa: E402,F401  (the function shadows the subpackage name)

@@ -61,11 +61,12 @@ class GradientTape:
                 elif type(a) is Variable and self.watch_accessed_variables and a.trainable:
                     watched.add(a._tid)
                     hit = True
-                if type(a) is Variable:  # freeze the value read now; later assigns must not leak in
-                    a = a._snapshot()
+                # freeze the value and identity seen now: later assigns to a Variable, or
+                # functional updates (t[i] = v, t += 1) that rebind a Tensor object, must not leak in
+                a = a._snapshot()
             inputs.append(a)
         if hit:
-            self._entries.append((op, inputs, params, outs))
+            self._entries.append((op, inputs, params, tuple(o._snapshot() for o in outs)))
             for o in outs:
                 watched.add(o._tid)
 
@@ -113,7 +114,10 @@ def _backward(entries, target, output_gradients):
                     f"gradient of a non-scalar target (shape {tuple(t.shape)}) needs output_gradients "
                     f"of the same shape; reduce it first (e.g. loss.sum()) or pass output_gradients=")
             seed = F.ones_like(t)
-        _accumulate(grads, t._tid, seed if isinstance(seed, Tensor) else Tensor(seed))
+        seed = seed if isinstance(seed, Tensor) else Tensor(seed)
+        if seed.dtype != t.dtype and np.issubdtype(t.dtype, np.inexact):  # cotangents keep the primal's dtype
+            seed = F.cast(seed, t.dtype)
+        _accumulate(grads, t._tid, seed)
     for op, inputs, params, outs in reversed(entries):
         out_grads = [grads.get(o._tid) for o in outs]
         if all(g is None for g in out_grads):

@@ -89,7 +89,7 @@ def to_device(array, name: str):
     return _cupy().asarray(array)
 
 
-def asarray(data, dtype=None):
+def asarray(data, dtype=None, copy=False):
     if _state["device"] == "gpu":
-        return _cupy().asarray(data, dtype=dtype)
-    return np.asarray(data, dtype=dtype)
+        return _cupy().array(data, dtype=dtype, copy=copy)
+    return np.array(data, dtype=dtype, copy=copy or None)

@@ -45,7 +45,8 @@ class Tensor:
     def __init__(self, data, dtype=None):
         if isinstance(data, Tensor):
             data = data._data
-        self._data = backend.asarray(data, dtype=dtype)
+        # copy: later writes to the caller's array must not change an immutable tensor
+        self._data = backend.asarray(data, dtype=dtype, copy=True)
         self._tid = _next_id()
 
     # ---------------------------------------------------------------- array facts
@@ -71,7 +72,10 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self.numpy())
-        return a if dtype is None else a.astype(dtype, copy=False)
+        if dtype is not None:
+            a = a.astype(dtype, copy=bool(copy))
+        # a tensor's buffer is immutable: never hand out a writable alias when a copy is asked for
+        return a.copy() if copy and a is self._data else a
 
     def __repr__(self):
         body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="tensor(")
@@ -179,6 +183,8 @@ class Tensor:
             result = _UFUNCS[ufunc](*inputs)
         elif method == "reduce" and ufunc in _REDUCERS and set(kwargs) <= {"axis", "keepdims"}:
             result = _REDUCERS[ufunc](inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
+        elif out is not None:  # NumPy itself must write: `where=` keeps the old values, several outputs
+            return _constant_call_out(getattr(ufunc, method), inputs, kwargs, out, ufunc.__name__)
         else:
             result = _constant_call(getattr(ufunc, method), inputs, kwargs, ufunc.__name__)
         if out is not None:
@@ -229,6 +235,15 @@ def _constant_call(func, args, kwargs, name):
     if isinstance(res, tuple):
         return tuple(_wrap(r) if isinstance(r, np.ndarray) else r for r in res)
     return res
+
+
+def _constant_call_out(func, args, kwargs, out, name):
+    """`func(*args, out=...)` run by NumPy on array buffers, then stored into tensor targets."""
+    targets = out if isinstance(out, tuple) else (out,)
+    buffers = tuple(t._data.copy() if isinstance(t, Tensor) else t for t in targets)
+    _constant_call(func, args, dict(kwargs, out=buffers), name)
+    results = tuple(_write_out(t, _wrap(b)) if isinstance(t, Tensor) else t for t, b in zip(targets, buffers))
+    return results if isinstance(out, tuple) and len(out) > 1 else results[0]
 
 
 class Variable(Tensor):
@@ -293,19 +308,23 @@ _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
 
 
 def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return F.sum(a, axis, keepdims, dtype)
+    res = F.sum(a, axis, keepdims, dtype)
+    return _write_out(out, res) if out is not None else res
 
 
 def _np_mean(a, axis=None, dtype=None, out=None, keepdims=False, **_):
-    return F.mean(a, axis, keepdims)
+    res = F.mean(a, axis, keepdims)
+    return _write_out(out, res) if out is not None else res
 
 
 def _np_max(a, axis=None, out=None, keepdims=False, **_):
-    return F.max(a, axis, keepdims)
+    res = F.max(a, axis, keepdims)
+    return _write_out(out, res) if out is not None else res
 
 
 def _np_min(a, axis=None, out=None, keepdims=False, **_):
-    return F.min(a, axis, keepdims)
+    res = F.min(a, axis, keepdims)
+    return _write_out(out, res) if out is not None else res
 
 
 def _np_clip(a, a_min=None, a_max=None, out=None, **kw):

@@ -65,10 +65,10 @@ def clip(x, lo=None, hi=None):
     """np.clip. Array-valued bounds are compositions of maximum/minimum."""
     if hasattr(lo, "shape") or hasattr(hi, "shape"):
         out = x
+        if lo is not None:  # NumPy's order: minimum(maximum(x, lo), hi), so hi wins when lo > hi
+            out = maximum(out, lo)
         if hi is not None:
             out = minimum(out, hi)
-        if lo is not None:
-            out = maximum(out, lo)
         return out
     return bind(P.clip, x, lo=lo, hi=hi)
 

@@ -241,7 +241,8 @@ register("reshape", lambda xp, x, shape: xp.reshape(x, shape), vjp=lambda g, o, 
 register("reshape_like", lambda xp, x, like: xp.reshape(x, xp.shape(like)),
          vjp=lambda g, o, x, like: (F.reshape_like(g, x), None))
 register("transpose", lambda xp, x, axes=None: xp.transpose(x, axes),
-         vjp=lambda g, o, x, axes=None: (F.transpose(g, None if axes is None else tuple(int(i) for i in np.argsort(axes))),))
+         vjp=lambda g, o, x, axes=None: (F.transpose(g, None if axes is None else
+                                                     tuple(int(i) for i in np.argsort([a % _nd(x) for a in axes]))),))
 register("expand_dims", lambda xp, x, axis: xp.expand_dims(x, axis), vjp=lambda g, o, x, axis: (F.reshape_like(g, x),))
 register("squeeze", lambda xp, x, axis=None: xp.squeeze(x, axis), vjp=lambda g, o, x, axis=None: (F.reshape_like(g, x),))
 register("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), vjp=lambda g, o, x, shape: (F.sum_to(g, x),))

@@ -1,0 +1,328 @@
+"""Training-step benchmark: every model in `benchmarks/models`, every available system.
+
+    python -m benchmarks.runner [--models mlp,lstm_lm] [--quick] [--repeats N] [--json out.json]
+
+For each model, in one process, each system (eager janus_like, `janus_like.jit` when it exists,
+hand-written NumPy, PyTorch and JAX when installed) gets its own copy of the same initial
+parameters and trains on the same batches in the same order. Each system first makes `--warmup`
+calls, timed one by one and reported separately (the first call, the whole warm-up); then
+`--repeats` timed blocks of `--steps` calls each, the systems interleaved block by block (in a
+rotating order) so that drifts in machine load hit them all alike. A system's ms/step is the
+median over its blocks. The loss of every call is recorded, and each system's losses over the
+first `--check-steps` calls are compared with eager's: that is the jit-vs-eager agreement check
+(and a cross-check of the other implementations). Exit status 1 when a check fails or a system
+raises; progress goes to stderr, the table to stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from . import frameworks
+from .models import MODELS, load
+from .models._common import numpy_stepper
+
+SYSTEMS = ("eager", "jit", "numpy", "torch", "jax")
+# Relative tolerance on the loss, per system, against eager janus_like. jit and hand NumPy do the
+# same float32 arithmetic up to reordering; other frameworks use other kernels (e.g. logsumexp).
+LOSS_RTOL = {"jit": 1e-4, "numpy": 1e-4, "torch": 1e-3, "jax": 1e-3}
+LOSS_ATOL = 1e-6
+
+QUICK_SETTINGS = dict(warmup=5, repeats=5, block_s=0.05, check_steps=10)
+FULL_SETTINGS = dict(warmup=10, repeats=7, block_s=0.25, check_steps=20)
+
+
+def _progress(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------ building systems
+def build_systems(module, seed, quick, wanted, jit):
+    """{system: stepper} for the systems in `wanted` that can run, and {system: reason} for the
+    ones that cannot. Every stepper starts from its own `module.make(seed, quick)`."""
+    steppers, skipped = {}, {}
+    for name in wanted:
+        if name == "jit" and jit is None:
+            skipped[name] = "janus_like.jit is not available"
+            continue
+        if name == "torch" and frameworks.torch_or_none() is None:
+            skipped[name] = "torch is not installed"
+            continue
+        if name == "jax" and frameworks.jax_or_none() is None:
+            skipped[name] = "jax is not installed"
+            continue
+        builder = {"torch": "torch_step", "jax": "jax_step"}.get(name)
+        if builder is not None and not hasattr(module, builder):
+            skipped[name] = f"the model has no {builder}"
+            continue
+        state = module.make(seed, quick=quick)
+        try:
+            if name == "eager":
+                steppers[name] = module.janus_step(state)
+            elif name == "jit":
+                steppers[name] = module.janus_step(state, jit=jit)
+            elif name == "numpy":
+                steppers[name] = numpy_stepper(module, state)
+            else:
+                steppers[name] = getattr(module, builder)(state)
+        except Exception as exc:  # noqa: BLE001 - one broken system must not stop the others
+            skipped[name] = f"error while building: {type(exc).__name__}: {exc}"
+    return steppers, skipped
+
+
+def _safe_stats(stepper):
+    try:
+        return stepper.stats()
+    except Exception as exc:  # noqa: BLE001
+        return f"stats() raised {type(exc).__name__}: {exc}"
+
+
+# ------------------------------------------------------------------ one model
+def run_model(name, args, jit):
+    """Benchmark one model; returns its JSON record."""
+    module = load(name)
+    record = {"model": name, "doc": (module.__doc__ or "").strip().splitlines()[0], "systems": {},
+              "skipped": {}, "checks": [], "errors": {}}
+    reason = module.available()
+    if reason:
+        record["skipped"]["*"] = reason
+        _progress(f"[{name}] skipped: {reason}")
+        return record
+    steppers, skipped = build_systems(module, args.seed, args.quick, args.systems, jit)
+    record["skipped"].update(skipped)
+    for sys_name, why in skipped.items():
+        _progress(f"[{name}] {sys_name}: skipped ({why})")
+    losses = {s: [] for s in steppers}
+    results = {}
+
+    def failed(sys_name, exc):
+        record["errors"][sys_name] = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        _progress(f"[{name}] {sys_name}: ERROR {record['errors'][sys_name]}")
+        steppers.pop(sys_name, None)
+
+    # warm-up: each call timed on its own, never part of the steady state
+    for sys_name in list(steppers):
+        stepper, times = steppers[sys_name], []
+        _progress(f"[{name}] {sys_name}: warm-up, {args.warmup} calls")
+        try:
+            for _ in range(args.warmup):
+                t0 = time.perf_counter()
+                losses[sys_name].append(stepper())
+                times.append(time.perf_counter() - t0)
+        except Exception as exc:  # noqa: BLE001
+            failed(sys_name, exc)
+            continue
+        results[sys_name] = {"first_call_ms": times[0] * 1e3, "warmup_ms": sum(times) * 1e3,
+                             "warmup_calls_ms": [t * 1e3 for t in times]}
+    if not steppers:
+        return record
+
+    # steps per block: enough for `block_s` seconds of the slowest system's last warm-up call
+    if args.steps:
+        steps = args.steps
+    else:
+        slowest = max(results[s]["warmup_calls_ms"][-1] for s in steppers) / 1e3
+        steps = int(min(200, max(1, round(args.block_s / max(slowest, 1e-6)))))
+    blocks = {s: [] for s in steppers}
+    for rep in range(args.repeats):
+        order = list(steppers)
+        order = order[rep % len(order):] + order[:rep % len(order)]
+        _progress(f"[{name}] repeat {rep + 1}/{args.repeats}: {', '.join(order)} x {steps} steps")
+        for sys_name in order:
+            stepper, record_losses = steppers[sys_name], losses[sys_name].append
+            gc.collect()  # start every block from the same collector state
+            try:
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    record_losses(stepper())
+                blocks[sys_name].append((time.perf_counter() - t0) / steps)
+            except Exception as exc:  # noqa: BLE001
+                failed(sys_name, exc)
+                results.pop(sys_name, None)
+                blocks.pop(sys_name, None)
+
+    for sys_name, samples in blocks.items():
+        ms = statistics.median(samples) * 1e3
+        results[sys_name].update(ms_per_step=ms, steps_per_s=1e3 / ms,
+                                 blocks_ms=[s * 1e3 for s in samples], steps_per_block=steps,
+                                 losses=losses[sys_name][:args.check_steps])
+        stats = _safe_stats(steppers[sys_name])
+        if stats is not None:
+            results[sys_name]["stats"] = stats
+    eager_ms = results.get("eager", {}).get("ms_per_step")
+    numpy_ms = results.get("numpy", {}).get("ms_per_step")
+    for r in results.values():
+        if "ms_per_step" in r:
+            r["speedup_vs_eager"] = eager_ms / r["ms_per_step"] if eager_ms else None
+            r["ratio_to_numpy"] = r["ms_per_step"] / numpy_ms if numpy_ms else None
+    record["systems"] = results
+    record["checks"] = check_losses(losses, args.check_steps)
+    for check in record["checks"]:
+        _progress(f"[{name}] check {check['system']} vs eager: {check['verdict']}")
+    return record
+
+
+def check_losses(losses, n):
+    """Compare every system's first `n` losses with eager's (rtol from LOSS_RTOL)."""
+    ref = losses.get("eager")
+    if not ref:
+        return []
+    checks = []
+    for sys_name, got in losses.items():
+        if sys_name == "eager":
+            continue
+        k = min(n, len(ref), len(got))
+        a, b = np.asarray(got[:k], np.float64), np.asarray(ref[:k], np.float64)
+        rtol = LOSS_RTOL.get(sys_name, 1e-3)
+        err = np.abs(a - b)
+        ok = bool(np.all(err <= LOSS_ATOL + rtol * np.abs(b)))
+        worst = float(np.max(err / np.maximum(np.abs(b), 1e-30))) if k else 0.0
+        first_bad = None if ok else int(np.argmax(err > LOSS_ATOL + rtol * np.abs(b)))
+        checks.append({
+            "system": sys_name, "steps": k, "rtol": rtol, "atol": LOSS_ATOL, "max_rel_diff": worst,
+            "ok": ok, "first_bad_step": first_bad,
+            "verdict": (f"ok, max rel diff {worst:.1e} over {k} steps (rtol {rtol:g})" if ok else
+                        f"MISMATCH at step {first_bad}: {float(a[first_bad])!r} vs eager {float(b[first_bad])!r} "
+                        f"(rtol {rtol:g})"),
+        })
+    return checks
+
+
+# ------------------------------------------------------------------ report
+def format_table(records):
+    """One row per (model, system): timings, or why the system did not run."""
+    cols = ("model", "system", "ms/step", "steps/s", "vs eager", "vs numpy", "first ms", "warm-up ms", "loss")
+    timed, other = [], []
+    for rec in records:
+        verdicts = {c["system"]: "ok" if c["ok"] else "MISMATCH" for c in rec["checks"]}
+        for sys_name, r in rec["systems"].items():
+            if "ms_per_step" in r:
+                timed.append((rec["model"], sys_name, f"{r['ms_per_step']:.3f}", f"{r['steps_per_s']:.1f}",
+                              "-" if r["speedup_vs_eager"] is None else f"{r['speedup_vs_eager']:.2f}x",
+                              "-" if r["ratio_to_numpy"] is None else f"{r['ratio_to_numpy']:.2f}",
+                              f"{r['first_call_ms']:.2f}", f"{r['warmup_ms']:.2f}",
+                              "ref" if sys_name == "eager" else verdicts.get(sys_name, "-")))
+        for sys_name, why in rec["skipped"].items():
+            other.append((rec["model"], sys_name, "skipped: " + why))
+        for sys_name, err in rec["errors"].items():
+            other.append((rec["model"], sys_name, "ERROR: " + err.splitlines()[-1][:100]))
+    widths = [max([len(c)] + [len(row[i]) for row in timed]) for i, c in enumerate(cols)]
+    widths[0] = max([widths[0]] + [len(row[0]) for row in other])
+    widths[1] = max([widths[1]] + [len(row[1]) for row in other])
+
+    def line(row):
+        return "  ".join(v.ljust(w) if i < 2 else v.rjust(w) for i, (v, w) in enumerate(zip(row, widths)))
+
+    out = [line(cols), "  ".join("-" * w for w in widths)]
+    out += [line(row) for row in timed]
+    out += ["  ".join((row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2])) for row in other]
+    return "\n".join(out)
+
+
+def format_notes(records):
+    notes = []
+    for rec in records:
+        for c in rec["checks"]:
+            notes.append(f"check {rec['model']}/{c['system']} vs eager: {c['verdict']}")
+        stats = rec["systems"].get("jit", {}).get("stats")
+        if stats is not None:
+            text = json.dumps(stats, default=str, sort_keys=True)
+            notes.append(f"jit stats {rec['model']}: {text[:300]}{'...' if len(text) > 300 else ''}")
+    return "\n".join(notes)
+
+
+@contextlib.contextmanager
+def _threads(n):
+    """Run with `n` BLAS threads (and torch intra-op threads), restoring the old counts after.
+    Yields what is in force, for the JSON report."""
+    old_blas = frameworks.blas_threads()
+    torch = frameworks.torch_or_none() if "torch" in sys.modules or n else None
+    old_torch = torch.get_num_threads() if torch is not None else None
+    if n:
+        frameworks.blas_threads(n)
+        if torch is not None:
+            torch.set_num_threads(n)
+    try:
+        yield {"blas": frameworks.blas_threads(), "torch": torch.get_num_threads() if torch is not None else None}
+    finally:
+        if n and old_blas is not None:
+            frameworks.blas_threads(old_blas)
+        if n and old_torch is not None:
+            torch.set_num_threads(old_torch)
+
+
+# ------------------------------------------------------------------ entry point
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="python -m benchmarks.runner", description=__doc__.splitlines()[0])
+    p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {','.join(MODELS)}")
+    p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ",".join(SYSTEMS))
+    p.add_argument("--quick", action="store_true", help="small model sizes, few steps: a smoke run")
+    p.add_argument("--repeats", type=int, help="timed blocks per system (median taken)")
+    p.add_argument("--steps", type=int, help="calls per timed block (default: about --block-s seconds)")
+    p.add_argument("--warmup", type=int, help="untimed-for-steady-state calls per system first")
+    p.add_argument("--block-s", type=float, help="target seconds per timed block when --steps is not set")
+    p.add_argument("--check-steps", type=int, help="losses compared with eager's over this many first calls")
+    p.add_argument("--threads", type=int, default=1,
+                   help="BLAS (and torch) threads while benchmarking; 0 leaves them as they are (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="PATH", help="write every number, the machine and versions as JSON")
+    args = p.parse_args(argv)
+    defaults = QUICK_SETTINGS if args.quick else FULL_SETTINGS
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    for m in args.models:
+        if m not in MODELS:
+            p.error(f"unknown model {m!r}; choose from {', '.join(MODELS)}")
+    for s in args.systems:
+        if s not in SYSTEMS:
+            p.error(f"unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
+    if args.warmup < 1 or args.repeats < 1:
+        p.error("--warmup and --repeats must be at least 1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    jit = frameworks.find_jit() if "jit" in args.systems else None
+    started = time.perf_counter()
+    records = []
+    with _threads(args.threads) as threads_in_force:
+        for i, name in enumerate(args.models, 1):
+            _progress(f"== [{i}/{len(args.models)}] {name}")
+            records.append(run_model(name, args, jit))
+    elapsed = time.perf_counter() - started
+    notes = format_notes(records)
+    print(format_table(records) + ("\n" + notes if notes else ""))
+    print(f"{'quick' if args.quick else 'full'} run, {elapsed:.1f} s; ms/step: median over {args.repeats} "
+          f"blocks after {args.warmup} warm-up calls; vs eager = eager ms / system ms; "
+          f"vs numpy = system ms / hand-NumPy ms", flush=True)
+    failed = any(rec["errors"] or not all(c["ok"] for c in rec["checks"]) for rec in records)
+    if args.json:
+        report = {
+            "machine": frameworks.machine_info(), "versions": frameworks.versions(),
+            "threads": dict(threads_in_force, **{k: os.environ.get(k) for k in (
+                "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}),
+            "settings": {k: getattr(args, k) for k in ("models", "systems", "quick", "repeats", "steps", "warmup",
+                                                       "block_s", "check_steps", "seed")},
+            "elapsed_s": elapsed, "ok": not failed, "models": records,
+        }
+        with open(args.json, "w") as fh:
+            json.dump(report, fh, indent=2, default=str)
+        _progress(f"wrote {args.json}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""Executor: runs a generated graph as one transaction.
+
+Input: a `GeneratedGraph` (IR + input program + outputs) and the call's arguments. Output: the
+call's result with all state committed, or a named failure with nothing changed.
+
+    guards (input program) -> plan (all nodes, asserts included) -> commit + effects -> result
+
+The graph computes on values only; no user-visible state changes until the last node has
+succeeded. On an assert failure or any exception the NumPy global RNG (and any explicit
+Generator the graph draws from) is restored, and the caller re-runs the call eagerly.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import ir
+from .codegen import compile_plan
+from .interpreter import AssertFailed, interpret
+
+OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
+
+
+class CompiledGraph:
+    def __init__(self, gen, mode: str = "plan"):
+        self.gen = gen
+        self.graph = gen.graph
+        self.guard = gen.guard
+        self.outputs = gen.outputs
+        self.assumptions = gen.prog_assumptions if hasattr(gen, "prog_assumptions") else gen.assumptions
+        self.mode = mode
+        self.plan = compile_plan(gen.graph) if mode == "plan" else None
+        self.uses_rng = gen.uses_rng
+        self.generators = [n.params["rng"] for n in gen.graph.all_nodes() if n.op == "random_uniform"]
+        self.runs = 0
+        self.time_s = 0.0
+        self.last_slots = None
+
+    def body(self, slots):
+        if self.plan is not None:
+            return self.plan(slots)
+        return interpret(self.graph, slots)
+
+    def try_run(self, args):
+        """(status, payload): OK -> result; GUARD_FAILED -> assumption index (-1: a read raised);
+        ASSERT_FAILED -> Assumption; RAISED -> exception."""
+        slots = self.guard(args)
+        if type(slots) is int:
+            return GUARD_FAILED, slots
+        start = time.perf_counter()
+        saved = np.random.get_state() if self.uses_rng else None
+        saved_gens = [g.bit_generator.state for g in self.generators]
+        try:
+            values = self.body(slots)
+        except AssertFailed as exc:
+            self._restore(saved, saved_gens)
+            return ASSERT_FAILED, exc.assumption
+        except Exception as exc:  # the eager re-run reports the user's error exactly
+            self._restore(saved, saved_gens)
+            return RAISED, exc
+        self.last_slots = slots  # kept for plan-vs-interpreter checks and reports
+        result = self.outputs.finish(values, slots)
+        self.runs += 1
+        self.time_s += time.perf_counter() - start
+        return OK, result
+
+    def _restore(self, saved, saved_gens):
+        if saved is not None:
+            np.random.set_state(saved)
+        for g, state in zip(self.generators, saved_gens):
+            g.bit_generator.state = state
+
+
+__all__ = ["CompiledGraph", "AssertFailed", "interpret", "compile_plan", "OK", "GUARD_FAILED", "ASSERT_FAILED",
+           "RAISED", "ir"]

@@ -1,0 +1,50 @@
+"""The reference interpreter: the definition of what a graph means (about 40 lines).
+
+Every fast path (the generated-code plan) is tested against it on every test graph.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..ops.registry import REGISTRY
+
+
+class AssertFailed(Exception):
+    """An assert node saw a value other than the one speculated on."""
+
+    def __init__(self, assumption):
+        super().__init__(assumption.describe() if assumption is not None else "assert failed")
+        self.assumption = assumption
+
+
+def run_nodes(nodes, env, slots):
+    for n in nodes:
+        op = n.op
+        args = [env[i.id] if isinstance(i, ir.Node) else i for i in n.inputs]
+        if op == ir.INPUT:
+            env[n.id] = slots[n.params["slot"]]
+        elif op == ir.CONST:
+            env[n.id] = n.params["value"]
+        elif op == ir.ASSERT:
+            if bool(args[0]) is not n.params["expect"]:
+                raise AssertFailed(n.params["assumption"])
+        elif op == ir.TO_PY:
+            env[n.id] = n.params["type"](args[0])
+        elif op == ir.RANDOM:
+            env[n.id] = getattr(np.random, n.params["method"])(*n.params["args"], **n.params["kwargs"])
+        elif op == ir.COND:
+            branch, outs = (("then_nodes", "then_outs") if args[0] else ("else_nodes", "else_outs"))
+            run_nodes(n.params[branch], env, slots)
+            env[n.id] = tuple(env[o.id] if isinstance(o, ir.Node) else o for o in n.params[outs])
+        elif op == ir.TUPLE_GET:
+            env[n.id] = args[0][n.params["index"]]
+        else:
+            env[n.id] = REGISTRY[op].impl(np, *args, **n.params)
+
+
+def interpret(graph: ir.Graph, slots):
+    """Run `graph` on input `slots`; returns the values of `graph.outputs`."""
+    env: dict = {}
+    run_nodes(graph.nodes, env, slots)
+    return [env[o.id] if isinstance(o, ir.Node) else o for o in graph.outputs]

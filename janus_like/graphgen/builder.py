@@ -1,0 +1,236 @@
+"""GraphBuilder: receives ops from `bind` while a graph is generated and appends IR nodes.
+
+Shapes and dtypes are inferred by running the op's own implementation on representative
+zero values (NumPy's rules by construction), or by broadcasting for elementwise ops. Symbolic
+GradientTapes record here too; their `gradient` emits the backward pass as graph nodes using the
+registry's vjp rules — the same rules the eager tape uses.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import ir
+from ..errors import GradientError
+from ..ops import api as F
+from ..tensor import Tensor
+from .values import Sym, Unsupported, VarRef
+
+
+OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
+_VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
+
+
+def _representative(v, kind):
+    shape, dtype = v.node.aval
+    if kind == "py":
+        return np.zeros((), dtype).item()
+    if shape == ():
+        return np.zeros((), dtype)[()]
+    return np.zeros(shape, dtype)
+
+
+class GraphBuilder:
+    def __init__(self, name: str):
+        self.graph = ir.Graph(name)
+        self.block = self.graph.nodes  # where new nodes go (a cond branch while building one)
+        self.tapes: list[SymbolicTape] = []
+        self.site = ""
+        self._consts: dict[int, tuple] = {}
+        self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
+        self.uses_rng = False
+
+    # ------------------------------------------------------------------ bind protocol
+    @staticmethod
+    def claims(args) -> bool:
+        for a in args:
+            if isinstance(a, Sym):
+                return True
+        return False
+
+    def add(self, node):
+        if not node.site:
+            node.site = self.site
+        self.block.append(node)
+        return node
+
+    def constant(self, value, kind=None):
+        """A graph value for a concrete array/Tensor captured at generation time."""
+        key = id(value)
+        hit = self._consts.get(key)
+        if hit is not None and hit[0] is value:
+            return Sym(hit[1], hit[2])
+        if isinstance(value, Tensor):
+            data, k = value._data, "tensor"
+        else:
+            data, k = value, "array"
+        arr = np.asarray(data)
+        node = self.add(ir.Node(ir.CONST, (), {"value": data}, (arr.shape, arr.dtype)))
+        self._consts[key] = (value, node, kind or k)
+        return Sym(node, kind or k)
+
+    def _operand(self, a):
+        if isinstance(a, Sym):
+            if a.kind == "stale":
+                raise Unsupported("view-write", "reading a view of an array that was since written in place",
+                                  self.site)
+            return a.node, a.kind
+        if isinstance(a, (Tensor, np.ndarray, np.generic)):
+            s = self.constant(a)
+            return s.node, s.kind
+        return a, None
+
+    def emit(self, op, args, params):
+        inputs, kinds = [], []
+        for a in args:
+            node_or_lit, kind = self._operand(a)
+            inputs.append(node_or_lit)
+            kinds.append(kind)
+        aval = self.infer(op, args, inputs, kinds, params)
+        node = self.add(ir.Node(op.name, tuple(inputs), dict(params), aval))
+        kind = "tensor" if "tensor" in kinds else "array"
+        out = Sym(node, kind)
+        if kind == "array" and op.name in _VIEW_OPS and isinstance(args[0], Sym):
+            # NumPy returns a view: an in-place write through it (or to its base) is not modelled
+            out.view = (OPAQUE, args[0])
+            self.views.setdefault(id(args[0]), []).append(out)
+        for tape in self.tapes:
+            tape.record(op, args, params, out)
+        return out
+
+    def infer(self, op, args, inputs, kinds, params):
+        reps = []
+        for a, i, k in zip(args, inputs, kinds):
+            if isinstance(i, ir.Node):
+                if op.elementwise:
+                    reps.append(np.zeros((), i.aval[1]) if k != "py" else np.zeros((), i.aval[1]).item())
+                else:
+                    reps.append(_representative(Sym(i), k))
+            else:
+                reps.append(a)
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = op.impl(np, *reps, **params)
+                if op.elementwise:
+                    shapes = [i.aval[0] for i in inputs if isinstance(i, ir.Node)]
+                    shapes += [np.shape(a) for a, i in zip(args, inputs) if not isinstance(i, ir.Node)]
+                    return (tuple(np.broadcast_shapes(*shapes)), np.asarray(out).dtype)
+        except Unsupported:
+            raise
+        except Exception as exc:
+            raise Unsupported("op-error", f"op '{op.name}' fails on these shapes ({exc})", self.site) from exc
+        arr = np.asarray(out)
+        return (tuple(arr.shape), arr.dtype)
+
+    def to_py(self, sym, pytype):
+        node = self.add(ir.Node(ir.TO_PY, (sym.node,), {"type": pytype}, ((), np.dtype(pytype))))
+        return Sym(node, "py")
+
+    def assert_(self, cond_sym, expect, assumption):
+        self.add(ir.Node(ir.ASSERT, (cond_sym.node,), {"expect": expect, "assumption": assumption}))
+
+    def random(self, method, args, kwargs, aval):
+        self.uses_rng = True
+        node = self.add(ir.Node(ir.RANDOM, (), {"method": method, "args": args, "kwargs": kwargs}, aval))
+        return Sym(node, "array")
+
+
+def _key(v):
+    return ("var", id(v)) if isinstance(v, VarRef) else v.node
+
+
+class SymbolicTape:
+    """GradientTape inside a graph: records ops on watched values; `gradient` emits the backward
+    pass as nodes built by each op's vjp rule."""
+
+    def __init__(self, builder, persistent=False, watch_accessed_variables=True):
+        self.builder = builder
+        self.persistent = persistent
+        self.watch_vars = watch_accessed_variables
+        self.watched: set = set()
+        self.entries: list = []
+        self.used = False
+
+    def watch(self, value):
+        from ..autodiff import _flatten
+
+        for v in _flatten(value):
+            if isinstance(v, Sym):
+                self.watched.add(_key(v))
+
+    def record(self, op, args, params, out):
+        if op.vjp is None:
+            return
+        hit = False
+        keys, snaps = [], []
+        for a in args:
+            if isinstance(a, Sym):
+                k = _key(a)
+                if k in self.watched:
+                    hit = True
+                elif isinstance(a, VarRef) and self.watch_vars:
+                    self.watched.add(k)
+                    hit = True
+                keys.append(k)
+                snaps.append(Sym(a.node, a.kind))
+            else:
+                keys.append(None)
+                snaps.append(a)
+        if hit:
+            self.entries.append((op, keys, snaps, params, out.node, out.kind))
+            self.watched.add(out.node)
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        from ..autodiff import _flatten, _map_structure
+
+        if self.used and not self.persistent:
+            raise Unsupported("user-error", "GradientTape.gradient called twice on a non-persistent tape")
+        self.used = True
+        me = self in self.builder.tapes
+        if me:
+            self.builder.tapes.remove(self)
+        try:
+            grads = self._backward(_flatten(target), output_gradients)
+        finally:
+            if me:
+                self.builder.tapes.append(self)
+        if not self.persistent:
+            self.entries = []
+
+        def pick(s):
+            if not isinstance(s, Sym):
+                raise Unsupported("unsupported-call", "gradient source is not a graph value")
+            g = grads.get(_key(s))
+            if g is None and unconnected_gradients == "zero":
+                return F.zeros_like(s)
+            return g
+
+        return _map_structure(pick, sources)
+
+    def _backward(self, targets, output_gradients):
+        from ..autodiff import _flatten
+
+        seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
+        grads: dict = {}
+        for t, seed in zip(targets, seeds):
+            if seed is None:
+                if t.size != 1:
+                    raise GradientError(f"gradient of a non-scalar target (shape {t.shape}) needs output_gradients")
+                seed = F.ones_like(t)
+            _acc(grads, _key(t), seed)
+        for op, keys, snaps, params, out_node, out_kind in reversed(self.entries):
+            g = grads.get(out_node)
+            if g is None:
+                continue
+            in_grads = op.vjp(g, Sym(out_node, out_kind), *snaps, **params)
+            for k, gx in zip(keys, in_grads):
+                if k is not None and gx is not None:
+                    _acc(grads, k, gx)
+        return {k: (Sym(v.node, "tensor") if isinstance(v, Sym) else v) for k, v in grads.items()}
+
+
+def _acc(grads, key, g):
+    prev = grads.get(key)
+    grads[key] = g if prev is None else F.add(prev, g)

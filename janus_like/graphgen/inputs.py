@@ -1,0 +1,145 @@
+"""The input program: how a graph reads its inputs, and the guards that make that safe.
+
+Every value the generator read from the function's arguments, globals or closures is a *slot*
+reached by a path (`arg0.layers[1].W`). Each slot carries checks (type, shape/dtype, value,
+identity, length); all of them run, in the order the generator first read them, before any node
+of the graph executes. The program is emitted as straight-line Python and compiled once:
+
+    def guard(args):
+        s0 = args[0]
+        if type(s0) is not K[0]: return 0
+        s1 = s0.W
+        ...
+        return (s0, s1, ...)
+
+It returns all slot values, or the index of the first failed assumption (-1 if a read raised).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..jit.assumptions import Assumption
+
+
+class Slot:
+    __slots__ = ("index", "parent", "step", "text", "value")
+
+    def __init__(self, index, parent, step, text, value):
+        self.index, self.parent, self.step, self.text, self.value = index, parent, step, text, value
+
+
+class InputProgram:
+    def __init__(self):
+        self.slots: list[Slot] = []
+        self.lines: list[str] = []  # body of the guard function
+        self.consts: list = []
+        self.assumptions: list[Assumption] = []
+        self._by_key: dict = {}
+
+    def _const(self, value) -> str:
+        for i, c in enumerate(self.consts):
+            if c is value:
+                return f"K[{i}]"
+        self.consts.append(value)
+        return f"K[{len(self.consts) - 1}]"
+
+    # ------------------------------------------------------------------ slots
+    def root_arg(self, i, value):
+        return self._new(None, ("arg", i), f"arg{i}", value, f"args[{i}]")
+
+    def root_global(self, gdict, name, value, modname):
+        return self._new(None, ("global", id(gdict), name), f"{modname}.{name}", value,
+                         f"{self._const(gdict)}[{name!r}]")
+
+    def root_cell(self, cell, name, value):
+        return self._new(None, ("cell", id(cell)), name, value, f"{self._const(cell)}.cell_contents")
+
+    def attr(self, parent: Slot, name, value):
+        return self._new(parent, ("attr", name), f"{parent.text}.{name}", value, f"s{parent.index}.{name}")
+
+    def item(self, parent: Slot, key, value):
+        key_code = repr(key) if isinstance(key, (int, str, bool, float, type(None))) else self._const(key)
+        return self._new(parent, ("item", key if isinstance(key, (int, str)) else id(key)),
+                         f"{parent.text}[{key!r}]" if isinstance(key, (int, str)) else f"{parent.text}[<obj>]",
+                         value, f"s{parent.index}[{key_code}]")
+
+    def data(self, parent: Slot):
+        """The `_data` array of a Tensor/Variable slot (read after its checks)."""
+        return self._new(parent, ("data",), f"{parent.text}", parent.value._data, f"s{parent.index}._data")
+
+    def _new(self, parent, step, text, value, code):
+        key = (parent.index if parent else None, step)
+        hit = self._by_key.get(key)
+        if hit is not None:
+            return hit, False
+        slot = Slot(len(self.slots), parent, step, text, value)
+        self.slots.append(slot)
+        self._by_key[key] = slot
+        self.lines.append(f"s{slot.index} = {code}")
+        return slot, True
+
+    # ------------------------------------------------------------------ checks
+    def check(self, slot: Slot, cond_code: str, assumption: Assumption):
+        """`cond_code` uses `v` for the slot value; failing it fails `assumption`."""
+        self.assumptions.append(assumption)
+        idx = len(self.assumptions) - 1
+        self.lines.append(f"if not ({cond_code.replace('{v}', f's{slot.index}')}): return {idx}")
+
+    def check_type(self, slot, site):
+        t = type(slot.value)
+        self.check(slot, f"type({{v}}) is {self._const(t)}",
+                   Assumption("type", site, t.__name__, slot.text))
+
+    def check_array(self, slot, site, relaxed_dims=()):
+        arr = slot.value
+        shape = tuple(arr.shape)
+        self.check(slot, f"{{v}}.shape == {shape!r} and {{v}}.dtype == {self._const(arr.dtype)}",
+                   Assumption("shape", site, f"{arr.dtype}{list(shape)}", slot.text, relax=("shape", slot.text)))
+
+    def check_value(self, slot, site):
+        v = slot.value
+        if v is None:
+            self.check(slot, "{v} is None", Assumption("value", site, None, slot.text))
+            return
+        t = type(v)
+        relax = ("value", slot.text) if t in (int, float) else None
+        self.check(slot, f"type({{v}}) is {self._const(t)} and {{v}} == {self._const(v)}",
+                   Assumption("value", site, v, slot.text, relax=relax))
+
+    def check_identity(self, slot, site):
+        v = slot.value
+        name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None) or type(v).__name__
+        self.check(slot, f"{{v}} is {self._const(v)}", Assumption("identity", site, name, slot.text))
+
+    def check_alias(self, slot, other: Slot, site):
+        self.check(slot, f"{{v}} is s{other.index}", Assumption("alias", site, f"same object as {other.text}", slot.text))
+
+    def check_len(self, slot, site):
+        n = len(slot.value)
+        self.check(slot, f"len({{v}}) == {n}", Assumption("length", site, n, slot.text))
+
+    def check_keys(self, slot, site):
+        keys = list(slot.value.keys())
+        self.check(slot, f"list({{v}}.keys()) == {self._const(keys)}", Assumption("keys", site, keys, slot.text))
+
+    def check_contains(self, slot, key, expected, site):
+        self.check(slot, f"({self._const(key)} in {{v}}) is {expected}",
+                   Assumption("contains", site, expected, slot.text))
+
+    def check_distinct(self, slots, site):
+        """Mutable inputs that were distinct objects at generation must stay distinct."""
+        if len(slots) < 2:
+            return
+        ids = ", ".join(f"id(s{s.index})" for s in slots)
+        self.assumptions.append(Assumption("alias", site, "distinct objects", ", ".join(s.text for s in slots[:4])))
+        self.lines.append(f"if len({{{ids}}}) != {len(slots)}: return {len(self.assumptions) - 1}")
+
+    # ------------------------------------------------------------------ compile
+    def compile(self, name="guard"):
+        body = "\n".join("        " + line for line in self.lines)
+        ret = ", ".join(f"s{s.index}" for s in self.slots)
+        src = (f"def {name}(args):\n    try:\n{body}\n        return ({ret}{',' if len(self.slots) == 1 else ''})\n"
+               f"    except Exception:\n        return -1\n")
+        env = {"K": self.consts, "np": np}
+        exec(compile(src, f"<janus_like guard {name}>", "exec"), env)
+        return env[name], src

@@ -1,0 +1,169 @@
+"""After the graph: the all-or-nothing commit, deferred effects, and the return value.
+
+`build_outputs` turns what the generator logged (state writes in program order, deferred
+print/logging calls, the abstract return value) into one `Outputs` object. Its `finish(values,
+slots)` runs only after every node — every assert included — has succeeded: it writes the new
+state, runs the deferred effects in order, and rebuilds the return value with the types eager
+code would have produced (Tensor, ndarray, NumPy scalar, Python number, lists, dicts ...).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..tensor import Tensor, _next_id, _wrap
+from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef
+
+_ALIASING_OPS = {ir.INPUT, ir.CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
+                 "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get"}
+
+
+class Outputs:
+    def __init__(self):
+        self.nodes: list = []
+        self._index: dict = {}
+        self.commits: list = []  # (kind, slot, value index, copy)
+        self.ops: list = []  # setattr/setitem/call/global with value specs, in program order
+        self.effects: list = []
+        self.result = None
+        self.sink_count: dict = {}
+
+    def node_index(self, node):
+        i = self._index.get(node.id)
+        if i is None:
+            i = self._index[node.id] = len(self.nodes)
+            self.nodes.append(node)
+        self.sink_count[node.id] = self.sink_count.get(node.id, 0) + 1
+        return i
+
+    # ------------------------------------------------------------------ specs
+    def spec(self, v):
+        if isinstance(v, VarRef):
+            return ("slot", v.slot)
+        if isinstance(v, Sym):
+            if v.kind == "stale":
+                raise Unsupported("view-write", "returning a view whose base was written in place", "")
+            if v.origin is not None and v.kind in ("array", "tensor"):
+                return ("slot", v.origin)
+            copy = v.kind == "array" and v.node.op == ir.CONST
+            return ("node", self.node_index(v.node), v.kind, copy)
+        if isinstance(v, ObjRef):
+            return ("slot", v.slot.index)
+        if isinstance(v, DeferredStr):
+            parts = [p if isinstance(p, str) else (self.spec(p[0]), p[1], p[2]) for p in v.parts]
+            return ("str", parts)
+        if isinstance(v, tuple) and hasattr(v, "_fields"):
+            return ("namedtuple", type(v), [self.spec(x) for x in v])
+        if isinstance(v, (list, tuple)):
+            return (type(v).__name__, [self.spec(x) for x in v])
+        if isinstance(v, dict):
+            return ("dict", [(k, self.spec(x)) for k, x in v.items()])
+        if isinstance(v, (Tensor, np.ndarray)):
+            return ("fresh", v)
+        if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod"):
+            raise Unsupported("unsupported-syntax", f"a {type(v).__name__} escapes the function", "")
+        return ("const", v)
+
+    # ------------------------------------------------------------------ runtime
+    def build(self, spec, values, slots):
+        tag = spec[0]
+        if tag == "node":
+            _, i, kind, copy = spec
+            val = values[i]
+            if kind == "tensor":
+                return _wrap(val)
+            if copy:
+                return val.copy()
+            return val
+        if tag == "slot":
+            return slots[spec[1]]
+        if tag == "const":
+            return spec[1]
+        if tag == "list":
+            return [self.build(s, values, slots) for s in spec[1]]
+        if tag == "tuple":
+            return tuple(self.build(s, values, slots) for s in spec[1])
+        if tag == "namedtuple":
+            return spec[1](*[self.build(s, values, slots) for s in spec[2]])
+        if tag == "dict":
+            return {k: self.build(s, values, slots) for k, s in spec[1]}
+        if tag == "str":
+            out = []
+            for p in spec[1]:
+                if isinstance(p, str):
+                    out.append(p)
+                else:
+                    val = self.build(p[0], values, slots)
+                    conv = {"": lambda x: x, "s": str, "r": repr, "a": ascii}[p[1]]
+                    out.append(format(conv(val), p[2]))
+            return "".join(out)
+        if tag == "fresh":
+            v = spec[1]
+            return v.copy() if isinstance(v, np.ndarray) else v
+        raise AssertionError(tag)
+
+    def finish(self, values, slots):
+        """Commit every state write, run deferred effects, return the function's result."""
+        for kind, slot, i, copy in self.commits:
+            target = slots[slot]
+            val = values[i]
+            if kind == "var":
+                target._data = val.copy() if copy else val
+            elif kind == "tensor":
+                target._data = val
+                target._tid = _next_id()
+            else:
+                np.copyto(target, val)
+        for op in self.ops:
+            tag = op[0]
+            if tag == "setattr":
+                setattr(slots[op[1]], op[2], self.build(op[3], values, slots))
+            elif tag == "setitem":
+                slots[op[1]][op[2]] = self.build(op[3], values, slots)
+            elif tag == "call":
+                args = [self.build(a, values, slots) for a in op[3]]
+                kwargs = {k: self.build(a, values, slots) for k, a in op[4].items()}
+                getattr(slots[op[1]], op[2])(*args, **kwargs)
+            elif tag == "global":
+                op[1][op[2]] = self.build(op[3], values, slots)
+        for fn, args, kwargs in self.effects:
+            fn(*[self.build(a, values, slots) for a in args], **{k: self.build(a, values, slots) for k, a in kwargs.items()})
+        return self.build(self.result, values, slots)
+
+
+def build_outputs(gen, result) -> Outputs:
+    out = Outputs()
+    seen_boxes = {}
+    for w in gen.writes:
+        if w[0] == "box":
+            seen_boxes[id(w[1])] = w[1]
+    for value, _slot in gen.memo.values():  # Variables assigned through their own methods
+        if isinstance(value, VarRef) and value.dirty:
+            seen_boxes.setdefault(id(value), value)
+    for box in seen_boxes.values():
+        if isinstance(box, VarRef):
+            out.commits.append(["var", box.slot, out.node_index(box.node), False])
+        elif box.origin is not None and box.dirty:
+            kind = "tensor" if box.kind == "tensor" else "array"
+            out.commits.append([kind, box.origin, out.node_index(box.node), False])
+    for w in gen.writes:
+        tag = w[0]
+        if tag == "setattr":
+            out.ops.append(("setattr", w[1].slot.index, w[2], out.spec(w[3])))
+        elif tag == "setitem":
+            out.ops.append(("setitem", w[1].slot.index, w[2], out.spec(w[3])))
+        elif tag == "call":
+            out.ops.append(("call", w[1].slot.index, w[2], [out.spec(a) for a in w[3]],
+                            {k: out.spec(a) for k, a in w[4].items()}))
+        elif tag == "global":
+            out.ops.append(("global", w[1], w[2], out.spec(w[3])))
+    for fn, args, kwargs, _site in gen.effects:
+        out.effects.append((fn, [out.spec(a) for a in args], {k: out.spec(a) for k, a in kwargs.items()}))
+    out.result = out.spec(result)
+    # a committed Variable value must own its buffer (eager assign copies)
+    for c in out.commits:
+        if c[0] == "var":
+            node = out.nodes[c[2]]
+            c[3] = node.op in _ALIASING_OPS or out.sink_count.get(node.id, 0) > 1
+    out.commits = [tuple(c) for c in out.commits]
+    return out

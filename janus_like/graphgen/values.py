@@ -1,0 +1,222 @@
+"""Abstract values the graph generator computes with.
+
+* `Sym` — a graph value (one node) with a *kind* that says what eager code would hold:
+  "tensor" (a janus_like Tensor), "array" (whatever NumPy returns: ndarray or NumPy scalar) or
+  "py" (a Python number from float()/int()/.item()). A Sym is a mutable box: in-place updates
+  (`a += b`, `a[i] = v`) point it at a new node, and every alias (the same Sym object held in a
+  list, a dict, another local) sees the update, as NumPy's object identity would.
+* `VarRef` — a Variable reached from the function's inputs; reads give its current node,
+  `assign*` are deferred state writes.
+* `ObjRef` — a Python object reached from the inputs (a module, an optimizer, a tree node, a
+  list): attribute and item reads become guarded inputs.
+
+Operators and NumPy's functions on a Sym go through the op registry exactly like Tensors do.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import api as F
+
+
+class Unsupported(Exception):
+    """The generator cannot convert this code; the function stays eager for this signature."""
+
+    def __init__(self, reason: str, detail: str, site: str = ""):
+        super().__init__(f"{reason}: {detail}" + (f" at {site}" if site else ""))
+        self.reason = reason
+        self.detail = detail
+        self.site = site
+
+
+class Sym:
+    __slots__ = ("node", "kind", "origin", "dirty", "view", "__weakref__")
+
+    def __init__(self, node, kind="tensor", origin=None):
+        self.node = node
+        self.kind = kind
+        self.origin = origin  # input slot of the mutable object this value lives in
+        self.dirty = False  # written in place (commit needed when origin is set)
+        self.view = None  # (base Sym, index) for basic-slice views of arrays
+
+    # array facts are static: graphs are specialized on shapes
+    shape = property(lambda self: tuple(self.node.aval[0]))
+    dtype = property(lambda self: np.dtype(self.node.aval[1]))
+    ndim = property(lambda self: len(self.node.aval[0]))
+    size = property(lambda self: int(np.prod(self.node.aval[0], dtype=np.int64)))
+    T = property(lambda self: F.transpose(self))
+
+    def __repr__(self):
+        return f"Sym(%{self.node.id}, {self.kind})"
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        return (F.getitem(self, i) for i in range(len(self)))
+
+    def __bool__(self):
+        raise Unsupported("data-dependent-python", "truth value of an array computed in the graph is needed "
+                                                  "by library code")
+
+    def __float__(self):
+        raise Unsupported("data-dependent-python", "float() of a graph value inside library code")
+
+    __int__ = __index__ = __float__
+    __hash__ = object.__hash__
+
+    def __add__(self, o): return F.add(self, o)
+    def __radd__(self, o): return F.add(o, self)
+    def __sub__(self, o): return F.sub(self, o)
+    def __rsub__(self, o): return F.sub(o, self)
+    def __mul__(self, o): return F.mul(self, o)
+    def __rmul__(self, o): return F.mul(o, self)
+    def __truediv__(self, o): return F.div(self, o)
+    def __rtruediv__(self, o): return F.div(o, self)
+    def __pow__(self, o): return F.pow(self, o)
+    def __rpow__(self, o): return F.pow(o, self)
+    def __matmul__(self, o): return F.matmul(self, o)
+    def __rmatmul__(self, o): return F.matmul(o, self)
+    def __neg__(self): return F.neg(self)
+    def __pos__(self): return self
+    def __abs__(self): return F.abs(self)
+    def __lt__(self, o): return F.lt(self, o)
+    def __le__(self, o): return F.le(self, o)
+    def __gt__(self, o): return F.gt(self, o)
+    def __ge__(self, o): return F.ge(self, o)
+    def __eq__(self, o): return F.eq(self, o)
+    def __ne__(self, o): return F.ne(self, o)
+    def __and__(self, o): return F.logical_and(self, o)
+    def __or__(self, o): return F.logical_or(self, o)
+    def __invert__(self): return F.logical_not(self)
+    def __getitem__(self, index): return F.getitem(self, index)
+
+    def sum(self, axis=None, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
+    def mean(self, axis=None, keepdims=False): return F.mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return F.max(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return F.min(self, axis, keepdims)
+    def argmax(self, axis=None): return F.argmax(self, axis)
+    def argmin(self, axis=None): return F.argmin(self, axis)
+    def reshape(self, *shape): return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+    def transpose(self, *axes): return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+    def swapaxes(self, a, b): return F.swapaxes(self, a, b)
+    def squeeze(self, axis=None): return F.squeeze(self, axis)
+    def flatten(self): return F.reshape(self, (-1,))
+    ravel = flatten
+    def astype(self, dtype): return F.cast(self, dtype)
+    def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
+    def dot(self, o): return F.dot(self, o)
+    def exp(self): return F.exp(self)
+    def log(self): return F.log(self)
+    def tanh(self): return F.tanh(self)
+
+    def copy(self):
+        from ..ops.registry import P, bind
+
+        return bind(P.copy, self)
+
+    def numpy(self):
+        return Sym(self.node, "array")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from ..tensor import _REDUCERS, _UFUNCS
+
+        if kwargs.get("out") is not None:
+            raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}(..., out=) inside library code")
+        if method == "__call__" and ufunc in _UFUNCS and not kwargs:
+            return _UFUNCS[ufunc](*inputs)
+        if method == "reduce" and ufunc in _REDUCERS and set(kwargs) <= {"axis", "keepdims"}:
+            return _REDUCERS[ufunc](inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
+        raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}.{method} has no registered op")
+
+    def __array_function__(self, func, types, args, kwargs):
+        from ..tensor import _FUNCTIONS
+
+        impl = _FUNCTIONS.get(func)
+        if impl is None:
+            raise Unsupported("unsupported-call", f"numpy.{func.__name__} has no registered op")
+        return impl(*args, **kwargs)
+
+
+class VarRef(Sym):
+    """A Variable reached from the inputs. `slot` is the input slot of the Variable object."""
+
+    __slots__ = ("slot", "var", "writes")
+
+    def __init__(self, node, slot, var):
+        super().__init__(node, "tensor")
+        self.slot = slot
+        self.var = var  # the generation-time Variable (for identity-keyed dict lookups)
+        self.writes = 0
+
+    def __repr__(self):
+        return f"VarRef(%{self.node.id})"
+
+    def assign(self, value):
+        b = _builder()
+        if b.block is not b.graph.nodes:
+            raise Unsupported("unsupported-syntax", "Variable write inside a data-dependent branch", b.site)
+        value = value if isinstance(value, Sym) else b.constant(np.asarray(value))
+        if tuple(value.shape) != self.shape:
+            value = F.broadcast_to(value, self.shape)
+        if value.dtype != self.dtype:
+            value = F.cast(value, self.dtype)
+        self.node = value.node
+        self.writes += 1
+        self.dirty = True
+        return self
+
+    def assign_add(self, delta):
+        return self.assign(F.add(Sym(self.node, "array"), _raw(delta)))
+
+    def assign_sub(self, delta):
+        return self.assign(F.sub(Sym(self.node, "array"), _raw(delta)))
+
+    def value(self):
+        return Sym(self.node, "tensor")
+
+    def read_value(self):
+        return Sym(self.node, "tensor")
+
+
+def _raw(v):
+    return Sym(v.node, "array") if isinstance(v, Sym) else v
+
+
+def _builder():
+    from ..ops.registry import _builder as b
+
+    return b[0]
+
+
+class ObjRef:
+    """A Python object reached from the function's inputs, at input slot `slot`."""
+
+    __slots__ = ("obj", "slot", "path")
+
+    def __init__(self, obj, slot, path):
+        self.obj = obj
+        self.slot = slot
+        self.path = path
+
+    def __repr__(self):
+        return f"ObjRef({type(self.obj).__name__} at {self.path})"
+
+
+class BoundMethod:
+    __slots__ = ("func", "self_value")
+
+    def __init__(self, func, self_value):
+        self.func = func
+        self.self_value = self_value
+
+
+class DeferredStr:
+    """An f-string or str() whose parts include graph values: formatted after the commit."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts):
+        self.parts = parts  # list of str | (value, conversion, format_spec)

@@ -1,0 +1,176 @@
+"""The graph IR: a flat list of nodes in program order, asserts and conditionals included.
+
+    %3 = matmul(%1, %2) : float32[16,128]  @ model.py:12
+    assert %5 is True  [branch model.py:14]
+
+A node's inputs are other nodes or literal Python constants (numbers, None, dtypes). Op names
+are registry ops, or one of the structural opcodes below. `verify(graph)` checks the invariants
+every pass must keep; networkx is used for graph algorithms (ordering, reachability), never in
+the executor's hot loop.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+# structural opcodes (everything else names an op in the registry)
+INPUT = "input"  # params: slot (int), name (path text)
+CONST = "const"  # params: value
+ASSERT = "assert"  # inputs: (cond,); params: expect (bool), assumption
+TO_PY = "to_py"  # Python float/int/bool of a 0-d value (float(x), x.item())
+RANDOM = "np_random"  # the NumPy global RNG; params: method, args, kwargs
+COND = "cond"  # inputs: (pred,); params: then_nodes, else_nodes, then_outs, else_outs
+TUPLE_GET = "tuple_get"  # inputs: (tuple node,); params: index
+STRUCTURAL = {INPUT, CONST, ASSERT, TO_PY, RANDOM, COND, TUPLE_GET}
+STATEFUL = {ASSERT, RANDOM, COND}
+
+_ids = itertools.count(1)
+
+
+@dataclass(eq=False)
+class Node:
+    op: str
+    inputs: tuple = ()
+    params: dict = field(default_factory=dict)
+    aval: tuple | None = None  # (shape, dtype) when known
+    site: str = ""  # "file.py:12" of the user line that produced it
+    id: int = field(default_factory=lambda: next(_ids))
+
+    def __repr__(self):
+        return f"%{self.id}"
+
+    @property
+    def shape(self):
+        return None if self.aval is None else self.aval[0]
+
+    @property
+    def dtype(self):
+        return None if self.aval is None else self.aval[1]
+
+
+def _fmt_value(v) -> str:
+    if isinstance(v, Node):
+        return f"%{v.id}"
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}" if v.size > 4 else np.array2string(v, separator=",").replace("\n", "")
+    if isinstance(v, np.dtype):
+        return str(v)
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_fmt_value(x) for x in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def fmt_aval(aval) -> str:
+    if aval is None:
+        return "?"
+    shape, dtype = aval
+    return f"{np.dtype(dtype).name}[{','.join(str(d) for d in shape)}]"
+
+
+def format_node(n: Node, indent: str = "") -> list[str]:
+    where = f"  @ {n.site}" if n.site else ""
+    if n.op == ASSERT:
+        a = n.params.get("assumption")
+        return [f"{indent}assert {_fmt_value(n.inputs[0])} is {n.params['expect']}  [{a.kind if a else ''} {a.site if a else ''}]".rstrip()]
+    if n.op == INPUT:
+        return [f"{indent}%{n.id} = input {n.params['name']} : {fmt_aval(n.aval)}"]
+    if n.op == CONST:
+        return [f"{indent}%{n.id} = const {_fmt_value(n.params['value'])} : {fmt_aval(n.aval)}"]
+    if n.op == COND:
+        lines = [f"{indent}%{n.id} = cond {_fmt_value(n.inputs[0])}{where}", f"{indent}  then:"]
+        for m in n.params["then_nodes"]:
+            lines += format_node(m, indent + "    ")
+        lines.append(f"{indent}    yield {_fmt_value(tuple(n.params['then_outs']))}")
+        lines.append(f"{indent}  else:")
+        for m in n.params["else_nodes"]:
+            lines += format_node(m, indent + "    ")
+        lines.append(f"{indent}    yield {_fmt_value(tuple(n.params['else_outs']))}")
+        return lines
+    args = [_fmt_value(i) for i in n.inputs]
+    for k, v in n.params.items():
+        if k == "index":
+            from .ops.indexing import format_index
+
+            args.append(f"index={format_index(v)}")
+        elif k not in ("rng",):
+            args.append(f"{k}={_fmt_value(v)}")
+    return [f"{indent}%{n.id} = {n.op}({', '.join(args)}) : {fmt_aval(n.aval)}{where}"]
+
+
+@dataclass(eq=False)
+class Graph:
+    """A dataflow graph for one function signature. `nodes` is in a valid execution order."""
+
+    name: str
+    nodes: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)  # nodes whose values leave the graph
+    n_inputs: int = 0
+
+    def __str__(self):
+        lines = [f"graph {self.name}({self.n_inputs} inputs) {{"]
+        for n in self.nodes:
+            lines += format_node(n, "  ")
+        lines.append(f"  return {_fmt_value(tuple(self.outputs))}")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def all_nodes(self):
+        for n in self.nodes:
+            yield n
+            if n.op == COND:
+                yield from n.params["then_nodes"]
+                yield from n.params["else_nodes"]
+
+    @property
+    def asserts(self):
+        return [n for n in self.all_nodes() if n.op == ASSERT]
+
+    def size(self) -> int:
+        return sum(1 for _ in self.all_nodes())
+
+    def to_networkx(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        for n in self.all_nodes():
+            g.add_node(n.id, op=n.op)
+            for i in n.inputs:
+                if isinstance(i, Node):
+                    g.add_edge(i.id, n.id)
+        return g
+
+
+class VerifyError(AssertionError):
+    pass
+
+
+def verify(graph: Graph) -> None:
+    """Check invariants: inputs defined before use, unique ids, known ops, acyclic."""
+    from .ops.registry import REGISTRY
+
+    def check_block(nodes, defined):
+        for n in nodes:
+            if n.id in defined:
+                raise VerifyError(f"node %{n.id} defined twice")
+            if n.op not in STRUCTURAL and n.op not in REGISTRY:
+                raise VerifyError(f"node %{n.id} uses unknown op {n.op!r}")
+            for i in n.inputs:
+                if isinstance(i, Node) and i.id not in defined:
+                    raise VerifyError(f"node %{n.id} ({n.op}) uses %{i.id} before it is defined")
+            if n.op == COND:
+                for block, outs in (("then_nodes", "then_outs"), ("else_nodes", "else_outs")):
+                    inner = set(defined)
+                    check_block(n.params[block], inner)
+                    for o in n.params[outs]:
+                        if isinstance(o, Node) and o.id not in inner:
+                            raise VerifyError(f"cond %{n.id} yields undefined %{o.id}")
+            defined.add(n.id)
+
+    defined: set = set()
+    check_block(graph.nodes, defined)
+    for o in graph.outputs:
+        if isinstance(o, Node) and o.id not in defined:
+            raise VerifyError(f"graph output %{o.id} is not defined")
+    if not nx.is_directed_acyclic_graph(graph.to_networkx()):
+        raise VerifyError("graph has a cycle")

@@ -1,0 +1,100 @@
+"""Speculation is named data: every assumption a graph makes, and every reason a call ran eagerly.
+
+An `Assumption` has a kind, the source line (or input path) it came from, the value it expects,
+and a relaxation key the generator understands. A `Fallback` names why a call or a signature ran
+eagerly, with an explanation and a hint, from the table `REASONS`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KINDS = {
+    "type": "the Python type of an input",
+    "shape": "the shape and dtype of an input array",
+    "value": "the value of a Python scalar read by the function",
+    "identity": "which object (function, class, module) a name refers to",
+    "length": "the length of a list or tuple that is iterated or indexed",
+    "keys": "the keys of a dict that is iterated",
+    "alias": "which inputs are the same object",
+    "contains": "the result of an `in` test on an input container",
+    "branch": "the outcome of an `if` on a value computed in the graph",
+    "trip_count": "the number of iterations of a `while` loop on a graph value",
+}
+
+
+@dataclass(eq=False)
+class Assumption:
+    kind: str
+    site: str
+    expected: object
+    path: str = ""
+    relax: tuple | None = None  # what the generator changes when this keeps failing
+    failures: int = 0
+
+    def describe(self) -> str:
+        where = f"{self.path} " if self.path else ""
+        return f"{self.kind}: {where}expected {_short(self.expected)} ({self.site})"
+
+    def failure_text(self, got=None) -> str:
+        tail = f", got {_short(got)}" if got is not None else ""
+        return f"assumption failed at {self.site}: {self.kind} of {self.path or 'value'} expected {_short(self.expected)}{tail}"
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class Reason:
+    id: str
+    explanation: str
+    hint: str
+
+
+REASONS = {r.id: r for r in [
+    Reason("unsupported-syntax", "the function uses Python syntax the graph generator does not convert",
+           "move that code into a helper that is not called from the hot function, or leave it eager"),
+    Reason("generator", "the function is a generator (yield) or coroutine", "generators always run eagerly"),
+    Reason("try", "try/except around code in the function", "move the try/except outside the jitted function"),
+    Reason("unsupported-call", "a call to a function with no graph equivalent (C extension, I/O, unknown library)",
+           "call it outside the jitted function, or pass its result in as an argument"),
+    Reason("no-source", "the Python source of a called function is not available", "define it in a .py file"),
+    Reason("object-construction", "the function creates instances of user classes",
+           "create objects outside the hot function"),
+    Reason("view-write", "an in-place write through a reshaped/transposed view of an array",
+           "write through basic indexing (a[i] = ...) or rebind the name"),
+    Reason("data-dependent-python", "a Python-level value depends on array contents in a way that cannot be speculated",
+           "keep the value as an array, or compute it outside the function"),
+    Reason("varying-trip-count", "a while loop on a graph value ran a different number of times in each profiled call",
+           "loop nodes are not generated yet; the function stays eager for this signature"),
+    Reason("unprofiled-branch", "a branch on a graph value was never reached during the profiled warm-up calls",
+           "increase warmup= so the profiler sees that code"),
+    Reason("op-error", "an op would fail on the speculated shapes", "the eager call reports the error"),
+    Reason("user-error", "the function raises an exception on these inputs", "the eager call reports it"),
+    Reason("max-graphs", "the signature cache is full (max_graphs reached)", "raise max_graphs= or make shapes static"),
+    Reason("recursion-limit", "recursion or unrolling went deeper than the generator's limit",
+           "raise the limit with jit(max_unroll=...)"),
+    Reason("kwargs", "keyword arguments that are not simple values", "pass arrays positionally"),
+    Reason("internal-error", "the graph generator failed on this code (a janus_like bug)",
+           "please report it with JANUS_LIKE_DEBUG=1 output; the function runs eagerly meanwhile"),
+    Reason("assumption", "a speculated assumption did not hold for this call", "see the assumption's site"),
+    Reason("disabled", "JANUS_LIKE_DISABLE=1 is set", "unset it to enable the JIT"),
+]}
+
+
+@dataclass(eq=False)
+class Fallback:
+    reason: str
+    detail: str
+    site: str = ""
+    count: int = 1
+    extra: dict = field(default_factory=dict)
+
+    def describe(self) -> str:
+        r = REASONS.get(self.reason)
+        where = f" at {self.site}" if self.site else ""
+        text = f"[{self.reason}]{where}: {self.detail}"
+        if r is not None:
+            text += f" — {r.explanation}. Hint: {r.hint}."
+        return text

@@ -1,0 +1,377 @@
+"""JitFunction: the speculative JIT's state machine.
+
+    WARMUP    first `warmup` calls run eagerly from an instrumented copy (the profiler watches)
+    GRAPH     a cached graph whose guards hold runs as one transaction
+    GENERATE  no graph fits: generate one from the AST + profile (relaxing what kept failing)
+    EAGER     generation is impossible for this signature, or an assumption failed: run `fn`
+              itself — the user always gets the eager result
+
+Failures are counted per assumption; after `regen_after` failures of a relaxable assumption
+the graph is regenerated with it relaxed (a conditional instead of a guessed branch, a graph
+input instead of a baked-in scalar).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import time
+import types
+
+import numpy as np
+
+from .. import executor as ex
+from ..graphgen.evaluator import Generator
+from ..graphgen.values import Unsupported
+from ..profiler import Profile
+from ..profiler.instrument import profiled_callable, Hooks
+from ..tensor import Tensor
+from .assumptions import REASONS, Fallback
+
+
+def _log_topics():
+    return set(filter(None, os.environ.get("JANUS_LIKE_LOGS", "").split(",")))
+
+
+def _disabled():
+    return os.environ.get("JANUS_LIKE_DISABLE", "") not in ("", "0")
+
+
+def _arg_key(a):
+    t = type(a)
+    if t is np.ndarray:
+        return (t, a.shape, a.dtype)
+    if isinstance(a, Tensor):
+        d = a._data
+        return (t, d.shape, d.dtype)
+    return t
+
+
+class _Entry:
+    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries")
+
+    def __init__(self):
+        self.graphs: list = []
+        self.eager_reason: Fallback | None = None
+        self.failures: dict = {}
+        self.relaxed: set = set()
+        self.retries = 0
+
+
+class JitFunction:
+    """A function compiled speculatively. Call it like the original; see `stats()`/`explain()`."""
+
+    _janus_jit = True
+
+    def __init__(self, fn, warmup: int = 3, max_graphs: int = 8, regen_after: int = 2, mode: str = "plan",
+                 bound=None):
+        if isinstance(fn, types.MethodType):
+            bound, fn = fn.__self__, fn.__func__
+        elif not isinstance(fn, types.FunctionType) and callable(fn) and not isinstance(fn, type):
+            call = getattr(type(fn), "__call__", None)
+            if isinstance(call, types.FunctionType):  # an nn.Module or other callable object
+                bound, fn = fn, call
+        if not isinstance(fn, types.FunctionType):
+            raise TypeError(f"jit expects a Python function, method or callable object, got {type(fn).__name__}")
+        self.__wrapped__ = fn
+        self.__self__ = bound
+        functools.update_wrapper(self, fn)
+        self.warmup = warmup
+        self.max_graphs = max_graphs
+        self.regen_after = regen_after
+        self.mode = mode
+        self.profile = Profile()
+        self._hooks = Hooks(self.profile)
+        self._entries: dict = {}
+        self._fallbacks: dict = {}
+        self._said_max = False
+        self.counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
+                             graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
+        self.times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
+        self.events: list = []  # (time, kind, text) for reports
+        _REGISTRY.append(self)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return _BoundJit(self, obj)
+
+    # ================================================================== the state machine
+    def __call__(self, *args, **kwargs):
+        if self.__self__ is not None:
+            args = (self.__self__,) + args
+        if kwargs:
+            args = self._positional(args, kwargs)
+            if args is None:
+                return self._eager_with(Fallback("kwargs", "keyword arguments could not be bound"), args, kwargs)
+        c = self.counters
+        c["calls"] += 1
+        if _disabled():
+            c["eager_calls"] += 1
+            return self.__wrapped__(*args)
+        # ---- WARMUP: profile eagerly
+        if c["warmup_calls"] < self.warmup:
+            return self._profiled(args)
+        key = tuple(_arg_key(a) for a in args)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry()
+        if entry.eager_reason is not None:
+            return self._eager(args)
+        # ---- GRAPH: try cached graphs, most recently used first
+        guard_failure = None
+        for i, g in enumerate(entry.graphs):
+            status, payload = g.try_run(args)
+            if status == ex.OK:
+                c["graph_calls"] += 1
+                self.times["graph_s"] += g.last_time if hasattr(g, "last_time") else 0.0
+                if i:
+                    entry.graphs.insert(0, entry.graphs.pop(i))
+                return payload
+            if status == ex.GUARD_FAILED:
+                guard_failure = (g, payload)
+                continue
+            if status == ex.ASSERT_FAILED:
+                return self._assert_failed(entry, g, payload, args)
+            return self._raised(g, payload, args)
+        # ---- GENERATE
+        if guard_failure is not None:
+            c["guard_failures"] += 1
+            if self._guard_failed(entry, *guard_failure):
+                return self._eager(args)
+        if self._total_graphs() >= self.max_graphs:
+            if not self._said_max:
+                self._said_max = True
+                self._note(Fallback("max-graphs", f"{self.max_graphs} graphs cached; new signatures run eagerly"))
+            return self._eager(args)
+        g = self._generate(entry, args)
+        if g is None:
+            return self._profiled(args) if entry.eager_reason is None else self._eager(args)
+        status, payload = g.try_run(args)
+        if status == ex.OK:
+            c["graph_calls"] += 1
+            return payload
+        if status == ex.ASSERT_FAILED:
+            return self._assert_failed(entry, g, payload, args)
+        if status == ex.GUARD_FAILED:  # cannot happen for the call it was generated from, unless a read raised
+            self._note(Fallback("unsupported-syntax", "a freshly generated graph rejected its own inputs"))
+            entry.graphs.remove(g)
+            entry.eager_reason = Fallback("unsupported-syntax", "guards reject the generating call")
+            return self._eager(args)
+        return self._raised(g, payload, args)
+
+    # ================================================================== phases
+    def _profiled(self, args):
+        c = self.counters
+        c["warmup_calls"] += 1
+        self.profile.calls += 1
+        fn = profiled_callable(self.__wrapped__, self._hooks)
+        start = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            self.times["warmup_s"] += time.perf_counter() - start
+
+    def _eager(self, args):
+        self.counters["eager_calls"] += 1
+        start = time.perf_counter()
+        try:
+            return self.__wrapped__(*args)
+        finally:
+            self.times["eager_s"] += time.perf_counter() - start
+
+    def _eager_with(self, fallback, args, kwargs):
+        self._note(fallback)
+        self.counters["eager_calls"] += 1
+        return self.__wrapped__(*args, **kwargs)
+
+    def _generate(self, entry, args):
+        start = time.perf_counter()
+        name = getattr(self.__wrapped__, "__qualname__", "fn")
+        try:
+            gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed)).generate(args)
+            g = ex.CompiledGraph(gen, self.mode)
+        except Unsupported as exc:
+            fb = Fallback(exc.reason, exc.detail, exc.site)
+            self._note(fb)
+            if exc.reason == "unprofiled-branch" and entry.retries < 3:
+                entry.retries += 1  # profile this call, then try again
+            else:
+                entry.eager_reason = fb
+            return None
+        except RecursionError:
+            entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation")
+            self._note(entry.eager_reason)
+            return None
+        except Exception as exc:  # a generator bug must never become the user's error
+            entry.eager_reason = Fallback("internal-error", f"{type(exc).__name__}: {exc}")
+            self._note(entry.eager_reason)
+            if os.environ.get("JANUS_LIKE_DEBUG"):
+                raise
+            return None
+        finally:
+            self.times["generate_s"] += time.perf_counter() - start
+        entry.graphs.insert(0, g)
+        self.counters["graphs_generated"] += 1
+        self._log("regen" if entry.relaxed else "graphs",
+                  f"generated graph for {name}: {g.graph.size()} nodes, {len(g.assumptions)} assumptions"
+                  + (f", relaxed {sorted(map(str, entry.relaxed))}" if entry.relaxed else ""))
+        return g
+
+    def _assert_failed(self, entry, g, assumption, args):
+        c = self.counters
+        c["assert_failures"] += 1
+        c["fallbacks"] += 1
+        self._count_failure(entry, g, assumption)
+        return self._eager(args)
+
+    def _guard_failed(self, entry, g, index):
+        """Returns True when this call should just run eagerly (waiting to see if it repeats)."""
+        if index < 0:
+            self._note(Fallback("user-error", "reading an input raised (missing attribute or item)"))
+            return False
+        assumption = g.assumptions[index]
+        self._log("assumptions", assumption.failure_text())
+        if assumption.relax is not None and assumption.kind == "value":
+            self.counters["fallbacks"] += 1
+            return not self._count_failure(entry, g, assumption)
+        return False  # a new structure/shape/type: specialize another graph
+
+    def _count_failure(self, entry, g, assumption):
+        assumption.failures += 1
+        self._note(Fallback("assumption", assumption.failure_text(), assumption.site))
+        key = assumption.relax
+        if key is None:
+            return False
+        n = entry.failures[key] = entry.failures.get(key, 0) + 1
+        if n >= self.regen_after and key not in entry.relaxed:
+            entry.relaxed.add(key)
+            if g in entry.graphs:
+                entry.graphs.remove(g)
+            self.counters["regenerations"] += 1
+            self._log("regen", f"relaxing {key[0]} assumption at {assumption.site} after {n} failures")
+            return True
+        return False
+
+    def _raised(self, g, exc, args):
+        self.counters["fallbacks"] += 1
+        self._note(Fallback("user-error", f"graph raised {type(exc).__name__}: {exc}"))
+        return self._eager(args)
+
+    def _positional(self, args, kwargs):
+        try:
+            bound = inspect.signature(self.__wrapped__).bind(*args, **kwargs)
+        except TypeError:
+            return None
+        if bound.kwargs:
+            return None
+        bound.apply_defaults()
+        return tuple(bound.args)
+
+    def _total_graphs(self):
+        return sum(len(e.graphs) for e in self._entries.values())
+
+    # ================================================================== reporting
+    def _note(self, fb: Fallback):
+        key = (fb.reason, fb.site, fb.detail)
+        old = self._fallbacks.get(key)
+        if old is not None:
+            old.count += 1
+        else:
+            self._fallbacks[key] = fb
+            self._log("fallbacks", fb.describe())
+        self.events.append((time.perf_counter(), "fallback", fb.reason))
+
+    def _log(self, topic, text):
+        self.events.append((time.perf_counter(), topic, text))
+        topics = _log_topics()
+        if topic in topics or "all" in topics or (topic == "graphs" and "regen" in topics and False):
+            print(f"[janus_like:{topic}] {text}", file=sys.stderr)
+
+    def stats(self) -> dict:
+        """Counters: calls, warmup_calls, eager_calls, graph_calls, fallbacks, graphs_generated,
+        regenerations, guard/assert failures, plus times in each mode (seconds)."""
+        out = dict(self.counters)
+        out["graphs_cached"] = self._total_graphs()
+        out.update({k: round(v, 6) for k, v in self.times.items()})
+        return out
+
+    def graphs(self):
+        return [g for e in self._entries.values() for g in e.graphs]
+
+    def fallbacks(self):
+        return list(self._fallbacks.values())
+
+    def explain(self) -> str:
+        name = getattr(self.__wrapped__, "__qualname__", "fn")
+        s = self.stats()
+        lines = [f"janus_like.jit({name}): {s['calls']} calls — {s['warmup_calls']} warm-up, "
+                 f"{s['graph_calls']} as graph, {s['eager_calls']} eager, {s['fallbacks']} fallbacks; "
+                 f"{s['graphs_generated']} graphs generated, {s['regenerations']} regenerations"]
+        for i, g in enumerate(self.graphs()):
+            asserts = g.graph.asserts
+            lines.append(f"  graph {i}: {g.graph.size()} nodes ({len(asserts)} asserts), ran {g.runs} times")
+            for a in g.assumptions[:40]:
+                lines.append(f"    assume {a.describe()}" + (f"  [failed {a.failures}x]" if a.failures else ""))
+            if len(g.assumptions) > 40:
+                lines.append(f"    ... {len(g.assumptions) - 40} more assumptions")
+        for e in self._entries.values():
+            if e.eager_reason is not None:
+                lines.append(f"  eager for a signature: {e.eager_reason.describe()}")
+        fbs = self.fallbacks()
+        if fbs:
+            lines.append("  fallbacks:")
+            for fb in fbs:
+                lines.append(f"    {fb.count}x {fb.describe()}")
+        return "\n".join(lines)
+
+
+class _BoundJit:
+    """`@jit` on a method, accessed through an instance."""
+
+    _janus_jit = True
+
+    def __init__(self, jf, obj):
+        self._jf = jf
+        self.__self__ = obj
+        self.__wrapped__ = jf.__wrapped__
+
+    def __call__(self, *args, **kwargs):
+        return self._jf(self.__self__, *args, **kwargs)
+
+    def stats(self):
+        return self._jf.stats()
+
+    def explain(self):
+        return self._jf.explain()
+
+
+_REGISTRY: list = []
+
+
+def jit(fn=None, *, warmup: int = 3, max_graphs: int = 8, regen_after: int = 2, mode: str = "plan"):
+    """Speculatively compile `fn` (function, bound method, or callable object such as an
+    nn.Module). Usable as `@jit` or `@jit(warmup=2)`.
+
+        >>> import numpy as np, janus_like
+        >>> @janus_like.jit
+        ... def f(x):
+        ...     return np.tanh(x) * 2
+        >>> x = np.ones(3)
+        >>> all((f(x) == np.tanh(x) * 2).all() for _ in range(5))
+        True
+    """
+    if fn is None:
+        return lambda f: JitFunction(f, warmup, max_graphs, regen_after, mode)
+    return JitFunction(fn, warmup, max_graphs, regen_after, mode)
+
+
+def explain(fn) -> str:
+    """Readable account of what the JIT did with `fn`: graphs, assumptions, fallbacks."""
+    if not getattr(type(fn), "_janus_jit", False):
+        return f"{getattr(fn, '__qualname__', fn)!s} is not jitted"
+    return fn.explain()
+
+
+__all__ = ["jit", "explain", "JitFunction", "REASONS"]

@@ -1,0 +1,234 @@
+"""Convolution and pooling over NCHW arrays, as registered primitives.
+
+Forward kernels view the padded input as windows (`sliding_window_view`, no copy) and contract
+them with `tensordot`; backward kernels scatter window-shaped values back into the padded input
+with one strided add per kernel tap (kh * kw adds, each a whole-array operation). Every kernel
+goes through the array module `xp`, so the same code runs on NumPy and CuPy.
+
+The gradient ops come in transpose pairs, which makes every rule here differentiable again:
+
+    conv2d(x, w)                  linear in x and in w
+    conv2d_grad_input(g, w, x)    = (d conv2d / dx)^T g       (x only supplies the shape)
+    conv2d_grad_weight(g, x, w)   = (d conv2d / dw)^T g       (w only supplies the shape)
+    max_pool2d_gather(v, x)       v at each window's first argmax of x (max_pool2d(x) = gather(x, x))
+    max_pool2d_scatter(g, x)      the transpose of gather: g routed back to those positions
+    avg_pool2d(x) / avg_pool2d_grad(g, x)   averaging and its transpose (even spreading)
+
+Max pooling routes each window's gradient to the *first* maximal position (row-major order
+inside the window), like PyTorch; ties are not split. Average pooling counts padded zeros in
+the denominator (PyTorch's `count_include_pad=True`).
+
+    >>> import numpy as np, janus_like as jl
+    >>> x = jl.tensor(np.ones((1, 1, 4, 4))); w = jl.tensor(np.ones((2, 1, 3, 3)))
+    >>> jl.F.conv2d(x, w, padding=1).shape
+    (1, 2, 4, 4)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import bind, register
+
+
+def _pair(v, what):
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ValueError(f"{what} must be an int or a pair, got {v!r}")
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _check_nchw(x, what):
+    if x.ndim != 4:
+        raise ValueError(f"{what} expects a 4-d NCHW input, got shape {tuple(x.shape)}")
+
+
+def _pad(xp, x, padding, value=0):
+    ph, pw = padding
+    if ph == 0 and pw == 0:
+        return x
+    return xp.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=value)
+
+
+def _windows(xp, x, size, stride, padding, value=0):
+    """(N, C, OH, OW, kh, kw) view of the padded input's windows."""
+    kh, kw = size
+    sh, sw = stride
+    padded = _pad(xp, x, padding, value)
+    if padded.shape[2] < kh or padded.shape[3] < kw:
+        raise ValueError(f"window {size} is larger than the padded input {tuple(padded.shape[2:])}")
+    view = xp.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(2, 3))
+    return view[:, :, ::sh, ::sw]
+
+
+def _scatter_windows(xp, cols, x_shape, stride, padding):
+    """Transpose of `_windows`: add (N, C, OH, OW, kh, kw) values into an input-shaped array."""
+    n, c, h, w = x_shape
+    ph, pw = padding
+    sh, sw = stride
+    oh, ow, kh, kw = cols.shape[2:]
+    out = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):  # rows i, i+sh, ..., i+sh*(oh-1) of the padded input see tap (i, j)
+            out[:, :, i:i + sh * oh:sh, j:j + sw * ow:sw] += cols[:, :, :, :, i, j]
+    return out[:, :, ph:ph + h, pw:pw + w]
+
+
+# ------------------------------------------------------------------ convolution
+def _conv2d(xp, x, w, stride, padding):
+    _check_nchw(x, "conv2d")
+    if w.ndim != 4 or w.shape[1] != x.shape[1]:
+        raise ValueError(f"conv2d weight must be (O, C, kh, kw) with C = {x.shape[1]} input channels, "
+                         f"got shape {tuple(w.shape)}")
+    win = _windows(xp, x, w.shape[2:], stride, padding)  # (N, C, OH, OW, kh, kw)
+    out = xp.tensordot(win, w, axes=((1, 4, 5), (1, 2, 3)))  # (N, OH, OW, O)
+    return xp.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def _conv2d_grad_input(xp, g, w, x, stride, padding):
+    cols = xp.tensordot(g, w, axes=((1,), (0,)))  # (N, OH, OW, C, kh, kw)
+    cols = cols.transpose(0, 3, 1, 2, 4, 5)
+    return _scatter_windows(xp, cols, x.shape, stride, padding).astype(x.dtype, copy=False)
+
+
+def _conv2d_grad_weight(xp, g, x, w, stride, padding):
+    win = _windows(xp, x, w.shape[2:], stride, padding)  # (N, C, OH, OW, kh, kw)
+    return xp.tensordot(g, win, axes=((0, 2, 3), (0, 2, 3))).astype(w.dtype, copy=False)  # (O, C, kh, kw)
+
+
+_CONV = register("conv2d", _conv2d,
+         vjp=lambda g, o, x, w, stride, padding: (
+             bind(_CONV_GX, g, w, x, stride=stride, padding=padding),
+             bind(_CONV_GW, g, x, w, stride=stride, padding=padding)),
+         doc="NCHW cross-correlation of x (N, C, H, W) with w (O, C, kh, kw)")
+# <ct, grad_input(g, w)> = <conv2d(ct, w), g>: d/dg is conv2d(ct, w), d/dw is grad_weight(g, ct)
+_CONV_GX = register(
+    "conv2d_grad_input", _conv2d_grad_input,
+    vjp=lambda ct, o, g, w, x, stride, padding: (
+        bind(_CONV, ct, w, stride=stride, padding=padding),
+        bind(_CONV_GW, g, ct, w, stride=stride, padding=padding), None),
+    doc="gradient of conv2d with respect to its input (x supplies the shape only)")
+# <ct, grad_weight(g, x)> = <conv2d(x, ct), g>: d/dg is conv2d(x, ct), d/dx is grad_input(g, ct)
+_CONV_GW = register(
+    "conv2d_grad_weight", _conv2d_grad_weight,
+    vjp=lambda ct, o, g, x, w, stride, padding: (
+        bind(_CONV, x, ct, stride=stride, padding=padding),
+        bind(_CONV_GX, g, ct, x, stride=stride, padding=padding), None),
+    doc="gradient of conv2d with respect to its weight (w supplies the shape only)")
+
+
+# ------------------------------------------------------------------ max pooling
+def _lowest(dtype):
+    return -np.inf if np.issubdtype(dtype, np.inexact) else np.iinfo(dtype).min
+
+
+def _first_argmax(xp, x, size, stride, padding):
+    """Flat in-window position (0 .. kh*kw-1) of each window's first maximum: (N, C, OH, OW)."""
+    win = _windows(xp, x, size, stride, padding, value=_lowest(x.dtype))
+    n, c, oh, ow = win.shape[:4]
+    return xp.argmax(win.reshape(n, c, oh, ow, -1), axis=-1)
+
+
+def _max_pool2d_gather(xp, v, x, size, stride, padding, v_pad=0):
+    _check_nchw(x, "max_pool2d")
+    pos = _first_argmax(xp, x, size, stride, padding)
+    win = _windows(xp, v, size, stride, padding, value=v_pad)
+    n, c, oh, ow = pos.shape
+    flat = win.reshape(n, c, oh, ow, -1)
+    return xp.take_along_axis(flat, pos[..., None], axis=-1)[..., 0]
+
+
+def _max_pool2d_scatter(xp, g, x, size, stride, padding):
+    pos = _first_argmax(xp, x, size, stride, padding)
+    kh, kw = size
+    taps = xp.arange(kh * kw).reshape(kh, kw)
+    cols = xp.where(pos[..., None, None] == taps, g[..., None, None], xp.zeros((), dtype=g.dtype))
+    return _scatter_windows(xp, cols, x.shape, stride, padding).astype(x.dtype, copy=False)
+
+
+_MAX_GATHER = register(
+    "max_pool2d_gather", _max_pool2d_gather,
+    vjp=lambda ct, o, v, x, size, stride, padding: (
+        bind(_MAX_SCATTER, ct, x, size=size, stride=stride, padding=padding), None),
+    doc="v at the first argmax of each pooling window of x; max_pool2d(x) is gather(x, x)")
+_MAX_SCATTER = register(
+    "max_pool2d_scatter", _max_pool2d_scatter,
+    vjp=lambda ct, o, g, x, size, stride, padding: (
+        bind(_MAX_GATHER, ct, x, size=size, stride=stride, padding=padding), None),
+    doc="transpose of max_pool2d_gather: g added at each window's first argmax of x")
+
+
+def _max_pool2d(xp, x, size, stride, padding):
+    return _max_pool2d_gather(xp, x, x, size, stride, padding, v_pad=_lowest(x.dtype))
+
+
+_MAX = register("max_pool2d", _max_pool2d,
+         vjp=lambda g, o, x, size, stride, padding: (
+             bind(_MAX_SCATTER, g, x, size=size, stride=stride, padding=padding),),
+         doc="NCHW max pooling; the gradient goes to the first maximum of each window")
+
+
+# ------------------------------------------------------------------ average pooling
+def _avg_pool2d(xp, x, size, stride, padding):
+    _check_nchw(x, "avg_pool2d")
+    win = _windows(xp, x, size, stride, padding)
+    return win.mean(axis=(4, 5))
+
+
+def _avg_pool2d_grad(xp, g, x, size, stride, padding):
+    kh, kw = size
+    share = g / (kh * kw)
+    cols = xp.broadcast_to(share[..., None, None], share.shape + (kh, kw))
+    return _scatter_windows(xp, cols, x.shape, stride, padding).astype(x.dtype, copy=False)
+
+
+_AVG = register("avg_pool2d", _avg_pool2d,
+                vjp=lambda g, o, x, size, stride, padding: (
+                    bind(_AVG_GRAD, g, x, size=size, stride=stride, padding=padding),),
+                doc="NCHW average pooling; padded zeros count in the mean")
+_AVG_GRAD = register("avg_pool2d_grad", _avg_pool2d_grad,
+                     vjp=lambda ct, o, g, x, size, stride, padding: (
+                         bind(_AVG, ct, size=size, stride=stride, padding=padding), None),
+                     doc="transpose of avg_pool2d: each output's gradient spread evenly over its window")
+
+
+# ------------------------------------------------------------------ functional API
+def conv2d(x, w, b=None, stride=1, padding=0):
+    """2-d convolution (cross-correlation, as in every DL framework) over NCHW input.
+
+    x: (N, C, H, W); w: (O, C, kh, kw); b: (O,) or None; stride, padding: int or (h, w) pair.
+    Returns (N, O, (H + 2*ph - kh) // sh + 1, (W + 2*pw - kw) // sw + 1).
+    """
+    out = bind(_CONV, x, w, stride=_pair(stride, "stride"), padding=_pair(padding, "padding"))
+    if b is None:
+        return out
+    from . import api as F
+
+    return F.add(out, F.reshape(b, (1, -1, 1, 1)))  # bias gradient: sum_to, i.e. F.sum over N, H, W
+
+
+def _pool_params(size, stride, padding):
+    size = _pair(size, "size")
+    stride = size if stride is None else _pair(stride, "stride")
+    padding = _pair(padding, "padding")
+    if padding[0] >= size[0] or padding[1] >= size[1]:
+        raise ValueError(f"pooling padding {padding} must be smaller than the window {size}")
+    return dict(size=size, stride=stride, padding=padding)
+
+
+def max_pool2d(x, size, stride=None, padding=0):
+    """Max pooling over NCHW input; stride defaults to size, padding is -inf.
+    The gradient of each window goes to its first maximal element."""
+    return bind(_MAX, x, **_pool_params(size, stride, padding))
+
+
+def avg_pool2d(x, size, stride=None, padding=0):
+    """Average pooling over NCHW input; stride defaults to size, padded zeros count in the mean."""
+    return bind(_AVG, x, **_pool_params(size, stride, padding))
+
+
+from . import api  # noqa: E402  (attach to F so `F.conv2d` works)
+
+api.conv2d = conv2d
+api.max_pool2d = max_pool2d
+api.avg_pool2d = avg_pool2d

@@ -1,0 +1,231 @@
+"""AST instrumentation: a copy of the function whose interesting sites report to a Profile.
+
+    if cond:            ->  if __jlp.b(KEY, cond):
+    while cond:         ->  __jlp.enter(KEY) ... while __jlp.w(KEY, cond):
+    for x in xs:        ->  for x in __jlp.it(KEY, xs):
+    obj.attr (load)     ->  __jlp.v(KEY, obj.attr)
+    global_name (load)  ->  __jlp.v(KEY, global_name)
+    f(args)             ->  __jlp.c(KEY, f)(args)      # callees are profiled too
+
+The copy is compiled with the original globals and closure cells, so it reads and writes the
+same state as the original; only observation is added.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import types
+import weakref
+
+from ..source import NoSource, function_ast
+
+_SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
+                 "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
+                 "builtins", "math")
+_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+class Hooks:
+    """The `__jlp` object the instrumented code calls."""
+
+    __slots__ = ("profile", "_open_loops")
+
+    def __init__(self, profile):
+        self.profile = profile
+        self._open_loops = {}
+
+    def b(self, key, value):
+        outcome = bool(value)
+        self.profile.record_branch(key, outcome)
+        return outcome
+
+    def bv(self, key, value):
+        self.profile.record_branch(key, bool(value))
+        return value
+
+    def enter(self, key):
+        self._open_loops[key] = 0
+
+    def w(self, key, value):
+        outcome = bool(value)
+        if outcome:
+            self._open_loops[key] = self._open_loops.get(key, 0) + 1
+        else:
+            self.profile.record_trips(key, self._open_loops.pop(key, 0))
+        self.profile.record_branch(key, outcome)
+        return outcome
+
+    def it(self, key, iterable):
+        n = 0
+        try:
+            for item in iterable:
+                n += 1
+                yield item
+        finally:
+            self.profile.record_trips(key, n)
+
+    def v(self, key, value):
+        self.profile.record_value(key, value)
+        return value
+
+    def c(self, key, fn):
+        self.profile.record_callee(key, fn)
+        return profiled_callable(fn, self)
+
+
+def profiled_callable(fn, hooks):
+    """The instrumented version of a user function or method (the original when not possible)."""
+    if isinstance(fn, types.FunctionType):
+        if _skip(fn):
+            return fn
+        return instrumented(fn, hooks) or fn
+    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
+        inner = instrumented(fn.__func__, hooks) if not _skip(fn.__func__) else None
+        return types.MethodType(inner, fn.__self__) if inner is not None else fn
+    if getattr(type(fn), "_janus_jit", False):
+        return fn
+    call = getattr(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType) and not _skip(call) and not isinstance(fn, type):
+        inner = instrumented(call, hooks)
+        if inner is not None:
+            return types.MethodType(inner, fn)
+    return fn
+
+
+def _skip(fn) -> bool:
+    return (getattr(fn, "__module__", None) or "").startswith(_SKIP_MODULES)
+
+
+def instrumented(fn, hooks):
+    """Compile (once per function) an instrumented copy bound to `hooks`; None if impossible."""
+    entry = _cache.get(fn.__code__)
+    if entry is None:
+        try:
+            entry = _compile(fn)
+        except (NoSource, SyntaxError, ValueError, TypeError):
+            entry = False
+        _cache[fn.__code__] = entry
+    if entry is False:
+        return None
+    code = entry
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(types.CellType(hooks) if name == "__jlp" else cells[name] for name in code.co_freevars)
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__dict__["__wrapped_original__"] = fn
+    return new
+
+
+def _compile(fn):
+    fn_ast = copy.deepcopy(function_ast(fn))
+    fn_ast.decorator_list = []
+    fn_ast.name = "__jl_inner"  # so a recursive reference to the original name stays a global
+    filename = fn.__code__.co_filename
+    local_names = _local_names(fn_ast)
+    _Instrument(filename, local_names).visit(fn_ast)
+    freevars = list(fn.__code__.co_freevars)
+    factory = ast.FunctionDef(
+        name="__jl_factory",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg("__jlp")] + [ast.arg(n) for n in freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fn_ast, ast.Return(ast.Name(fn_ast.name, ast.Load()))], decorator_list=[], returns=None)
+    module = ast.Module(body=[factory], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
+    ns: dict = {}
+    exec(code, fn.__globals__, ns)
+    inner = ns["__jl_factory"](*([None] * (1 + len(freevars))))
+    return inner.__code__.replace(co_name=fn.__code__.co_name, co_qualname=fn.__code__.co_qualname)
+
+
+def _local_names(fn_ast):
+    names = {a.arg for a in fn_ast.args.posonlyargs + fn_ast.args.args + fn_ast.args.kwonlyargs}
+    if fn_ast.args.vararg:
+        names.add(fn_ast.args.vararg.arg)
+    if fn_ast.args.kwarg:
+        names.add(fn_ast.args.kwarg.arg)
+    declared_global = set()
+    for node in ast.walk(fn_ast):
+        if isinstance(node, ast.Global):
+            declared_global.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not fn_ast:
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names - declared_global
+
+
+class _Instrument(ast.NodeTransformer):
+    def __init__(self, filename, local_names):
+        self.filename = filename
+        self.locals = local_names
+        self.first_arg = None
+
+    def key(self, node):
+        return ast.Constant((self.filename, node.lineno, node.col_offset))
+
+    def hook(self, name, node, value):
+        return ast.Call(ast.Attribute(ast.Name("__jlp", ast.Load()), name, ast.Load()),
+                        [self.key(node), value], [])
+
+    def visit_FunctionDef(self, node):
+        if self.first_arg is None and node.args.args:
+            self.first_arg = node.args.args[0].arg
+        self.generic_visit(node)
+        return node
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        node.test = self.hook("b", node, node.test)
+        return node
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        node.test = self.hook("b", node, node.test)
+        return node
+
+    def visit_Assert(self, node):
+        self.generic_visit(node)
+        node.test = self.hook("b", node, node.test)
+        return node
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        node.values = [self.hook("bv", node, v) for v in node.values]
+        return node
+
+    def visit_While(self, node):
+        self.generic_visit(node)
+        key = self.key(node)
+        node.test = ast.Call(ast.Attribute(ast.Name("__jlp", ast.Load()), "w", ast.Load()), [key, node.test], [])
+        enter = ast.Expr(ast.Call(ast.Attribute(ast.Name("__jlp", ast.Load()), "enter", ast.Load()),
+                                  [self.key(node)], []))
+        return [ast.copy_location(enter, node), node]
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        node.iter = self.hook("it", node, node.iter)
+        return node
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            return ast.copy_location(self.hook("v", node, node), node)
+        return node
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id not in self.locals and node.id != "__jlp":
+            return ast.copy_location(self.hook("v", node, node), node)
+        return node
+
+    def visit_Call(self, node):
+        func = node.func
+        is_super = isinstance(func, ast.Name) and func.id == "super" and not node.args
+        self.generic_visit(node)
+        if is_super and self.first_arg:
+            node.args = [ast.Name("__class__", ast.Load()), ast.Name(self.first_arg, ast.Load())]
+            return node
+        node.func = self.hook("c", node, node.func)
+        return node

@@ -1,0 +1,70 @@
+"""Per-site observations collected during warm-up calls."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from ..tensor import Tensor
+
+_SCALARS = (bool, int, float, str, type(None), np.generic)
+
+
+class Profile:
+    """Observations keyed by (filename, lineno, col_offset) of an AST node."""
+
+    def __init__(self):
+        self.branches = defaultdict(lambda: [0, 0])  # key -> [times true, times false]
+        self.trip_counts = defaultdict(set)  # key -> trip counts seen
+        self.types = defaultdict(set)  # key -> type names seen
+        self.shapes = defaultdict(set)  # key -> (shape, dtype) of arrays seen
+        self.values = {}  # key -> first scalar value seen
+        self.varying = set()  # keys whose scalar value changed between observations
+        self.callees = defaultdict(set)  # key -> qualified names called
+        self.calls = 0
+
+    # ------------------------------------------------------------------ recording
+    def record_branch(self, key, outcome: bool):
+        self.branches[key][0 if outcome else 1] += 1
+
+    def record_trips(self, key, n: int):
+        self.trip_counts[key].add(n)
+
+    def record_value(self, key, value):
+        t = type(value)
+        self.types[key].add(t.__name__)
+        if isinstance(value, _SCALARS):
+            if key in self.values:
+                old = self.values[key]
+                if type(old) is not t or old != value:
+                    self.varying.add(key)
+            else:
+                self.values[key] = value
+            return
+        data = value._data if isinstance(value, Tensor) else value
+        if isinstance(data, np.ndarray):
+            self.shapes[key].add((data.shape, str(data.dtype)))
+
+    def record_callee(self, key, fn):
+        self.callees[key].add(getattr(fn, "__qualname__", type(fn).__name__))
+
+    # ------------------------------------------------------------------ queries (used by graphgen)
+    def branch(self, key):
+        seen = self.branches.get(key)
+        return (0, 0) if seen is None else (seen[0], seen[1])
+
+    def trips(self, key):
+        return set(self.trip_counts.get(key, ()))
+
+    def varies(self, key) -> bool:
+        return key in self.varying
+
+    def summary(self) -> dict:
+        return {
+            "calls": self.calls,
+            "branch_sites": len(self.branches),
+            "loop_sites": len(self.trip_counts),
+            "value_sites": len(self.types),
+            "varying_values": len(self.varying),
+            "call_sites": len(self.callees),
+        }

@@ -1,0 +1,197 @@
+"""Smoke tests for benchmarks/: the implementations agree and the harness runs.
+
+Not timing tests: they check that every model's hand-written NumPy step and its eager janus_like
+step compute the same loss and the same parameter update from the same seed (which validates
+both), that the JIT (once it exists) agrees with eager on them, and that the runner and the
+overhead benchmark still run end to end on tiny settings.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from benchmarks import frameworks, overhead, runner
+from benchmarks.models import MODELS, _common, load
+from benchmarks.models._common import numpy_stepper
+
+STEPS = 3
+LOSS_RTOL = 1e-4
+F32_EPS = float(np.finfo(np.float32).eps)
+
+
+def _model(name):
+    module = load(name)
+    reason = module.available()
+    if reason:
+        pytest.skip(f"{name}: {reason}")
+    return module
+
+
+def _run(stepper, steps=STEPS):
+    return [stepper() for _ in range(steps)]
+
+
+def assert_same_updates(initial, got, expected, rtol=1e-4):
+    """got - initial == expected - initial, up to `rtol` of the largest update plus the rounding
+    of the parameters themselves (an update is a small difference of float32 numbers)."""
+    assert set(got) == set(expected) == set(initial)
+    for name in initial:
+        p0 = initial[name].astype(np.float64)
+        d_got = got[name].astype(np.float64) - p0
+        d_exp = expected[name].astype(np.float64) - p0
+        assert got[name].dtype == np.float32, f"{name} is {got[name].dtype}, not float32"
+        assert np.abs(d_exp).max() > 0, f"{name} was not updated"
+        tol = rtol * np.abs(d_exp).max() + 4 * F32_EPS * np.abs(p0).max()
+        err = np.abs(d_got - d_exp).max()
+        assert err <= tol, f"update of {name!r} differs by {err:.3g} (tolerance {tol:.3g})"
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_make_is_deterministic_float32(name):
+    module = load(name)
+    a, b, c = module.make(0, quick=True), module.make(0, quick=True), module.make(1, quick=True)
+    for key in a["params"]:
+        assert a["params"][key].dtype == np.float32
+        np.testing.assert_array_equal(a["params"][key], b["params"][key])
+    assert any(not np.array_equal(a["params"][k], c["params"][k]) for k in a["params"])
+    assert repr(a["batches"]) == repr(b["batches"])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_eager_janus_step_matches_hand_numpy(name):
+    module = _model(name)
+    initial = {k: v.copy() for k, v in module.make(0, quick=True)["params"].items()}
+    by_hand = numpy_stepper(module, module.make(0, quick=True))
+    eager = module.janus_step(module.make(0, quick=True))
+    np.testing.assert_allclose(_run(eager), _run(by_hand), rtol=LOSS_RTOL)
+    assert_same_updates(initial, eager.parameters(), by_hand.parameters())
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_jit_matches_eager(name):
+    jit = frameworks.find_jit()
+    if jit is None:
+        pytest.skip("janus_like.jit does not exist yet")
+    module = _model(name)
+    eager = module.janus_step(module.make(0, quick=True))
+    jitted = module.janus_step(module.make(0, quick=True), jit=jit)
+    steps = 8  # past any warm-up, so generated graphs run too
+    np.testing.assert_allclose(_run(jitted, steps), _run(eager, steps), rtol=runner.LOSS_RTOL["jit"])
+
+
+@pytest.mark.parametrize("framework", ["torch", "jax"])
+@pytest.mark.parametrize("name", MODELS)
+def test_other_frameworks_match_eager(name, framework):
+    if (frameworks.torch_or_none() if framework == "torch" else frameworks.jax_or_none()) is None:
+        pytest.skip(f"{framework} is not installed")
+    module = _model(name)
+    eager = module.janus_step(module.make(0, quick=True))
+    other = getattr(module, f"{framework}_step")(module.make(0, quick=True))
+    np.testing.assert_allclose(_run(other), _run(eager), rtol=runner.LOSS_RTOL[framework])
+
+
+def _numeric_grad(f, arr, idx, eps=1e-6):
+    old = arr[idx]
+    arr[idx] = old + eps
+    up = f()
+    arr[idx] = old - eps
+    down = f()
+    arr[idx] = old
+    return (up - down) / (2 * eps)
+
+
+@pytest.mark.parametrize("padding", [0, 2])
+def test_hand_numpy_conv_and_pool_gradients(padding):
+    rng = np.random.default_rng(3)
+    x, w, b = rng.standard_normal((2, 3, 8, 8)), rng.standard_normal((4, 3, 3, 3)), rng.standard_normal(4)
+    out, cols = _common.conv2d_forward(x, w, b, padding)
+    assert out.shape == (2, 4, 8 + 2 * padding - 2, 8 + 2 * padding - 2)
+    dout = rng.standard_normal(out.shape)
+    dx, dw, db = _common.conv2d_backward(dout, cols, x.shape, w, padding)
+    loss = lambda: float((_common.conv2d_forward(x, w, b, padding)[0] * dout).sum())  # noqa: E731
+    for arr, grad in ((x, dx), (w, dw), (b, db)):
+        for _ in range(3):
+            idx = tuple(int(rng.integers(0, s)) for s in arr.shape)
+            assert _numeric_grad(loss, arr, idx) == pytest.approx(grad[idx], rel=1e-6, abs=1e-8)
+
+    y = rng.standard_normal((2, 3, 6, 6))
+    pooled, pos = _common.max_pool2d_forward(y, 2)
+    np.testing.assert_array_equal(pooled, y.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+    g = rng.standard_normal(pooled.shape)
+    dy = _common.max_pool2d_backward(g, pos, y.shape, 2)
+    pool_loss = lambda: float((_common.max_pool2d_forward(y, 2)[0] * g).sum())  # noqa: E731
+    for idx in [(0, 0, 0, 0), (1, 2, 3, 4), (1, 1, 5, 5)]:
+        assert _numeric_grad(pool_loss, y, idx) == pytest.approx(dy[idx], rel=1e-6, abs=1e-8)
+
+
+def test_runner_quick_smoke(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    models = ["tiny_mlp", "tree_rnn"]
+    rc = runner.main(["--models", ",".join(models), "--quick", "--repeats", "2", "--steps", "2",
+                      "--warmup", "2", "--check-steps", "4", "--json", str(out)])
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    jit_exists = frameworks.find_jit() is not None
+    # whether the JIT agrees with eager is test_jit_matches_eager's business; here only the
+    # harness: without a JIT everything must pass, with one the status must reflect its checks
+    all_ok = all(not rec["errors"] and all(c["ok"] for c in rec["checks"]) for rec in report["models"])
+    assert rc == (0 if all_ok else 1), printed
+    assert report["ok"] is all_ok
+    if not jit_exists:
+        assert rc == 0, printed
+    assert report["machine"]["cpu_count"] >= 1
+    assert report["versions"]["numpy"] == np.__version__
+    assert [m["model"] for m in report["models"]] == models
+    for record in report["models"]:
+        systems = record["systems"]
+        for name in ("eager", "numpy"):
+            r = systems[name]
+            assert r["ms_per_step"] > 0 and len(r["blocks_ms"]) == 2 and len(r["warmup_calls_ms"]) == 2
+            assert r["steps_per_block"] == 2
+            assert r["first_call_ms"] == r["warmup_calls_ms"][0]
+        assert systems["eager"]["speedup_vs_eager"] == pytest.approx(1.0)
+        assert systems["numpy"]["ratio_to_numpy"] == pytest.approx(1.0)
+        checks = {c["system"]: c for c in record["checks"]}
+        assert checks["numpy"]["ok"] and checks["numpy"]["steps"] == 4
+        if not jit_exists:
+            assert "jit" in record["skipped"]
+        else:  # timed and checked against eager, or its error reported
+            assert ("jit" in systems and "jit" in checks) or "jit" in record["errors"]
+            if "stats" in systems.get("jit", {}):
+                assert json.dumps(systems["jit"]["stats"], default=str)
+        assert record["model"] in printed
+    assert "ms/step" in printed
+
+
+def test_runner_reports_a_failing_system(monkeypatch, tmp_path, capsys):
+    """A system that raises is reported (status 1), and the others still run."""
+    module = load("tiny_mlp")
+
+    def broken(state):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(module, "numpy_step", broken)
+    rc = runner.main(["--models", "tiny_mlp", "--systems", "eager,numpy", "--quick", "--repeats", "1",
+                      "--steps", "1", "--warmup", "1", "--json", str(tmp_path / "r.json")])
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert rc == 1 and report["ok"] is False
+    record = report["models"][0]
+    assert "boom" in record["errors"]["numpy"]
+    assert record["systems"]["eager"]["ms_per_step"] > 0
+    assert "ERROR" in capsys.readouterr().out
+
+
+def test_overhead_measure_smoke():
+    result = overhead.measure(repeats=2, number=20, ops=["add", "getitem"])
+    assert set(result["ops"]) == {"add", "getitem"}
+    for r in result["ops"].values():
+        assert r["numpy_us"] > 0 and r["eager_us"] > 0 and r["tape_us"] > 0
+        assert r["added_us"] == pytest.approx(r["eager_us"] - r["numpy_us"])
+    assert "added" in overhead.format_table(result)
+
+
+def test_find_jit_never_raises():
+    jit = frameworks.find_jit()
+    assert jit is None or callable(jit)

@@ -1,0 +1,171 @@
+"""conv2d / max_pool2d / avg_pool2d: forward against naive loops, gradient rules, errors."""
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import janus_like as jl
+from janus_like import F
+from janus_like.errors import OpError
+from test_grad_check import check_grads
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def naive_conv2d(x, w, b, stride, padding):
+    (sh, sw), (ph, pw) = _pair(stride), _pair(padding)
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    n, c, h, wd = xp.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h - kh) // sh + 1, (wd - kw) // sw + 1
+    out = np.zeros((n, o, oh, ow), dtype=np.result_type(x, w))
+    for i in range(oh):
+        for j in range(ow):
+            patch = xp[:, :, i * sh:i * sh + kh, j * sw:j * sw + kw]
+            out[:, :, i, j] = np.einsum("nchw,ochw->no", patch, w)
+    return out if b is None else out + b[None, :, None, None]
+
+
+def naive_pool(x, size, stride, padding, reduce, pad_value):
+    (kh, kw) = _pair(size)
+    (sh, sw) = _pair(stride if stride is not None else size)
+    (ph, pw) = _pair(padding)
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=pad_value)
+    oh, ow = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1
+    out = np.zeros(x.shape[:2] + (oh, ow), dtype=reduce(xp[:, :, :1, :1], axis=(2, 3)).dtype)
+    for i in range(oh):
+        for j in range(ow):
+            out[:, :, i, j] = reduce(xp[:, :, i * sh:i * sh + kh, j * sw:j * sw + kw], axis=(2, 3))
+    return out
+
+
+conv_params = st.tuples(st.integers(1, 2), st.integers(1, 3), st.integers(1, 3), st.integers(1, 3),
+                        st.integers(1, 3), st.sampled_from([1, 2, 3, (1, 2)]), st.sampled_from([0, 1, 2, (2, 0)]),
+                        st.booleans(), st.integers(0, 2**32 - 1))
+
+
+@given(conv_params)
+def test_conv2d_matches_naive_loops(params):
+    n, c, o, kh, kw, stride, padding, bias, seed = params
+    rng = np.random.default_rng(seed)
+    ph, pw = _pair(padding)
+    x = rng.standard_normal((n, c, max(kh - 2 * ph, 1) + 3, max(kw - 2 * pw, 1) + 2))
+    w = rng.standard_normal((o, c, kh, kw))
+    b = rng.standard_normal(o) if bias else None
+    got = F.conv2d(jl.tensor(x), jl.tensor(w), None if b is None else jl.tensor(b), stride=stride, padding=padding)
+    np.testing.assert_allclose(got.numpy(), naive_conv2d(x, w, b, stride, padding), rtol=1e-12, atol=1e-12)
+
+
+@given(st.sampled_from([1, 2, 3, (2, 3)]), st.sampled_from([None, 1, 2, (2, 1)]), st.sampled_from([0, 1, (0, 1)]),
+       st.integers(0, 2**32 - 1))
+def test_pooling_matches_naive_loops(size, stride, padding, seed):
+    kh, kw = _pair(size)
+    padding = tuple(min(p, k - 1) for p, k in zip(_pair(padding), (kh, kw)))
+    x = np.random.default_rng(seed).standard_normal((2, 3, 5, 6))
+    np.testing.assert_array_equal(F.max_pool2d(jl.tensor(x), size, stride, padding).numpy(),
+                                  naive_pool(x, size, stride, padding, np.max, -np.inf))
+    np.testing.assert_allclose(F.avg_pool2d(jl.tensor(x), size, stride, padding).numpy(),
+                               naive_pool(x, size, stride, padding, np.mean, 0.0), rtol=1e-12)
+
+
+def test_conv2d_output_shape_and_dtype():
+    x = jl.tensor(np.ones((2, 3, 7, 9), np.float32))
+    w = jl.tensor(np.ones((4, 3, 3, 2), np.float32))
+    y = F.conv2d(x, w, jl.tensor(np.zeros(4, np.float32)), stride=(2, 3), padding=(1, 0))
+    assert y.shape == (2, 4, 4, 3)
+    assert y.dtype == np.float32
+    assert y.numpy().flags.c_contiguous
+
+
+def test_pooling_keeps_integer_dtype_for_max():
+    x = np.arange(16, dtype=np.int32).reshape(1, 1, 4, 4)
+    y = F.max_pool2d(jl.tensor(x), 2, padding=1)
+    assert y.dtype == np.int32
+    np.testing.assert_array_equal(y.numpy(), naive_pool(x, 2, 2, 1, np.max, np.iinfo(np.int32).min))
+
+
+def test_conv2d_gradient_with_uncovered_border():
+    # stride 3 over width 8 with a 2-wide kernel leaves the last columns unused: zero gradient there
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((1, 2, 5, 8)), rng.standard_normal((3, 2, 2, 2))
+    check_grads(lambda a, b: F.conv2d(a, b, stride=3, padding=0), x, w)
+    with jl.GradientTape() as tape:
+        xt = jl.tensor(x)
+        tape.watch(xt)
+        y = F.sum(F.conv2d(xt, jl.tensor(w), stride=3))
+    assert np.all(tape.gradient(y, xt).numpy()[..., 2] == 0)
+
+
+def test_conv2d_bias_gradient_is_sum_over_batch_and_space():
+    rng = np.random.default_rng(1)
+    x, w, b = (jl.tensor(rng.standard_normal(s)) for s in [(2, 1, 4, 4), (3, 1, 3, 3), (3,)])
+    with jl.GradientTape() as tape:
+        tape.watch(b)
+        y = F.conv2d(x, w, b, padding=1)
+    g = rng.standard_normal(y.shape)
+    gb = tape.gradient(y, b, output_gradients=jl.tensor(g))
+    np.testing.assert_allclose(gb.numpy(), g.sum(axis=(0, 2, 3)))
+
+
+def test_max_pool_gradient_goes_to_first_maximum_of_a_tie():
+    x = jl.tensor(np.array([[[[1.0, 5.0], [5.0, 2.0]]]]))
+    with jl.GradientTape() as tape:
+        tape.watch(x)
+        y = F.sum(F.max_pool2d(x, 2))
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [[[[0.0, 1.0], [0.0, 0.0]]]])
+
+
+def test_max_pool_overlapping_windows_accumulate():
+    x = jl.tensor(np.array([[[[1.0, 9.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]]]))
+    with jl.GradientTape() as tape:
+        tape.watch(x)
+        y = F.sum(F.max_pool2d(x, 2, stride=1))  # 9 is the max of both top windows
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy()[0, 0], [[0, 2, 0], [0, 0, 0], [0, 1, 1]])
+
+
+def test_avg_pool_gradient_spreads_evenly_and_counts_padding():
+    x = jl.tensor(np.ones((1, 1, 2, 2)))
+    with jl.GradientTape() as tape:
+        tape.watch(x)
+        y = F.avg_pool2d(x, 2, stride=2, padding=1)  # each window holds one real element of four
+        total = F.sum(y)
+    np.testing.assert_array_equal(y.numpy(), np.full((1, 1, 2, 2), 0.25))
+    np.testing.assert_array_equal(tape.gradient(total, x).numpy(), np.full((1, 1, 2, 2), 0.25))
+
+
+def test_second_derivative_through_conv2d():
+    rng = np.random.default_rng(2)
+    x, w = rng.standard_normal((1, 2, 4, 4)), rng.standard_normal((2, 2, 3, 3))
+    check_grads(lambda a, b: F.mul(F.conv2d(a, b, stride=2, padding=1), F.conv2d(a, b, stride=2, padding=1)),
+                x, w, order=2, rtol=1e-4, atol=1e-5)
+
+
+def test_conv2d_channel_mismatch_names_op_and_shapes():
+    with pytest.raises(OpError) as info:
+        F.conv2d(jl.tensor(np.ones((1, 3, 5, 5))), jl.tensor(np.ones((2, 4, 3, 3))))
+    text = str(info.value)
+    assert "conv2d" in text and "[1,3,5,5]" in text and "(2, 4, 3, 3)" in text and "test_conv.py" in text
+
+
+def test_conv2d_rejects_non_nchw_input():
+    with pytest.raises(ValueError, match="4-d NCHW"):
+        F.conv2d(jl.tensor(np.ones((3, 5, 5))), jl.tensor(np.ones((2, 3, 3, 3))))
+
+
+def test_window_larger_than_input_is_an_error():
+    with pytest.raises(ValueError, match="larger than the padded input"):
+        F.conv2d(jl.tensor(np.ones((1, 1, 2, 2))), jl.tensor(np.ones((1, 1, 3, 3))))
+
+
+def test_pool_padding_must_be_smaller_than_window():
+    with pytest.raises(ValueError, match="padding"):
+        F.max_pool2d(jl.tensor(np.ones((1, 1, 4, 4))), 2, padding=2)
+
+
+def test_numpy_arrays_are_accepted():
+    x, w = np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2))
+    y = F.conv2d(x, w)
+    assert isinstance(y, jl.Tensor)
+    np.testing.assert_array_equal(y.numpy(), np.full((1, 1, 2, 2), 4.0))
