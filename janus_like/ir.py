@@ -91,7 +91,7 @@ def format_node(n: Node, indent: str = "") -> list[str]:
         return lines
     args = [_fmt_value(i) for i in n.inputs]
     for k, v in n.params.items():
-        if k == "index":
+        if k == "index" and isinstance(v, tuple):
             from .ops.indexing import format_index
 
             args.append(f"index={format_index(v)}")

@@ -19,6 +19,7 @@ import numpy as np
 
 from . import backend
 from .ops import api as F
+from .ops import registry as _registry
 from .ops.registry import _tapes
 
 _next_id = itertools.count(1).__next__
@@ -287,6 +288,9 @@ class Variable(Tensor):
 
     def __repr__(self):
         return f"Variable({self.name or ''}{', ' if self.name else ''}{Tensor.__repr__(self)})"
+
+
+_registry._install_tensor_type(Tensor, _wrap)
 
 
 def tensor(data, dtype=None):

@@ -64,6 +64,20 @@ class Outputs:
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} escapes the function", "")
         return ("const", v)
 
+    def plan_copies(self):
+        """A committed Variable value must own its buffer (eager assign copies). Rerun after
+        passes, which may have replaced output nodes."""
+        seen: dict = {}
+        for node in self.nodes:
+            seen[node.id] = seen.get(node.id, 0) + 1
+        fixed = []
+        for kind, slot, i, _copy in self.commits:
+            node = self.nodes[i]
+            copy = kind == "var" and (node.op in _ALIASING_OPS or self.sink_count.get(node.id, 0) > 1
+                                      or seen.get(node.id, 0) > 1)
+            fixed.append((kind, slot, i, copy))
+        self.commits = fixed
+
     # ------------------------------------------------------------------ runtime
     def build(self, spec, values, slots):
         tag = spec[0]
@@ -142,10 +156,10 @@ def build_outputs(gen, result) -> Outputs:
             seen_boxes.setdefault(id(value), value)
     for box in seen_boxes.values():
         if isinstance(box, VarRef):
-            out.commits.append(["var", box.slot, out.node_index(box.node), False])
+            out.commits.append(("var", box.slot, out.node_index(box.node), False))
         elif box.origin is not None and box.dirty:
             kind = "tensor" if box.kind == "tensor" else "array"
-            out.commits.append([kind, box.origin, out.node_index(box.node), False])
+            out.commits.append((kind, box.origin, out.node_index(box.node), False))
     for w in gen.writes:
         tag = w[0]
         if tag == "setattr":
@@ -160,10 +174,5 @@ def build_outputs(gen, result) -> Outputs:
     for fn, args, kwargs, _site in gen.effects:
         out.effects.append((fn, [out.spec(a) for a in args], {k: out.spec(a) for k, a in kwargs.items()}))
     out.result = out.spec(result)
-    # a committed Variable value must own its buffer (eager assign copies)
-    for c in out.commits:
-        if c[0] == "var":
-            node = out.nodes[c[2]]
-            c[3] = node.op in _ALIASING_OPS or out.sink_count.get(node.id, 0) > 1
-    out.commits = [tuple(c) for c in out.commits]
+    out.plan_copies()
     return out

@@ -96,11 +96,12 @@ def _conv2d_grad_weight(xp, g, x, w, stride, padding):
     return xp.tensordot(g, win, axes=((0, 2, 3), (0, 2, 3))).astype(w.dtype, copy=False)  # (O, C, kh, kw)
 
 
-_CONV = register("conv2d", _conv2d,
-         vjp=lambda g, o, x, w, stride, padding: (
-             bind(_CONV_GX, g, w, x, stride=stride, padding=padding),
-             bind(_CONV_GW, g, x, w, stride=stride, padding=padding)),
-         doc="NCHW cross-correlation of x (N, C, H, W) with w (O, C, kh, kw)")
+_CONV = register(
+    "conv2d", _conv2d,
+    vjp=lambda g, o, x, w, stride, padding: (
+        bind(_CONV_GX, g, w, x, stride=stride, padding=padding),
+        bind(_CONV_GW, g, x, w, stride=stride, padding=padding)),
+    doc="NCHW cross-correlation of x (N, C, H, W) with w (O, C, kh, kw)")
 # <ct, grad_input(g, w)> = <conv2d(ct, w), g>: d/dg is conv2d(ct, w), d/dw is grad_weight(g, ct)
 _CONV_GX = register(
     "conv2d_grad_input", _conv2d_grad_input,
@@ -162,10 +163,10 @@ def _max_pool2d(xp, x, size, stride, padding):
     return _max_pool2d_gather(xp, x, x, size, stride, padding, v_pad=_lowest(x.dtype))
 
 
-_MAX = register("max_pool2d", _max_pool2d,
-         vjp=lambda g, o, x, size, stride, padding: (
-             bind(_MAX_SCATTER, g, x, size=size, stride=stride, padding=padding),),
-         doc="NCHW max pooling; the gradient goes to the first maximum of each window")
+_MAX = register(
+    "max_pool2d", _max_pool2d,
+    vjp=lambda g, o, x, size, stride, padding: (bind(_MAX_SCATTER, g, x, size=size, stride=stride, padding=padding),),
+    doc="NCHW max pooling; the gradient goes to the first maximum of each window")
 
 
 # ------------------------------------------------------------------ average pooling
@@ -182,14 +183,14 @@ def _avg_pool2d_grad(xp, g, x, size, stride, padding):
     return _scatter_windows(xp, cols, x.shape, stride, padding).astype(x.dtype, copy=False)
 
 
-_AVG = register("avg_pool2d", _avg_pool2d,
-                vjp=lambda g, o, x, size, stride, padding: (
-                    bind(_AVG_GRAD, g, x, size=size, stride=stride, padding=padding),),
-                doc="NCHW average pooling; padded zeros count in the mean")
-_AVG_GRAD = register("avg_pool2d_grad", _avg_pool2d_grad,
-                     vjp=lambda ct, o, g, x, size, stride, padding: (
-                         bind(_AVG, ct, size=size, stride=stride, padding=padding), None),
-                     doc="transpose of avg_pool2d: each output's gradient spread evenly over its window")
+_AVG = register(
+    "avg_pool2d", _avg_pool2d,
+    vjp=lambda g, o, x, size, stride, padding: (bind(_AVG_GRAD, g, x, size=size, stride=stride, padding=padding),),
+    doc="NCHW average pooling; padded zeros count in the mean")
+_AVG_GRAD = register(
+    "avg_pool2d_grad", _avg_pool2d_grad,
+    vjp=lambda ct, o, g, x, size, stride, padding: (bind(_AVG, ct, size=size, stride=stride, padding=padding), None),
+    doc="transpose of avg_pool2d: each output's gradient spread evenly over its window")
 
 
 # ------------------------------------------------------------------ functional API

@@ -65,6 +65,7 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
     Returns the JitFunction so tests can look at stats()."""
     fn_e, state_e = make()
     fn_j, state_j = make()
+    jit_options.setdefault("reassociate", False)  # bit-exact comparison; reassociation has its own tests
     jf = jl.jit(fn_j, **jit_options)
     np.random.seed(12345)
     rng_e = rng_j = np.random.get_state()
@@ -105,22 +106,150 @@ def _run(fn, args):
     return out, err, buf.getvalue()
 
 
-def check_plans_match_interpreter(jf):
+def check_plans_match_interpreter(jf, graphs=None):
     """The fast plan and the reference interpreter agree on every cached graph (on zero-state
     inputs taken from the last successful guard evaluation is not available, so we replay the
     graph on its constant/input values recorded by running the guard on fresh args)."""
-    for g in jf.graphs():
+    compared = 0
+    for g in (jf.graphs() if graphs is None else graphs):
         if g.plan is None or getattr(g, "last_slots", None) is None:
             continue
-        saved = np.random.get_state()
+        compared += 1
+        # explicit Generators (F.dropout) advance when a graph runs: replay both from one state
+        gens = list(getattr(g, "generators", ()))
+        saved, saved_gens = np.random.get_state(), [gen.bit_generator.state for gen in gens]
         ref = interpret(g.graph, g.last_slots)
         np.random.set_state(saved)
+        for gen, st in zip(gens, saved_gens):
+            gen.bit_generator.state = st
         fast = g.plan(g.last_slots)
         np.random.set_state(saved)
+        for gen, st in zip(gens, saved_gens):
+            gen.bit_generator.state = st
         assert len(ref) == len(fast)
         for r, f in zip(ref, fast):
             assert_same(r, f, "plan vs interpreter")
+    return compared
 
 
 def graph_calls(jf):
     return jf.stats()["graph_calls"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers for the wider differential suite (test_assumptions, test_state, test_fallbacks, ...).
+# None of them changes what `side_by_side` compares; they add checks around it.
+
+class GraphRecorder:
+    """Context manager that records every graph compiled while it is active (including graphs the
+    JIT later drops from its cache after a regeneration), so tests can verify all of them."""
+
+    def __init__(self):
+        self.compiled = []
+
+    def __enter__(self):
+        import janus_like.executor as ex
+
+        self._ex = ex
+        self._orig = ex.CompiledGraph
+        recorder = self
+
+        class Recording(self._orig):
+            def __init__(self, *a, **k):
+                super().__init__(*a, **k)
+                recorder.compiled.append(self)
+
+        ex.CompiledGraph = Recording
+        return self
+
+    def __exit__(self, *exc):
+        self._ex.CompiledGraph = self._orig
+        return False
+
+
+def verify_graphs(graphs) -> int:
+    """`ir.verify` on every graph (CompiledGraph or ir.Graph); returns how many were checked."""
+    from janus_like import ir
+
+    n = 0
+    for g in graphs:
+        ir.verify(getattr(g, "graph", g))
+        n += 1
+    return n
+
+
+def verify_all_graphs(jf) -> int:
+    """`ir.verify` on every graph cached by a JitFunction."""
+    return verify_graphs(jf.graphs())
+
+
+def plans_compared(jf) -> int:
+    """How many cached graphs `check_plans_match_interpreter` really compares (plan + last_slots)."""
+    return sum(1 for g in jf.graphs() if g.plan is not None and getattr(g, "last_slots", None) is not None)
+
+
+def check(make, calls, *, min_graph_calls=1, **jit_options):
+    """`side_by_side` plus: every graph compiled during the run passes `ir.verify`, at least
+    `min_graph_calls` calls ran as a graph, and (when graphs ran) the plan-vs-interpreter check
+    compared at least one graph. Returns (jf, compiled graphs)."""
+    with GraphRecorder() as rec:
+        jf = side_by_side(make, calls, **jit_options)
+    verify_graphs(rec.compiled)
+    # graphs dropped from the cache by a regeneration are compared too
+    compared = check_plans_match_interpreter(jf, rec.compiled)
+    if min_graph_calls:
+        assert graph_calls(jf) >= min_graph_calls, jf.explain()
+        assert compared > 0 or jit_options.get("mode", "plan") != "plan", jf.explain()
+    jf.compiled = rec.compiled
+    return jf
+
+
+def fallback_reasons(jf):
+    return {fb.reason for fb in jf.fallbacks()}
+
+
+def const_calls(n, *args):
+    """n calls that all pass the same state-independent args."""
+    return [lambda s: args] * n
+
+
+_module_counter = iter(range(1, 1 << 30))
+
+
+def load_module(directory, source: str, name: str = "jit_prog"):
+    """Write `source` to a fresh .py file under `directory` and import it (the JIT reads real
+    source files). Each call makes a distinct module, so two calls give independent globals."""
+    import importlib.util
+    import pathlib
+    import sys
+    import textwrap
+
+    mod_name = f"{name}_{next(_module_counter)}"
+    path = pathlib.Path(directory) / f"{mod_name}.py"
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(mod_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class LiveGlobals(dict):
+    """A dict view of some of a module's globals, read live, so `side_by_side` compares them as
+    reachable state after every call."""
+
+    def __init__(self, module, names):
+        super().__init__()
+        self._module, self._names = module, list(names)
+
+    def keys(self):
+        return list(self._names)
+
+    def items(self):
+        return [(n, self._module.__dict__[n]) for n in self._names]
+
+    def __len__(self):
+        return len(self._names)
+
+    def __iter__(self):
+        return iter(self._names)

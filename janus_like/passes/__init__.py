@@ -1,0 +1,30 @@
+"""Graph passes: each is a function Graph -> Graph (rewriting in place and returning it).
+
+Input and output: a verified IR graph computing the same values. `PIPELINE` is the order used by
+the JIT; passes that reorder floating-point rounding (reassociation) are separate and only run
+when the JitFunction was created with `reassociate=True`. With `JANUS_LIKE_VERIFY=1` (set by the
+test suite) the verifier runs after every pass.
+"""
+from __future__ import annotations
+
+import os
+
+from .. import ir
+from .dce import dce
+from .fold import fold_accumulations
+from .simplify import simplify
+
+PIPELINE = [simplify, dce]
+REASSOCIATING = [fold_accumulations, dce]
+
+
+def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
+    check = os.environ.get("JANUS_LIKE_VERIFY", "") not in ("", "0")
+    for p in PIPELINE + (REASSOCIATING if reassociate else []):
+        graph = p(graph)
+        if check:
+            ir.verify(graph)
+    return graph
+
+
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "dce", "simplify", "fold_accumulations"]

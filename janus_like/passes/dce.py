@@ -1,0 +1,43 @@
+"""Dead-code elimination: drop nodes whose values reach no output.
+
+Asserts, RNG draws and conditionals that contain them are effects and always kept (an assert
+guards the result; an RNG draw advances state that eager code would also advance).
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..ops.registry import REGISTRY
+
+
+def _has_effect(n) -> bool:
+    if n.op in (ir.ASSERT, ir.RANDOM):
+        return True
+    if n.op == ir.COND:
+        return any(_has_effect(m) for m in n.params["then_nodes"] + n.params["else_nodes"])
+    op = REGISTRY.get(n.op)
+    return op is not None and op.stateful
+
+
+def _sweep(nodes, live):
+    kept = []
+    for n in reversed(nodes):
+        if n.id in live or _has_effect(n):
+            if n.op == ir.COND:
+                for block, outs in (("then_nodes", "then_outs"), ("else_nodes", "else_outs")):
+                    for o in n.params[outs]:
+                        if isinstance(o, ir.Node):
+                            live.add(o.id)
+                    n.params[block] = _sweep(n.params[block], live)
+            for i in n.inputs:
+                if isinstance(i, ir.Node):
+                    live.add(i.id)
+            kept.append(n)
+    kept.reverse()
+    return kept
+
+
+def dce(graph: ir.Graph) -> ir.Graph:
+    live = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+    graph.nodes[:] = _sweep(graph.nodes, live)
+    graph.n_inputs = sum(1 for n in graph.nodes if n.op == ir.INPUT)
+    return graph

@@ -1,0 +1,55 @@
+"""Algebraic simplification that is exact (no change in any bit of any value).
+
+* `sum_to(g, like)`, `broadcast_like(g, like)` and `reshape_like(g, like)` where g already has
+  like's shape (and, for sum_to, a dtype it keeps) are the identity;
+* `cast(x, dtype)` to x's own dtype is the identity;
+* `stop_gradient(x)` is the identity once the graph exists (gradients are already nodes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+
+
+def _identity_input(n):
+    if n.op in ("sum_to", "broadcast_like", "reshape_like"):
+        x, like = n.inputs[0], n.inputs[1]
+        if isinstance(x, ir.Node) and isinstance(like, ir.Node) and x.aval and like.aval:
+            if tuple(x.aval[0]) == tuple(like.aval[0]) and n.aval and np.dtype(n.aval[1]) == np.dtype(x.aval[1]):
+                return x
+    elif n.op == "cast":
+        x = n.inputs[0]
+        if isinstance(x, ir.Node) and x.aval and np.dtype(x.aval[1]) == np.dtype(n.params["dtype"]):
+            return x
+    elif n.op == "stop_gradient":
+        x = n.inputs[0]
+        if isinstance(x, ir.Node):
+            return x
+    return None
+
+
+def substitute(graph: ir.Graph, mapping: dict) -> None:
+    """Replace every use of node id k by mapping[k] (a Node), everywhere in the graph."""
+    def resolve(v):
+        while isinstance(v, ir.Node) and v.id in mapping:
+            v = mapping[v.id]
+        return v
+
+    for n in graph.all_nodes():
+        n.inputs = tuple(resolve(i) for i in n.inputs)
+        if n.op == ir.COND:
+            n.params["then_outs"] = [resolve(o) for o in n.params["then_outs"]]
+            n.params["else_outs"] = [resolve(o) for o in n.params["else_outs"]]
+    graph.outputs[:] = [resolve(o) for o in graph.outputs]
+
+
+def simplify(graph: ir.Graph) -> ir.Graph:
+    mapping = {}
+    for n in graph.all_nodes():
+        target = _identity_input(n)
+        if target is not None:
+            mapping[n.id] = target
+    if mapping:
+        substitute(graph, mapping)
+    return graph

@@ -1,0 +1,24 @@
+import numpy as np
+
+from janus_like import ir
+from janus_like.executor import interpret
+from janus_like.passes import simplify
+
+
+def test_identity_sum_to_and_cast_are_removed_exactly():
+    f64 = np.dtype("float64")
+    x = ir.Node(ir.INPUT, (), {"slot": 0, "name": "arg0"}, ((2, 3), f64))
+    y = ir.Node("tanh", (x,), {}, ((2, 3), f64))
+    s = ir.Node("sum_to", (y, x), {}, ((2, 3), f64))
+    c = ir.Node("cast", (s,), {"dtype": f64}, ((2, 3), f64))
+    b = ir.Node("sum_to", (c, ir.Node(ir.INPUT, (), {"slot": 1, "name": "arg1"}, ((3,), f64))), {}, ((3,), f64))
+    g = ir.Graph("t", [x, y, s, c, b.inputs[1], b], [c, b])
+    xv, bv = np.arange(6.0).reshape(2, 3), np.zeros(3)
+    before = interpret(g, [xv, bv])
+    simplify(g)
+    ir.verify(g)
+    assert g.outputs[0] is y  # sum_to to the same shape and cast to the same dtype vanished
+    assert b.inputs[0] is y and g.outputs[1] is b  # a real reduction stays
+    after = interpret(g, [xv, bv])
+    for u, v in zip(before, after):
+        np.testing.assert_array_equal(u, v)
