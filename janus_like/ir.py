@@ -24,8 +24,10 @@ TO_PY = "to_py"  # Python float/int/bool of a 0-d value (float(x), x.item())
 RANDOM = "np_random"  # the NumPy global RNG; params: method, args, kwargs
 COND = "cond"  # inputs: (pred,); params: then_nodes, else_nodes, then_outs, else_outs
 TUPLE_GET = "tuple_get"  # inputs: (tuple node,); params: index
-STRUCTURAL = {INPUT, CONST, ASSERT, TO_PY, RANDOM, COND, TUPLE_GET}
-STATEFUL = {ASSERT, RANDOM, COND}
+LOOP = "loop"  # inputs: initial carried values; params: placeholders, cond_nodes, cond, body_nodes, body_outs
+LOOP_VAR = "loop_var"  # a carried value inside a loop's blocks (bound by the loop each iteration)
+STRUCTURAL = {INPUT, CONST, ASSERT, TO_PY, RANDOM, COND, TUPLE_GET, LOOP, LOOP_VAR}
+STATEFUL = {ASSERT, RANDOM, COND, LOOP}
 
 _ids = itertools.count(1)
 
@@ -89,6 +91,17 @@ def format_node(n: Node, indent: str = "") -> list[str]:
             lines += format_node(m, indent + "    ")
         lines.append(f"{indent}    yield {_fmt_value(tuple(n.params['else_outs']))}")
         return lines
+    if n.op == LOOP:
+        phs = ", ".join(f"%{p.id}" for p in n.params["placeholders"])
+        lines = [f"{indent}%{n.id} = loop ({phs}) = {_fmt_value(n.inputs)}{where}", f"{indent}  while:"]
+        for m in n.params["cond_nodes"]:
+            lines += format_node(m, indent + "    ")
+        lines.append(f"{indent}    test {_fmt_value(n.params['cond'])}")
+        lines.append(f"{indent}  do:")
+        for m in n.params["body_nodes"]:
+            lines += format_node(m, indent + "    ")
+        lines.append(f"{indent}    next {_fmt_value(tuple(n.params['body_outs']))}")
+        return lines
     args = [_fmt_value(i) for i in n.inputs]
     for k, v in n.params.items():
         if k == "index" and isinstance(v, tuple):
@@ -123,6 +136,10 @@ class Graph:
             if n.op == COND:
                 yield from n.params["then_nodes"]
                 yield from n.params["else_nodes"]
+            elif n.op == LOOP:
+                yield from n.params["placeholders"]
+                yield from n.params["cond_nodes"]
+                yield from n.params["body_nodes"]
 
     @property
     def asserts(self):
@@ -153,6 +170,8 @@ def verify(graph: Graph) -> None:
         for n in nodes:
             if n.id in defined:
                 raise VerifyError(f"node %{n.id} defined twice")
+            if n.op == LOOP_VAR:
+                raise VerifyError(f"loop variable %{n.id} used as a node outside its loop")
             if n.op not in STRUCTURAL and n.op not in REGISTRY:
                 raise VerifyError(f"node %{n.id} uses unknown op {n.op!r}")
             for i in n.inputs:
@@ -165,6 +184,17 @@ def verify(graph: Graph) -> None:
                     for o in n.params[outs]:
                         if isinstance(o, Node) and o.id not in inner:
                             raise VerifyError(f"cond %{n.id} yields undefined %{o.id}")
+            elif n.op == LOOP:
+                inner = set(defined) | {p.id for p in n.params["placeholders"]}
+                check_block(n.params["cond_nodes"], inner)
+                if n.params["cond"].id not in inner:
+                    raise VerifyError(f"loop %{n.id} tests undefined %{n.params['cond'].id}")
+                check_block(n.params["body_nodes"], inner)
+                for o, p in zip(n.params["body_outs"], n.params["placeholders"]):
+                    if o.id not in inner:
+                        raise VerifyError(f"loop %{n.id} carries undefined %{o.id}")
+                    if o.aval != p.aval:
+                        raise VerifyError(f"loop %{n.id} changes the type of a carried value")
             defined.add(n.id)
 
     defined: set = set()

@@ -84,6 +84,19 @@ class _Emitter:
                 self.emit(n.params["else_nodes"], indent + 4)
                 outs = ", ".join(self.arg(o) for o in n.params["else_outs"])
                 self.lines.append(f"{pad}    {v} = ({outs}{',' if len(n.params['else_outs']) == 1 else ''})")
+            elif n.op == ir.LOOP:
+                phs = n.params["placeholders"]
+                names = ", ".join(f"v{p.id}" for p in phs) + ("," if len(phs) == 1 else "")
+                self.lines.append(f"{pad}{names} = {args}{',' if len(phs) == 1 else ''}")
+                self.lines.append(f"{pad}for _it{n.id} in range({n.params['max_iter']}):")
+                self.emit(n.params["cond_nodes"], indent + 4)
+                self.lines.append(f"{pad}    if not v{n.params['cond'].id}: break")
+                self.emit(n.params["body_nodes"], indent + 4)
+                outs = ", ".join(self.arg(o) for o in n.params["body_outs"])
+                self.lines.append(f"{pad}    {names} = {outs}{',' if len(phs) == 1 else ''}")
+                self.lines.append(f"{pad}else:")
+                self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
+                self.lines.append(f"{pad}v{n.id} = ({names})")
             elif n.op == ir.TUPLE_GET:
                 self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
             else:

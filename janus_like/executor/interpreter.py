@@ -37,6 +37,20 @@ def run_nodes(nodes, env, slots):
             branch, outs = (("then_nodes", "then_outs") if args[0] else ("else_nodes", "else_outs"))
             run_nodes(n.params[branch], env, slots)
             env[n.id] = tuple(env[o.id] if isinstance(o, ir.Node) else o for o in n.params[outs])
+        elif op == ir.LOOP:
+            values = args
+            phs, cond = n.params["placeholders"], n.params["cond"]
+            for _ in range(n.params["max_iter"]):
+                for p, v in zip(phs, values):
+                    env[p.id] = v
+                run_nodes(n.params["cond_nodes"], env, slots)
+                if not env[cond.id]:
+                    break
+                run_nodes(n.params["body_nodes"], env, slots)
+                values = [env[o.id] for o in n.params["body_outs"]]
+            else:
+                raise RuntimeError(f"loop %{n.id} ran past {n.params['max_iter']} iterations")
+            env[n.id] = tuple(values)
         elif op == ir.TUPLE_GET:
             env[n.id] = args[0][n.params["index"]]
         else:

@@ -35,6 +35,7 @@ class GraphBuilder:
     def __init__(self, name: str):
         self.graph = ir.Graph(name)
         self.block = self.graph.nodes  # where new nodes go (a cond branch while building one)
+        self.prelude: list = []  # constants, placed before everything else
         self.tapes: list[SymbolicTape] = []
         self.site = ""
         self._consts: dict[int, tuple] = {}
@@ -66,7 +67,9 @@ class GraphBuilder:
         else:
             data, k = value, "array"
         arr = np.asarray(data)
-        node = self.add(ir.Node(ir.CONST, (), {"value": data}, (arr.shape, arr.dtype)))
+        # constants live in the prelude, so one made inside a branch or loop is visible everywhere
+        node = ir.Node(ir.CONST, (), {"value": data}, (arr.shape, arr.dtype), self.site)
+        self.prelude.append(node)
         self._consts[key] = (value, node, kind or k)
         return Sym(node, kind or k)
 

@@ -661,7 +661,9 @@ class Generator:
             test = self.eval(node.test, frame)
             if isinstance(test, Sym):
                 trips = self.profile.trips(key) if self.profile is not None else set()
-                if len(trips) != 1 or ("trip", key) in self.relaxed:
+                if (len(trips) > 1 or ("trip", key) in self.relaxed) and iterations == 0:
+                    return self.loop(node, frame)
+                if len(trips) != 1:
                     raise Unsupported("varying-trip-count" if trips else "unprofiled-branch",
                                       f"while loop on a graph value (trip counts seen: {sorted(trips)})", self.site)
                 expected = next(iter(trips))
@@ -681,6 +683,63 @@ class Generator:
             except _Continue:
                 continue
         self.exec_block(node.orelse, frame)
+
+    def loop(self, node, frame):
+        """A `while` on a graph value whose trip count varies: one loop node whose body is
+        generated once, with the variables it reassigns carried from iteration to iteration."""
+        if self.builder.tapes:
+            raise Unsupported("varying-trip-count", "a while loop with varying trip count inside a GradientTape",
+                              self.site)
+        if node.orelse:
+            raise Unsupported("unsupported-syntax", "while ... else on a graph value", self.site)
+        names = sorted(_assigned_names(node.body))
+        carried = []
+        for name in names:
+            v = frame.locals.get(name, _MISSING)
+            if not isinstance(v, Sym) or isinstance(v, VarRef):
+                raise Unsupported("varying-trip-count", f"loop variable {name!r} is not an array value before "
+                                                        "the loop", self.site)
+            carried.append((name, v))
+        before = dict(frame.locals)
+        placeholders = []
+        for name, v in carried:
+            ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, v.node.aval, self.site)
+            placeholders.append(ph)
+            frame.locals[name] = Sym(ph, v.kind)
+        outer = self.builder.block
+        self.pure_depth += 1
+        try:
+            cond_block, body_block = [], []
+            self.builder.block = cond_block
+            test = self.eval(node.test, frame)
+            if not isinstance(test, Sym):
+                raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop", self.site)
+            pred = _truth_value(test)
+            self.builder.block = body_block
+            try:
+                self.exec_block(node.body, frame)
+            except (_Break, _Continue):
+                raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
+        finally:
+            self.pure_depth -= 1
+            self.builder.block = outer
+        outs = []
+        for (name, v), ph in zip(carried, placeholders):
+            new = frame.locals[name]
+            if not isinstance(new, Sym) or new.node.aval != ph.aval or new.kind != v.kind:
+                raise Unsupported("varying-trip-count", f"{name!r} changes type, shape or dtype inside the loop",
+                                  self.site)
+            outs.append(new.node)
+        self.set_site(node, frame)
+        for name, value in before.items():
+            if name not in dict(carried) and frame.locals.get(name, _MISSING) is not value:
+                raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
+        loop = self.builder.add(ir.Node(ir.LOOP, tuple(v.node for _, v in carried), {
+            "placeholders": placeholders, "cond_nodes": cond_block, "cond": pred.node,
+            "body_nodes": body_block, "body_outs": outs, "max_iter": self.max_unroll * 50}))
+        for i, (name, v) in enumerate(carried):
+            out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
+            frame.locals[name] = Sym(out, v.kind)
 
     def stmt_For(self, node, frame):
         iterable = self.eval(node.iter, frame)
@@ -1221,7 +1280,7 @@ class Generator:
         from .outputs import build_outputs
 
         graph = self.builder.graph
-        graph.nodes[:0] = self.input_nodes
+        graph.nodes[:0] = self.input_nodes + self.builder.prelude
         if any(w[0] == "box" for w in self.writes):  # aliasing only matters when something is written
             self.prog.check_distinct(self.mutable_slots, "inputs")
         guard, guard_src = self.prog.compile()

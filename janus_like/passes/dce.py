@@ -14,6 +14,8 @@ def _has_effect(n) -> bool:
         return True
     if n.op == ir.COND:
         return any(_has_effect(m) for m in n.params["then_nodes"] + n.params["else_nodes"])
+    if n.op == ir.LOOP:
+        return any(_has_effect(m) for m in n.params["cond_nodes"] + n.params["body_nodes"])
     op = REGISTRY.get(n.op)
     return op is not None and op.stateful
 
@@ -28,6 +30,11 @@ def _sweep(nodes, live):
                         if isinstance(o, ir.Node):
                             live.add(o.id)
                     n.params[block] = _sweep(n.params[block], live)
+            if n.op == ir.LOOP:  # everything the loop carries or tests is live
+                live.update(o.id for o in n.params["body_outs"])
+                live.add(n.params["cond"].id)
+                n.params["body_nodes"] = _sweep(n.params["body_nodes"], live)
+                n.params["cond_nodes"] = _sweep(n.params["cond_nodes"], live)
             for i in n.inputs:
                 if isinstance(i, ir.Node):
                     live.add(i.id)

@@ -41,6 +41,9 @@ def substitute(graph: ir.Graph, mapping: dict) -> None:
         if n.op == ir.COND:
             n.params["then_outs"] = [resolve(o) for o in n.params["then_outs"]]
             n.params["else_outs"] = [resolve(o) for o in n.params["else_outs"]]
+        elif n.op == ir.LOOP:
+            n.params["body_outs"] = [resolve(o) for o in n.params["body_outs"]]
+            n.params["cond"] = resolve(n.params["cond"])
     graph.outputs[:] = [resolve(o) for o in graph.outputs]
 
 

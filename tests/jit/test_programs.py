@@ -145,3 +145,30 @@ def test_tree_rnn_recursion_over_python_objects():
         pass
     jf = side_by_side(make, [lambda s, t=t: (t,) for t in trees])
     assert jf.stats()["graph_calls"] >= 4, jf.explain()
+
+
+def _halving(x):
+    y = x.copy()
+    n = np.zeros(())
+    while np.max(np.abs(y)) > 1.0:
+        y = y * 0.5
+        n = n + 1
+    return y, n
+
+
+def test_while_with_varying_trip_count_becomes_a_loop_node():
+    r = np.random.default_rng(0)
+    xs = [r.standard_normal(4) * (i + 1) * 3 for i in range(10)]
+    jf = side_by_side(lambda: (_halving, {}), [lambda s, x=x: (x,) for x in xs])
+    assert jf.stats()["graph_calls"] == 7, jf.explain()
+    assert "loop" in str(jf.graphs()[0].graph)
+
+
+def test_while_trip_count_assert_fails_then_regenerates_as_loop():
+    # the same trip count during warm-up: unrolled with trip-count asserts; then it changes
+    xs = [np.full(3, 4.0)] * 5 + [np.full(3, 40.0), np.full(3, 400.0), np.full(3, 4000.0), np.full(3, 2.0)]
+    jf = side_by_side(lambda: (_halving, {}), [lambda s, x=x: (x,) for x in xs])
+    st = jf.stats()
+    assert st["assert_failures"] >= 2 and st["regenerations"] == 1, jf.explain()
+    assert any("loop" in str(g.graph) for g in jf.graphs())
+    assert st["graph_calls"] >= 3
