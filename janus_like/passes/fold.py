@@ -57,6 +57,57 @@ def _is_scatter_rows(x, uses):
         isinstance(x.inputs[2], ir.Node) and len(x.inputs[2].aval[0]) == 1
 
 
+def _size(node):
+    return int(np.prod(node.aval[0], dtype=np.int64))
+
+
+def _worth_folding(mms, total):
+    """Folding copies every operand once (the concatenations) and saves len(mms)-1 full-size
+    additions: worth it for weight gradients (small operands, big sum), not for `x@Wx + h@Wh`
+    in a forward pass (the weights are the big part)."""
+    copied = sum(_size(m.inputs[0]) + _size(m.inputs[1]) for m in mms)
+    return copied < _size(total) * (len(mms) - 1)
+
+
+def _slice_axis(x, uses):
+    """(axis, start, stop) when x is getitem_grad(g, like) of one basic slice along one axis."""
+    if not (isinstance(x, ir.Node) and x.op == "getitem_grad" and len(x.inputs) == 2 and uses.get(x.id, 0) == 1):
+        return None
+    items, _single = x.params["index"]
+    found = None
+    for axis, item in enumerate(items):
+        if not (type(item) is tuple and item[0] == "s" and item[3] in (None, 1)):
+            return None
+        if item[1:3] != (None, None):
+            if found is not None:
+                return None
+            found = (axis, item[1] or 0, item[2])
+    return found
+
+
+def _tilings(leaves, uses):
+    """Groups of slice-gradients that tile their target exactly (the backward of a split):
+    their sum is the concatenation of the pieces."""
+    by_like = {}
+    for x in leaves:
+        info = _slice_axis(x, uses)
+        if info is not None and x.inputs[0].aval[1] == x.aval[1]:
+            by_like.setdefault((x.inputs[1].id, info[0]), []).append((info, x))
+    out = []
+    for (_, axis), members in by_like.items():
+        members.sort(key=lambda m: m[0][1])
+        full = members[0][1].aval[0][axis]
+        pos, ok = 0, len(members) >= 2
+        for (ax, start, stop), _m in members:
+            if start != pos or stop is None or stop > full:
+                ok = False
+                break
+            pos = stop
+        if ok and pos == full:
+            out.append((axis, [m for _, m in members]))
+    return out
+
+
 def _node(op, inputs, params, aval, site):
     return ir.Node(op, tuple(inputs), params, aval, site)
 
@@ -74,8 +125,10 @@ def fold_accumulations(graph: ir.Graph) -> ir.Graph:
         mms = [x for x in leaves if _is_matmul2d(x, uses, n.aval)]
         scatters = [x for x in leaves if _is_scatter_rows(x, uses)]
         groups = []
-        if len(mms) >= 2:
+        if len(mms) >= 2 and _worth_folding(mms, n):
             groups.append(("matmul", mms))
+        for group in _tilings(leaves, uses):
+            groups.append(("tile", group))
         by_table = {}
         for s in scatters:
             by_table.setdefault(s.inputs[1].id, []).append(s)
@@ -87,7 +140,15 @@ def fold_accumulations(graph: ir.Graph) -> ir.Graph:
         inserts = []
         terms = []
         for kind, members in groups:
-            folded_ids |= {m.id for m in members}
+            if kind != "tile":
+                folded_ids |= {m.id for m in members}
+            if kind == "tile":
+                axis, members = members
+                folded_ids |= {m.id for m in members}
+                cat = _node("concatenate", [m.inputs[0] for m in members], {"axis": axis}, n.aval, n.site)
+                inserts.append(cat)
+                terms.append(cat)
+                continue
             if kind == "matmul":
                 a_parts = [m.inputs[0] for m in members]
                 b_parts = [m.inputs[1] for m in members]
