@@ -1,19 +1,89 @@
-"""`janus-like` command line: run | bench | report."""
+"""`janus-like` command line: run | report | bench | version.
+
+    janus-like run [--report DIR] [--warmup N] [--hot-after N] [--include GLOB] [--exclude GLOB]
+                   [--no-jit] script.py [args...]
+    janus-like report DIR          # terminal summary of DIR/report.json
+    janus-like bench [args...]     # benchmarks.runner (run from a source checkout)
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="janus-like", description=__doc__)
+def _parser():
+    parser = argparse.ArgumentParser(prog="janus-like", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("version", help="print the version")
-    args, rest = parser.parse_known_args(argv)
+    run = sub.add_parser("run", help="run a Python script, jitting its hot functions",
+                         description="Run SCRIPT like `python SCRIPT ARGS...`; functions defined in it (and in modules "
+                                     "it imports from its own directory) that become hot are jitted automatically.")
+    run.add_argument("--report", metavar="DIR", help="write report.json, report.html, trace.json and graphs/ to DIR")
+    run.add_argument("--warmup", type=int, default=3, help="eager, profiled calls before a graph is generated (3)")
+    run.add_argument("--hot-after", type=int, default=None, help="calls after which a function is hot (2)")
+    run.add_argument("--include", action="append", default=None, metavar="GLOB",
+                     help="only functions whose qualname matches (repeatable; default: all)")
+    run.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="never these functions (repeatable)")
+    run.add_argument("--no-jit", action="store_true", help="run the script untouched (for comparison)")
+    run.add_argument("script")
+    run.add_argument("args", nargs=argparse.REMAINDER)
+    report = sub.add_parser("report", help="print a summary of a report directory")
+    report.add_argument("directory")
+    sub.add_parser("bench", help="training-step benchmarks (benchmarks.runner); arguments are passed on",
+                   add_help=False)
+    return parser
+
+
+def _bench(argv) -> int:
+    try:
+        import benchmarks.runner as runner
+    except ImportError:  # not installed: it lives next to the janus_like package in a checkout
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        if not os.path.isdir(os.path.join(root, "benchmarks")):
+            print("janus-like bench: the benchmarks/ directory is not available (run from a source checkout)",
+                  file=sys.stderr)
+            return 2
+        sys.path.insert(0, root)
+        import benchmarks.runner as runner
+    return runner.main(list(argv)) or 0
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        return _bench(argv[1:])
+    args = _parser().parse_args(argv)
     if args.command == "version":
         from . import __version__
 
         print(__version__)
+        return 0
+    if args.command == "report":
+        from .report import load, summary_text
+
+        try:
+            data = load(args.directory)
+        except (OSError, ValueError) as exc:
+            print(f"janus-like report: cannot read {args.directory}: {exc}", file=sys.stderr)
+            return 2
+        print(summary_text(data))
+        return 0
+    if args.command == "run":
+        from .wrapper import DEFAULT_HOT_AFTER, run_path
+
+        if not os.path.exists(args.script):
+            print(f"janus-like run: can't open file {args.script!r}", file=sys.stderr)
+            return 2
+        options = dict(warmup=args.warmup, hot_after=args.hot_after or DEFAULT_HOT_AFTER,
+                       include=args.include or ("*",), exclude=args.exclude)
+        try:
+            run_path(args.script, args.args, report=args.report, jit=not args.no_jit, **options)
+        finally:
+            sys.stdout.flush()
+            if args.report:
+                print(f"janus-like: report written to {args.report}", file=sys.stderr)
         return 0
     return 2
 

@@ -250,6 +250,9 @@ class Generator:
 
     def call_library(self, func, args, kwargs):
         """janus_like's functional API and other pure library code: call it with abstract values."""
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, ObjRef):  # the library sees the object itself (e.g. a Generator): pin it
+                self.prog.check_identity(a.slot, self.site)
         args = [_unwrap_obj(a) for a in args]
         kwargs = {k: _unwrap_obj(v) for k, v in kwargs.items()}
         if not _any_abstract((args, kwargs)):

@@ -49,13 +49,11 @@ REGISTRY: dict[str, Op] = {}
 
 
 class _Ops:
-    """Attribute access to registered ops: `P.add`, `P.matmul`."""
+    """Attribute access to registered ops: `P.add`, `P.matmul` (plain instance attributes, set at
+    registration, so the lookup on every eager op is a dict hit, not a Python call)."""
 
-    def __getattr__(self, name):
-        try:
-            return REGISTRY[name]
-        except KeyError:
-            raise AttributeError(f"no op named {name!r}") from None
+    def __getattr__(self, name):  # only reached for names that were never registered
+        raise AttributeError(f"no op named {name!r}")
 
 
 P = _Ops()
@@ -66,6 +64,7 @@ def register(name, impl, *, shape=None, vjp=None, elementwise=False, nout=1, sta
         raise ValueError(f"op {name!r} registered twice")
     op = Op(name, impl, shape, vjp, elementwise, nout, stateful, doc)
     REGISTRY[name] = op
+    P.__dict__[name] = op
     return op
 
 

@@ -172,3 +172,21 @@ def test_while_trip_count_assert_fails_then_regenerates_as_loop():
     assert st["assert_failures"] >= 2 and st["regenerations"] == 1, jf.explain()
     assert any("loop" in str(g.graph) for g in jf.graphs())
     assert st["graph_calls"] >= 3
+
+
+def test_dropout_with_an_explicit_generator_consumes_the_same_stream():
+    def make():
+        rng = np.random.default_rng(7)
+        w = jl.Variable(np.ones((4, 3), np.float32))
+
+        def step(x, rng):
+            with jl.GradientTape() as tape:
+                loss = np.sum(F.dropout(x @ w, 0.5, rng) ** 2)
+            w.assign_sub(0.01 * tape.gradient(loss, w))
+            return loss
+
+        return step, {"rng": rng, "w": w}
+
+    xs = [np.full((2, 4), i + 1.0, np.float32) for i in range(7)]
+    jf = side_by_side(make, [lambda s, x=x: (x, s["rng"]) for x in xs])
+    assert jf.stats()["graph_calls"] >= 3, jf.explain()
