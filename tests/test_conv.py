@@ -67,7 +67,7 @@ def test_pooling_matches_naive_loops(size, stride, padding, seed):
     np.testing.assert_array_equal(F.max_pool2d(jl.tensor(x), size, stride, padding).numpy(),
                                   naive_pool(x, size, stride, padding, np.max, -np.inf))
     np.testing.assert_allclose(F.avg_pool2d(jl.tensor(x), size, stride, padding).numpy(),
-                               naive_pool(x, size, stride, padding, np.mean, 0.0), rtol=1e-12)
+                               naive_pool(x, size, stride, padding, np.mean, 0.0), rtol=1e-12, atol=1e-14)
 
 
 def test_conv2d_output_shape_and_dtype():

@@ -674,3 +674,22 @@ def test_pow_gradient_with_respect_to_exponent_at_zero_base():
         tape.watch(b)
         y = F.sum(F.pow(a, b))
     np.testing.assert_allclose(tape.gradient(y, b).numpy(), [0.0, 8 * np.log(2.0)])
+
+
+@pytest.mark.xfail(strict=True, reason="index_update with repeated indices: NumPy keeps the last write, but the "
+                                       "vjp gives every written value the cotangent of its target position")
+def test_index_update_with_repeated_indices_only_last_write_gets_gradient():
+    check_grads(lambda x, v: F.index_update(x, np.array([0, 0, 2]), v), np.zeros(3), np.array([1.0, 2.0, 3.0]))
+
+
+def test_einsum_gradient_limits_are_explicit():
+    # forward supports all of NumPy's einsum; the gradient rule handles two operands without '...'
+    # or an index repeated inside one operand, and says so instead of answering wrongly
+    square, rect = jl.tensor(np.ones((3, 3))), jl.tensor(np.ones((3, 2)))
+    for subscripts, a, b in [("...j,...j->...", rect, rect), ("ii,ij->j", square, rect)]:
+        with jl.GradientTape() as tape:
+            tape.watch([a, b])
+            y = F.sum(F.einsum(subscripts, a, b))
+        np.testing.assert_array_equal(y.numpy(), np.sum(np.einsum(subscripts, a.numpy(), b.numpy())))
+        with pytest.raises(NotImplementedError, match="einsum gradients do not support"):
+            tape.gradient(y, [a, b])

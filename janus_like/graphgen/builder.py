@@ -103,6 +103,11 @@ class GraphBuilder:
         return out
 
     def infer(self, op, args, inputs, kinds, params):
+        if op.stateful:  # never run a stateful op (an RNG draw) just to learn its shape
+            if op.shape is None:
+                raise Unsupported("unsupported-call", f"stateful op '{op.name}' has no shape rule", self.site)
+            shape, dtype = op.shape(**params)
+            return (tuple(shape), np.dtype(dtype))
         reps = []
         for a, i, k in zip(args, inputs, kinds):
             if isinstance(i, ir.Node):

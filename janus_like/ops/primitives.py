@@ -45,7 +45,9 @@ _elementwise("div", lambda xp, a, b: xp.true_divide(a, b),
 
 
 def _pow_vjp(g, out, a, b):
-    ga = _unb(F.mul(g, F.mul(b, F.pow(a, F.sub(b, 1)))), a) if hasattr(a, "shape") else None
+    # a Python exponent stays a Python number (weakly typed): float32 bases keep float32
+    b_minus_1 = F.sub(b, 1) if hasattr(b, "shape") else b - 1
+    ga = _unb(F.mul(g, F.mul(b, F.pow(a, b_minus_1))), a) if hasattr(a, "shape") else None
     gb = None
     if hasattr(b, "shape") and _is_float(b):
         safe_log = F.where(F.gt(a, 0), F.log(F.where(F.gt(a, 0), a, 1)), 0)
@@ -331,4 +333,5 @@ def _uniform(xp, rng, shape, dtype):
     return rng.random(shape).astype(dtype, copy=False)
 
 
-register("random_uniform", _uniform, stateful=True, doc="uniform [0, 1) numbers drawn from the given Generator")
+register("random_uniform", _uniform, stateful=True, shape=lambda rng, shape, dtype: (shape, dtype),
+         doc="uniform [0, 1) numbers drawn from the given Generator")

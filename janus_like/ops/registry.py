@@ -83,8 +83,8 @@ def set_builder(builder):
 
 def bind(op: Op, *args, **params):
     builder = _builder[0]
-    if builder is not None and builder.claims(args):
-        return builder.emit(op, args, params)
+    if builder is not None and (op.stateful or builder.claims(args)):
+        return builder.emit(op, args, params)  # a graph is being generated: emit a node
     return eager_bind(op, args, params)
 
 

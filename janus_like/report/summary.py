@@ -33,15 +33,16 @@ def summary_text(data: dict, width: int = 100) -> str:
                          f"{_f(p['warmup'], '9.3f'):>9} {_f(p['graph'], '9.3f'):>9} "
                          f"{(_f(speed, '.2f') + 'x') if speed is not None else '-':>8}  {f['status']}")
         for f in fns:
-            g = ", ".join(f"#{x['index']} {x['nodes']} nodes/{x['assumptions_total']} assumptions/{x['runs']} runs"
-                          for x in f["graphs"][:4])
-            if g:
-                lines.append(f"  {f['name']}: graphs {g}")
+            details = [f"    graph #{x['index']}: {x['nodes']} nodes, {x['assumptions_total']} assumptions, "
+                       f"ran {x['runs']} times" for x in f["graphs"][:4]]
             for fb in sorted(f["fallbacks"], key=lambda fb: -fb["count"])[:3]:
-                text = f"    {fb['count']}x [{fb['reason']}] {fb['site']}: {fb['detail']}"
-                lines.append(text if len(text) <= width else text[:width - 3] + "...")
+                text = f"    {fb['count']}x [{fb['reason']}] {fb['site'] or '-'}: {fb['detail']}"
+                details.append(text if len(text) <= width else text[:width - 3] + "...")
             if f["demoted_reason"]:
-                lines.append(f"    given back to plain Python: {f['demoted_reason']}")
+                details.append(f"    given back to plain Python: {f['demoted_reason']}")
+            if details:
+                lines.append(f"  {f['name']}:")
+                lines += details
     if data["not_jitted"]:
         names = ", ".join(f"{d['name']} ({d['reason']})" for d in data["not_jitted"][:8])
         lines.append(f"hot but left eager: {names}" + (" ..." if len(data["not_jitted"]) > 8 else ""))

@@ -97,7 +97,7 @@ class Runtime:
         if any(getattr(j, "__wrapped__", None) is fn for j in _REGISTRY):
             self.demote(index, "the script jits it itself")
             return None
-        if not looks_like_array_code(fn, args, kwargs):
+        if not looks_like_array_code(fn, args, kwargs, self.clean_code(fn)):
             self.demote(index, "no array code (not jitted)")
             return None
         hot = HotFunction(self, index, jit(self.clean_copy(fn), warmup=self.warmup))
@@ -133,9 +133,13 @@ class HotFunction:
         self.counts = {k: 0 for k in KINDS}
         self.calls = 0
         self.check_at = jf.warmup + rt.demote_after
+        self.demoted = False
+        self.keyword_calls = 0  # calls with keyword arguments: run eagerly, outside the JIT
 
     def __call__(self, *args, **kwargs):
         jf = self.jf
+        if kwargs:  # keyword-only / **kwargs parameters: JitFunction binds only positional calls
+            return self._keyword_call(args, kwargs)
         c = jf.counters
         before = (c["warmup_calls"], c["graph_calls"], c["graphs_generated"], c["fallbacks"])
         gen_before = jf.times["generate_s"]
@@ -145,6 +149,14 @@ class HotFunction:
         finally:
             end = time.perf_counter()
             self._record(start, end, before, jf.times["generate_s"] - gen_before)
+
+    def _keyword_call(self, args, kwargs):
+        self.keyword_calls += 1
+        start = time.perf_counter()
+        try:
+            return self.jf.__wrapped__(*args, **kwargs)
+        finally:
+            self._add(start, time.perf_counter(), "eager", threading.get_ident())
 
     def _record(self, start, end, before, generate_s):
         c = self.jf.counters
@@ -163,12 +175,24 @@ class HotFunction:
             start += generate_s
         self._add(start, end, kind, tid)
         self.calls += 1
-        if self.calls == self.check_at and c["graph_calls"] == 0:
-            reason = "never ran as a graph"
-            fbs = self.jf.fallbacks()
-            if fbs:
-                reason += f" ({fbs[0].reason}: {fbs[0].detail})"
-            self.rt.demote(self.index, reason)
+        if self.calls == self.check_at:
+            self._maybe_demote()
+
+    def _maybe_demote(self):
+        """Checked after warm-up + 5, 10, 20, 40, ... calls: a function that mostly runs eagerly
+        through the JIT only pays its overhead, so it gets its plain code back."""
+        self.check_at = 2 * self.check_at - self.jf.warmup
+        c = self.jf.counters
+        after_warmup = c["calls"] - c["warmup_calls"]
+        if self.demoted or 2 * c["graph_calls"] >= after_warmup:
+            return
+        reason = "never ran as a graph" if c["graph_calls"] == 0 else \
+            f"ran as a graph in only {c['graph_calls']} of {after_warmup} calls after warm-up"
+        fbs = sorted(self.jf.fallbacks(), key=lambda fb: -fb.count)
+        if fbs:
+            reason += f" (most common fallback: [{fbs[0].reason}] {fbs[0].detail})"
+        self.demoted = True
+        self.rt.demote(self.index, reason)
 
     def _add(self, start, end, kind, tid):
         self.totals[kind] += end - start
@@ -177,14 +201,14 @@ class HotFunction:
             self.spans.append((start, end, kind, tid))
 
 
-def looks_like_array_code(fn, args, kwargs) -> bool:
+def looks_like_array_code(fn, args, kwargs, code=None) -> bool:
     """Cheap guess: an argument holds arrays/tensors, or the code names NumPy or janus_like."""
     if "numpy" not in sys.modules:
         return False
     if any(_holds_arrays(a) for a in list(args) + list(kwargs.values())):
         return True
     g = fn.__globals__
-    for name in _names(fn.__code__):
+    for name in _names(code or fn.__code__):
         v = g.get(name)
         if v is None:
             continue
