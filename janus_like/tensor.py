@@ -82,6 +82,12 @@ class Tensor:
         body = np.array2string(np.asarray(self.numpy()), separator=", ", prefix="tensor(")
         return f"tensor({body}, dtype={self.dtype})"
 
+    def __format__(self, spec):
+        # f"{loss:.4f}" works on scalar tensors as it does on NumPy scalars
+        if spec and self._data.ndim == 0:
+            return format(self._data.item(), spec)
+        return format(str(self), spec)
+
     def __len__(self):
         return len(self._data)
 

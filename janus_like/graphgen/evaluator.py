@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import logging
 import math
 import operator
 import os
@@ -49,6 +50,7 @@ _PURE_BUILTINS = {id, vars, abs, all, any, bool, callable, chr, dict, divmod, en
 _LIBRARY_PREFIXES = ("numpy", "math", "builtins", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff",
                      "janus_like.backend", "operator", "functools", "itertools", "collections", "typing")
 _INLINE_LIBRARY = ("janus_like.nn", "janus_like.optim")
+_LOG_FUNCTIONS = {"debug", "info", "warning", "error", "critical", "log", "exception"}
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
 
 
@@ -197,6 +199,10 @@ class Generator:
                 args = [func.__self__] + list(args)
             func = inner
         if isinstance(func, BoundMethod):
+            owner = func.self_value
+            if isinstance(owner, ObjRef) and isinstance(owner.obj, (logging.Logger, logging.LoggerAdapter)):
+                self.prog.check_identity(owner.slot, self.site)  # log through the same logger
+                return self.defer(types.MethodType(func.func, owner.obj), args, kwargs)
             return self.inline(func.func, [func.self_value] + list(args), kwargs)
         if isinstance(func, ContainerMethod):
             return self.container_method(func, args, kwargs)
@@ -207,8 +213,9 @@ class Generator:
             raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
         if isinstance(func, SymbolicTape) or isinstance(func, Sym):
             raise Unsupported("unsupported-call", "calling a non-callable graph value", self.site)
-        if func is print:
-            return self.defer(print, args, kwargs)
+        if func is print or (isinstance(func, types.FunctionType) and func.__module__ == "logging"
+                             and func.__name__ in _LOG_FUNCTIONS):
+            return self.defer(func, args, kwargs)
         if isinstance(func, types.MethodType) and isinstance(func.__self__, (Sym, SymbolicTape)):
             return func(*args, **kwargs)
         if isinstance(func, types.MethodType) and func.__self__ is getattr(np.random, "mtrand", None)._rand:

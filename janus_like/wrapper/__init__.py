@@ -101,6 +101,7 @@ def run_path(path, argv=None, *, report=None, warmup: int = 3, hot_after: int = 
         module.__dict__[RT] = rt
     run = Run(path, argv, jit, options, rt, len(_REGISTRY), time.perf_counter())
     saved_argv, saved_path, saved_main = sys.argv, list(sys.path), sys.modules.get("__main__")
+    modules_before = set(sys.modules)
     sys.argv = [str(path)] + argv
     sys.path.insert(0, os.path.dirname(filename))
     sys.modules["__main__"] = module
@@ -119,6 +120,7 @@ def run_path(path, argv=None, *, report=None, warmup: int = 3, hot_after: int = 
         if hook is not None:
             hook.uninstall()
         sys.argv, sys.path[:] = saved_argv, saved_path
+        _forget_local_modules(set(sys.modules) - modules_before, os.path.dirname(filename))
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
         else:
@@ -132,6 +134,16 @@ def run_path(path, argv=None, *, report=None, warmup: int = 3, hot_after: int = 
     result = ScriptGlobals((k, v) for k, v in module.__dict__.items() if k != RT)
     result.run = run
     return result
+
+
+def _forget_local_modules(names, root):
+    """Modules the script imported from its own directory are dropped from `sys.modules`, so
+    the next run in this process imports (and rewrites) them afresh, as a new interpreter would."""
+    root = os.path.realpath(root) + os.sep
+    for name in names:
+        file = getattr(sys.modules.get(name), "__file__", None) or ""
+        if file and os.path.realpath(file).startswith(root):
+            sys.modules.pop(name, None)
 
 
 _last_run: Run | None = None

@@ -190,3 +190,30 @@ def test_dropout_with_an_explicit_generator_consumes_the_same_stream():
     xs = [np.full((2, 4), i + 1.0, np.float32) for i in range(7)]
     jf = side_by_side(make, [lambda s, x=x: (x, s["rng"]) for x in xs])
     assert jf.stats()["graph_calls"] >= 3, jf.explain()
+
+
+def test_print_and_logging_happen_once_in_order_after_the_commit(caplog):
+    import logging
+
+    log = logging.getLogger("janus_like.test.model")
+
+    def make():
+        w = jl.Variable(np.ones(3))
+
+        def step(x):
+            y = np.tanh(x * w)
+            print("step", np.sum(y))
+            log.info("loss %s", float(np.sum(y)))
+            logging.info("done")
+            w.assign_sub(0.1 * x)
+            print(f"w0={w[0]:.4f}")
+            return y
+
+        return step, {"w": w}
+
+    with caplog.at_level(logging.INFO):
+        jf = side_by_side(make, [lambda s, i=i: (np.full(3, 0.1 * i),) for i in range(6)])
+    assert jf.stats()["graph_calls"] == 3, jf.explain()
+    msgs = [r.getMessage() for r in caplog.records]
+    assert msgs[:2] == ["loss 0.0", "done"] and len(msgs) == 24  # eager and jit, 6 calls, 2 lines each
+    assert msgs[-4:-2] == msgs[-2:]  # the jit's lines equal eager's for the same call
