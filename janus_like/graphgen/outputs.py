@@ -27,6 +27,7 @@ class Outputs:
         self.effects: list = []
         self.result = None
         self.sink_count: dict = {}
+        self.duplicates: set = set()
 
     def node_index(self, node):
         i = self._index.get(node.id)
@@ -68,7 +69,10 @@ class Outputs:
         """A committed Variable value must own its buffer (eager assign copies). Rerun after
         passes, which may have replaced output nodes."""
         seen: dict = {}
-        for node in self.nodes:
+        self.duplicates = set()  # output positions whose node an earlier position already returns
+        for i, node in enumerate(self.nodes):
+            if node.id in seen:
+                self.duplicates.add(i)
             seen[node.id] = seen.get(node.id, 0) + 1
         fixed = []
         for kind, slot, i, _copy in self.commits:
@@ -86,7 +90,7 @@ class Outputs:
             val = values[i]
             if kind == "tensor":
                 return _wrap(val)
-            if copy:
+            if copy or i in self.duplicates:  # distinct objects in eager code stay distinct
                 return val.copy()
             return val
         if tag == "slot":

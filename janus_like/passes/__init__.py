@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 
 from .. import ir
+from .batch import batch_matmuls
+from .cse import cse
 from .dce import dce
 from .fold import fold_accumulations
 from .simplify import simplify
 
-PIPELINE = [simplify, dce]
-REASSOCIATING = [fold_accumulations, dce]
+PIPELINE = [simplify, cse, dce]
+REASSOCIATING = [fold_accumulations, batch_matmuls, dce]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -27,4 +29,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "dce", "simplify", "fold_accumulations"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_accumulations"]

@@ -21,6 +21,7 @@ class Profile:
         self.values = {}  # key -> first scalar value seen
         self.varying = set()  # keys whose scalar value changed between observations
         self.callees = defaultdict(set)  # key -> qualified names called
+        self.lengths = defaultdict(set)  # key -> lengths of lists/tuples/dicts read there
         self.calls = 0
 
     # ------------------------------------------------------------------ recording
@@ -40,6 +41,9 @@ class Profile:
                     self.varying.add(key)
             else:
                 self.values[key] = value
+            return
+        if isinstance(value, (list, tuple, dict)):
+            self.lengths[key].add(len(value))
             return
         data = value._data if isinstance(value, Tensor) else value
         if isinstance(data, np.ndarray):
@@ -67,4 +71,5 @@ class Profile:
             "value_sites": len(self.types),
             "varying_values": len(self.varying),
             "call_sites": len(self.callees),
+            "container_sites": len(self.lengths),
         }

@@ -1,0 +1,105 @@
+"""Automatic batching: independent matrix products that share their right operand become one.
+
+An LSTM language model computes `h_t @ W_out` at every time step, and its backward pass
+`dlogits_t @ W_outᵀ`; none of those products depends on another, so k products of (n, d)·(d, m)
+are one product of (k·n, d)·(d, m), followed by row slices (views). Nobody has to rewrite the
+model to batch over time. Independence is decided on the dataflow graph with networkx
+(ancestor sets); the nodes are then re-ordered topologically, keeping the original order as far
+as possible and never reordering effects (asserts, RNG draws). A bigger matrix product may round
+differently in BLAS than the pieces, so this pass runs only with `reassociate=True`.
+"""
+from __future__ import annotations
+
+import networkx as nx
+
+from .. import ir
+from .dce import _has_effect
+
+
+def _refs(n):
+    """Nodes used by n, including uses inside a conditional's or loop's blocks."""
+    out = [i for i in n.inputs if isinstance(i, ir.Node)]
+    if n.op in (ir.COND, ir.LOOP):
+        inner = [m for block in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(block, [])]
+        for m in inner:
+            out += [i for i in m.inputs if isinstance(i, ir.Node)]
+        for key in ("then_outs", "else_outs", "body_outs"):
+            out += [o for o in n.params.get(key, []) if isinstance(o, ir.Node)]
+    return out
+
+
+def _dependency_graph(nodes):
+    g = nx.DiGraph()
+    ids = {n.id for n in nodes}
+    last_effect = None
+    for n in nodes:
+        g.add_node(n.id)
+        for r in _refs(n):
+            if r.id in ids:
+                g.add_edge(r.id, n.id)
+        if _has_effect(n) or n.op in (ir.COND, ir.LOOP):
+            if last_effect is not None:
+                g.add_edge(last_effect, n.id)
+            last_effect = n.id
+    return g
+
+
+def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
+    nodes = graph.nodes
+    groups: dict = {}
+    for n in nodes:
+        if n.op != "matmul" or len(n.inputs) != 2:
+            continue
+        a, b = n.inputs
+        if isinstance(a, ir.Node) and isinstance(b, ir.Node) and a.aval and b.aval \
+                and len(a.aval[0]) == 2 and len(b.aval[0]) == 2:
+            groups.setdefault((b.id, a.aval[1]), []).append(n)
+    groups = {k: v for k, v in groups.items() if len(v) >= min_group}
+    if not groups:
+        return graph
+    dep = _dependency_graph(nodes)
+    position = {n.id: i for i, n in enumerate(nodes)}
+    mapping, extra = {}, []
+    for members in groups.values():
+        ancestors = {m.id: nx.ancestors(dep, m.id) for m in members}
+        batches: list = []
+        for m in members:
+            for batch in batches:
+                if all(o.id not in ancestors[m.id] and m.id not in ancestors[o.id] for o in batch):
+                    batch.append(m)
+                    break
+            else:
+                batches.append([m])
+        for batch in batches:
+            if len(batch) < min_group:
+                continue
+            a_parts = [m.inputs[0] for m in batch]
+            b = batch[0].inputs[1]
+            rows = sum(p.aval[0][0] for p in a_parts)
+            site = batch[0].site
+            cat = ir.Node("concatenate", tuple(a_parts), {"axis": 0}, ((rows, a_parts[0].aval[0][1]), a_parts[0].aval[1]), site)
+            mm = ir.Node("matmul", (cat, b), {}, ((rows, b.aval[0][1]), batch[0].aval[1]), site)
+            after = max(position[p.id] for p in a_parts if p.id in position)
+            extra += [(after, cat), (after, mm)]
+            start = 0
+            for m, p in zip(batch, a_parts):
+                stop = start + p.aval[0][0]
+                piece = ir.Node("getitem", (mm,), {"index": ((("s", start, stop, None),), True)}, m.aval, m.site)
+                extra.append((after, piece))
+                mapping[m.id] = piece
+                start = stop
+    if not mapping:
+        return graph
+    from .simplify import substitute
+
+    order_key = {n.id: (position[n.id], 0) for n in nodes}
+    for k, (after, node) in enumerate(extra):
+        order_key[node.id] = (after, 1 + k)
+    everything = [n for n in nodes if n.id not in mapping] + [node for _, node in extra]
+    substitute(graph, mapping)
+    graph.nodes[:] = everything
+    dep = _dependency_graph(everything)
+    by_id = {n.id: n for n in everything}
+    ordered = nx.lexicographical_topological_sort(dep, key=lambda i: order_key[i])
+    graph.nodes[:] = [by_id[i] for i in ordered]
+    return graph

@@ -1,0 +1,57 @@
+"""Common-subexpression elimination: one node per distinct (op, inputs, params).
+
+Only pure registry ops are merged (never asserts, RNG draws, inputs or structural nodes), and
+only when their params are hashable. Backward passes create many duplicates — every time step
+re-derives `transpose(W)` — and later passes (batching) need them to be one node.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..ops.registry import REGISTRY
+from .simplify import substitute
+
+
+_FRESH = {"copy", "zeros_like", "ones_like"}  # made to be written into: each call is its own buffer
+
+
+def _key(n):
+    op = REGISTRY.get(n.op)
+    if op is None or op.stateful or n.op in _FRESH:
+        return None
+    try:
+        params = tuple(sorted(n.params.items()))
+        hash(params)
+    except TypeError:
+        return None
+    inputs = tuple(("n", i.id) if isinstance(i, ir.Node) else ("v", type(i).__name__, i) for i in n.inputs)
+    try:
+        hash(inputs)
+    except TypeError:
+        return None
+    return (n.op, inputs, params)
+
+
+def cse(graph: ir.Graph) -> ir.Graph:
+    seen: dict = {}
+    mapping: dict = {}
+
+    def resolve(v):
+        while isinstance(v, ir.Node) and v.id in mapping:
+            v = mapping[v.id]
+        return v
+
+    kept = []
+    for n in graph.nodes:  # top level only: a branch's nodes may not run
+        n.inputs = tuple(resolve(i) for i in n.inputs)
+        key = _key(n)
+        if key is not None:
+            first = seen.get(key)
+            if first is not None:
+                mapping[n.id] = first
+                continue
+            seen[key] = n
+        kept.append(n)
+    if mapping:
+        graph.nodes[:] = kept
+        substitute(graph, mapping)
+    return graph
