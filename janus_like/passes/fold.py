@@ -54,7 +54,7 @@ def _is_scatter_rows(x, uses):
     if not (isinstance(x, ir.Node) and x.op == "getitem_grad" and uses.get(x.id, 0) == 1):
         return False
     return x.params["index"] == ((("slot", 0),), True) and len(x.inputs) == 3 and \
-        isinstance(x.inputs[2], ir.Node) and len(x.inputs[2].aval[0]) == 1
+        isinstance(x.inputs[2], ir.Node) and len(x.inputs[2].aval[0]) in (0, 1)
 
 
 def _size(node):
@@ -160,8 +160,15 @@ def fold_accumulations(graph: ir.Graph) -> ir.Graph:
                 inserts += [cat_a, cat_b, mm]
                 terms.append(mm)
             else:
-                gs = [m.inputs[0] for m in members]
-                idx = [m.inputs[2] for m in members]
+                gs, idx = [], []
+                for m in members:  # a scalar row index (emb[word]) becomes a 1-row scatter
+                    g, i = m.inputs[0], m.inputs[2]
+                    if len(i.aval[0]) == 0:
+                        g = _node("expand_dims", [g], {"axis": 0}, ((1,) + tuple(g.aval[0]), g.aval[1]), n.site)
+                        i = _node("reshape", [i], {"shape": (1,)}, ((1,), i.aval[1]), n.site)
+                        inserts += [g, i]
+                    gs.append(g)
+                    idx.append(i)
                 table = members[0].inputs[1]
                 rows = sum(g.aval[0][0] for g in gs)
                 cat_g = _node("concatenate", gs, {"axis": 0}, ((rows,) + tuple(gs[0].aval[0][1:]), gs[0].aval[1]), n.site)

@@ -18,7 +18,29 @@ def _identity_input(n):
         if isinstance(x, ir.Node) and isinstance(like, ir.Node) and x.aval and like.aval:
             if tuple(x.aval[0]) == tuple(like.aval[0]) and n.aval and np.dtype(n.aval[1]) == np.dtype(x.aval[1]):
                 return x
-    elif n.op == "cast":
+    return None
+
+
+def _sum_to_as_reshape(n):
+    """sum_to that only drops axes of length 1 sums one element per output: a reshape (exact)."""
+    if n.op != "sum_to":
+        return None
+    x, like = n.inputs
+    if not (isinstance(x, ir.Node) and isinstance(like, ir.Node) and x.aval and like.aval and n.aval):
+        return None
+    xs, ls = tuple(x.aval[0]), tuple(like.aval[0])
+    if np.dtype(n.aval[1]) != np.dtype(x.aval[1]) or int(np.prod(xs, dtype=np.int64)) != int(np.prod(ls, dtype=np.int64)):
+        return None
+    lead = len(xs) - len(ls)
+    if lead < 0 or any(d != 1 for d in xs[:lead]):
+        return None
+    if any(a != b and a != 1 for a, b in zip(xs[lead:], ls)):
+        return None
+    return ir.Node("reshape_like", (x, like), {}, n.aval, n.site)
+
+
+def _identity_input_rest(n):
+    if n.op == "cast":
         x = n.inputs[0]
         if isinstance(x, ir.Node) and x.aval and np.dtype(x.aval[1]) == np.dtype(n.params["dtype"]):
             return x
@@ -27,6 +49,10 @@ def _identity_input(n):
         if isinstance(x, ir.Node):
             return x
     return None
+
+
+def _identity(n):
+    return _identity_input(n) or _identity_input_rest(n)
 
 
 def substitute(graph: ir.Graph, mapping: dict) -> None:
@@ -50,9 +76,21 @@ def substitute(graph: ir.Graph, mapping: dict) -> None:
 def simplify(graph: ir.Graph) -> ir.Graph:
     mapping = {}
     for n in graph.all_nodes():
-        target = _identity_input(n)
+        target = _identity(n)
         if target is not None:
             mapping[n.id] = target
+    _rewrite_sum_to(graph.nodes)
     if mapping:
         substitute(graph, mapping)
     return graph
+
+
+def _rewrite_sum_to(nodes):
+    for k, n in enumerate(nodes):
+        if n.op == "sum_to":
+            r = _sum_to_as_reshape(n)
+            if r is not None:  # rewrite in place so every user sees the reshape
+                n.op, n.inputs, n.params = r.op, r.inputs, r.params
+        for block in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes"):
+            if block in n.params:
+                _rewrite_sum_to(n.params[block])

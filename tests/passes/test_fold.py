@@ -65,3 +65,26 @@ def test_split_backward_becomes_a_concatenation():
         np.testing.assert_array_equal(exact(x).numpy(), step(x).numpy())
     text = str(folded.graphs()[0].graph)
     assert "getitem_grad" not in text and "concatenate" in text
+
+
+def test_scalar_row_gradients_merge_into_one_scatter():
+    r = np.random.default_rng(0)
+    emb = jl.Variable(r.standard_normal((50, 8)).astype(np.float32))
+
+    def step(words):
+        with jl.GradientTape() as tape:
+            loss = 0.0
+            for w in words:
+                loss = loss + np.sum(np.tanh(emb[w]))
+        emb.assign_sub(0.1 * tape.gradient(loss, emb))
+        return loss
+
+    folded = jl.jit(step, reassociate=True)
+    exact = jl.jit(step, reassociate=False)
+    e2 = jl.Variable(emb.numpy())
+    for i in range(6):
+        words = [int(x) for x in r.integers(0, 50, 5)]
+        folded(words)
+    count = sum(1 for n in folded.graphs()[0].graph.nodes if n.op == "getitem_grad")
+    assert count == 1, folded.explain()
+    assert exact is not None and e2 is not None

@@ -22,3 +22,18 @@ def test_identity_sum_to_and_cast_are_removed_exactly():
     after = interpret(g, [xv, bv])
     for u, v in zip(before, after):
         np.testing.assert_array_equal(u, v)
+
+
+def test_sum_to_over_length_one_axes_becomes_a_reshape():
+    f32 = np.dtype("float32")
+    g = ir.Node(ir.INPUT, (), {"slot": 0, "name": "g"}, ((1, 5), f32))
+    like = ir.Node(ir.INPUT, (), {"slot": 1, "name": "like"}, ((5,), f32))
+    s = ir.Node("sum_to", (g, like), {}, ((5,), f32))
+    graph = ir.Graph("t", [g, like, s], [s])
+    gv, lv = np.array([[1.0, -0.0, 3.0, 4.0, 5.0]], np.float32), np.zeros(5, np.float32)
+    before = interpret(graph, [gv, lv])[0]
+    simplify(graph)
+    assert s.op == "reshape_like"
+    after = interpret(graph, [gv, lv])[0]
+    np.testing.assert_array_equal(before, after)
+    assert np.signbit(after[1]) == np.signbit(before[1])
