@@ -28,7 +28,7 @@ from ..source import NoSource, function_ast, has_yield, site_key
 from ..tensor import Tensor, Variable
 from ..jit.assumptions import Assumption
 from .builder import OPAQUE, GraphBuilder, SymbolicTape
-from .inputs import InputProgram
+from .inputs import InputProgram, relax_text
 from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef
 
 MAX_DEPTH = 400
@@ -181,7 +181,7 @@ class Generator:
         return out
 
     def _dynamic(self, slot, ast_key):
-        if ("value", slot.text) in self.relaxed:
+        if ("value", relax_text(slot)) in self.relaxed:
             return True
         return self.profile is not None and ast_key is not None and self.profile.varies(ast_key)
 
@@ -753,7 +753,10 @@ class Generator:
 
     def stmt_For(self, node, frame):
         iterable = self.eval(node.iter, frame)
-        items = self.iterate(iterable)
+        if isinstance(iterable, ObjRef):  # elements the profiler saw vary become graph inputs
+            items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
+        else:
+            items = self.iterate(iterable)
         for item in items:
             self.count_unroll()
             self.assign(node.target, item, frame)
@@ -1218,7 +1221,7 @@ class Generator:
         raise Unsupported("unsupported-syntax", "lambda inside the function", self.site)
 
     # ================================================================== containers
-    def materialize(self, ref, site):
+    def materialize(self, ref, site, ast_key=None):
         """The elements of an input list/tuple/dict as abstract values (guards its length/keys)."""
         shadow = self.shadows.get(id(ref.obj))
         if shadow is not None:
@@ -1226,10 +1229,10 @@ class Generator:
         target = ref.obj
         if isinstance(target, dict):
             self.prog.check_keys(ref.slot, site)
-            return {k: self.classify(self.prog.item(ref.slot, k, v)[0], site) for k, v in target.items()}
+            return {k: self.classify(self.prog.item(ref.slot, k, v)[0], site, ast_key) for k, v in target.items()}
         if isinstance(target, (list, tuple)):
             self.prog.check_len(ref.slot, site)
-            items = [self.classify(self.prog.item(ref.slot, i, v)[0], site) for i, v in enumerate(target)]
+            items = [self.classify(self.prog.item(ref.slot, i, v)[0], site, ast_key) for i, v in enumerate(target)]
             return items if isinstance(target, list) else tuple(items)
         raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
 

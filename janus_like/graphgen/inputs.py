@@ -21,6 +21,13 @@ import numpy as np
 from ..jit.assumptions import Assumption
 
 
+def relax_text(slot) -> str:
+    """The name relaxation uses for a slot: list elements relax together (`arg0.words[*]`)."""
+    if slot.step[0] == "item" and isinstance(slot.step[1], int) and slot.parent is not None:
+        return f"{slot.parent.text}[*]"
+    return slot.text
+
+
 class Slot:
     __slots__ = ("index", "parent", "step", "text", "value")
 
@@ -102,7 +109,7 @@ class InputProgram:
             self.check(slot, "{v} is None", Assumption("value", site, None, slot.text))
             return
         t = type(v)
-        relax = ("value", slot.text) if t in (int, float) else None
+        relax = ("value", relax_text(slot)) if t in (int, float) else None
         self.check(slot, f"type({{v}}) is {self._const(t)} and {{v}} == {self._const(v)}",
                    Assumption("value", site, v, slot.text, relax=relax))
 

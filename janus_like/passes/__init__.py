@@ -14,10 +14,10 @@ from .batch import batch_matmuls
 from .cse import cse
 from .dce import dce
 from .fold import fold_accumulations
-from .simplify import simplify
+from .simplify import simplify, sum_to_reshape
 
 PIPELINE = [simplify, cse, dce]
-REASSOCIATING = [fold_accumulations, batch_matmuls, dce]
+REASSOCIATING = [sum_to_reshape, fold_accumulations, batch_matmuls, dce]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -29,4 +29,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_accumulations"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "sum_to_reshape", "fold_accumulations"]

@@ -22,7 +22,7 @@ def _identity_input(n):
 
 
 def _sum_to_as_reshape(n):
-    """sum_to that only drops axes of length 1 sums one element per output: a reshape (exact)."""
+    """sum_to that only drops axes of length 1 sums one element per output: a reshape."""
     if n.op != "sum_to":
         return None
     x, like = n.inputs
@@ -79,9 +79,16 @@ def simplify(graph: ir.Graph) -> ir.Graph:
         target = _identity(n)
         if target is not None:
             mapping[n.id] = target
-    _rewrite_sum_to(graph.nodes)
     if mapping:
         substitute(graph, mapping)
+    return graph
+
+
+def sum_to_reshape(graph: ir.Graph) -> ir.Graph:
+    """sum_to that only drops length-1 axes -> reshape (a view, no pass over memory). Not exact:
+    NumPy's sum of the single element -0.0 is +0.0, a reshape keeps -0.0, so this runs with
+    the reassociating passes."""
+    _rewrite_sum_to(graph.nodes)
     return graph
 
 

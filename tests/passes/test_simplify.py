@@ -2,7 +2,7 @@ import numpy as np
 
 from janus_like import ir
 from janus_like.executor import interpret
-from janus_like.passes import simplify
+from janus_like.passes import simplify, sum_to_reshape
 
 
 def test_identity_sum_to_and_cast_are_removed_exactly():
@@ -33,7 +33,9 @@ def test_sum_to_over_length_one_axes_becomes_a_reshape():
     gv, lv = np.array([[1.0, -0.0, 3.0, 4.0, 5.0]], np.float32), np.zeros(5, np.float32)
     before = interpret(graph, [gv, lv])[0]
     simplify(graph)
+    assert s.op == "sum_to"  # exact simplification leaves it: the sign of a zero sum may differ
+    sum_to_reshape(graph)
     assert s.op == "reshape_like"
     after = interpret(graph, [gv, lv])[0]
-    np.testing.assert_array_equal(before, after)
-    assert np.signbit(after[1]) == np.signbit(before[1])
+    np.testing.assert_array_equal(before, after)  # equal values (-0.0 == 0.0)
+    assert np.signbit(after[1]) and not np.signbit(before[1])
