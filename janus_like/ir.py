@@ -26,7 +26,8 @@ COND = "cond"  # inputs: (pred,); params: then_nodes, else_nodes, then_outs, els
 TUPLE_GET = "tuple_get"  # inputs: (tuple node,); params: index
 LOOP = "loop"  # inputs: initial carried values; params: placeholders, cond_nodes, cond, body_nodes, body_outs
 LOOP_VAR = "loop_var"  # a carried value inside a loop's blocks (bound by the loop each iteration)
-STRUCTURAL = {INPUT, CONST, ASSERT, TO_PY, RANDOM, COND, TUPLE_GET, LOOP, LOOP_VAR}
+PY_OP = "py_op"  # Python arithmetic on Python numbers (int + int stays int); params: fn
+STRUCTURAL = {INPUT, CONST, ASSERT, TO_PY, RANDOM, COND, TUPLE_GET, LOOP, LOOP_VAR, PY_OP}
 STATEFUL = {ASSERT, RANDOM, COND, LOOP}
 
 _ids = itertools.count(1)
@@ -108,6 +109,8 @@ def format_node(n: Node, indent: str = "") -> list[str]:
             from .ops.indexing import format_index
 
             args.append(f"index={format_index(v)}")
+        elif k == "fn":
+            args.append(getattr(v, "__name__", repr(v)))
         elif k not in ("rng",):
             args.append(f"{k}={_fmt_value(v)}")
     return [f"{indent}%{n.id} = {n.op}({', '.join(args)}) : {fmt_aval(n.aval)}{where}"]

@@ -17,6 +17,10 @@ class NoSource(Exception):
 
 
 @functools.lru_cache(maxsize=1024)
+def _parse_cached(filename, firstlineno, code):
+    return _parse(code)
+
+
 def _parse(code):
     try:
         lines, first = inspect.getsourcelines(code)
@@ -39,7 +43,8 @@ def function_ast(func) -> ast.FunctionDef:
     code = getattr(func, "__code__", None)
     if code is None:
         raise NoSource(f"{func!r} has no Python source")
-    return _parse(code)
+    # code objects compare equal across files (co_filename is not part of equality): key on both
+    return _parse_cached(code.co_filename, code.co_firstlineno, code)
 
 
 def site_key(filename: str, node: ast.AST) -> tuple:

@@ -97,6 +97,8 @@ class _Emitter:
                 self.lines.append(f"{pad}else:")
                 self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
                 self.lines.append(f"{pad}v{n.id} = ({names})")
+            elif n.op == ir.PY_OP:
+                self.lines.append(f"{pad}{v} = {self.const(n.params['fn'])}({args})")
             elif n.op == ir.TUPLE_GET:
                 self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
             else:

@@ -51,6 +51,8 @@ def run_nodes(nodes, env, slots):
             else:
                 raise RuntimeError(f"loop %{n.id} ran past {n.params['max_iter']} iterations")
             env[n.id] = tuple(values)
+        elif op == ir.PY_OP:
+            env[n.id] = n.params["fn"](*args)
         elif op == ir.TUPLE_GET:
             env[n.id] = args[0][n.params["index"]]
         else:

@@ -132,6 +132,24 @@ class GraphBuilder:
         arr = np.asarray(out)
         return (tuple(arr.shape), arr.dtype)
 
+    def py_op(self, fn, *args):
+        """Python arithmetic on Python numbers held in the graph: the result stays a Python
+        number (3 + 1 is int 4, not numpy.int64), exactly as eager code computes it."""
+        inputs, reps = [], []
+        for a in args:
+            if isinstance(a, Sym):
+                inputs.append(a.node)
+                reps.append({"b": True, "i": 1, "u": 1}.get(np.dtype(a.node.aval[1]).kind, 1.0))
+            else:
+                inputs.append(a)
+                reps.append(a)
+        try:
+            sample = fn(*reps)
+        except Exception as exc:
+            raise Unsupported("op-error", f"{getattr(fn, '__name__', fn)} on Python numbers ({exc})", self.site) from exc
+        node = self.add(ir.Node(ir.PY_OP, tuple(inputs), {"fn": fn}, ((), np.asarray(sample).dtype)))
+        return Sym(node, "py")
+
     def to_py(self, sym, pytype):
         node = self.add(ir.Node(ir.TO_PY, (sym.node,), {"type": pytype}, ((), np.dtype(pytype))))
         return Sym(node, "py")

@@ -29,7 +29,7 @@ from ..tensor import Tensor, Variable
 from ..jit.assumptions import Assumption
 from .builder import OPAQUE, GraphBuilder, SymbolicTape
 from .inputs import InputProgram, relax_text
-from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef
+from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 MAX_DEPTH = 400
 MAX_UNROLL = 20000
@@ -180,6 +180,11 @@ class Generator:
         self.slot_values[slot.index] = out
         return out
 
+    def pinned(self, obj):
+        """A concrete object reached through a guarded constant (a bound method's `self`)."""
+        slot, _ = self.prog.root_const(obj, f"<{type(obj).__name__} object>")
+        return self.classify(slot, self.site)
+
     def _dynamic(self, slot, ast_key):
         if ("value", relax_text(slot)) in self.relaxed:
             return True
@@ -196,8 +201,11 @@ class Generator:
         if _is_jit(func):
             inner = func.__wrapped__
             if getattr(func, "__self__", None) is not None:
-                args = [func.__self__] + list(args)
+                args = [self.pinned(func.__self__)] + list(args)
             func = inner
+        if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType) \
+                and not isinstance(func.__self__, (Sym, SymbolicTape, type, types.ModuleType)):
+            return self.inline(func.__func__, [self.pinned(func.__self__)] + list(args), kwargs)
         if isinstance(func, BoundMethod):
             owner = func.self_value
             if isinstance(owner, ObjRef) and isinstance(owner.obj, (logging.Logger, logging.LoggerAdapter)):
@@ -365,8 +373,26 @@ class Generator:
     def defer(self, fn, args, kwargs):
         if self.pure_depth:
             raise Unsupported("unsupported-syntax", "print inside a data-dependent branch", self.site)
-        self.effects.append((fn, list(args), dict(kwargs), self.site))
+        snap = self.snapshot_for_effect
+        self.effects.append((fn, [snap(a) for a in args], {k: snap(v) for k, v in kwargs.items()}, self.site))
         return None
+
+    def snapshot_for_effect(self, v):
+        """What a deferred print/log call must see: state as it is *now*, not after the commit."""
+        if isinstance(v, VarRef):
+            return VarSnapshot(Sym(v.node, "tensor"), v.var)
+        if isinstance(v, Sym) and v.origin is not None:  # the live buffer is written at commit
+            return _as_kind(Sym(v.node, "array").copy(), v.kind)
+        if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):
+            items = self.materialize(v, self.site)
+            if isinstance(items, dict):
+                return {k: self.snapshot_for_effect(x) for k, x in items.items()}
+            return type(items)(self.snapshot_for_effect(x) for x in items)
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(self.snapshot_for_effect(x) for x in v)
+        if isinstance(v, dict):
+            return {k: self.snapshot_for_effect(x) for k, x in v.items()}
+        return v
 
     # ================================================================== inlining
     def inline(self, func, args, kwargs):
@@ -625,6 +651,7 @@ class Generator:
         pred = _truth_value(test)
         results = []
         outer_block = self.builder.block
+        saved_locals = dict(frame.locals)
         self.pure_depth += 1
         try:
             for body in (node.body, node.orelse):
@@ -661,8 +688,14 @@ class Generator:
         cond_node = self.builder.add(ir.Node(ir.COND, (pred.node,), {
             "then_nodes": then_block, "else_nodes": else_block, "then_outs": outs_then, "else_outs": outs_else}))
         for i, (name, proto) in enumerate(merged):
-            out = self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval))
-            frame.locals[name] = Sym(out, proto.kind)
+            out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
+            # which object the name refers to now depends on the branch: writing through it, or
+            # writing what it might alias, cannot be modelled (see refresh_views)
+            out.view = (OPAQUE, None)
+            for pre in (then_vals[name], else_vals[name]):
+                if isinstance(pre, Sym) and any(pre is old for old in saved_locals.values()):
+                    self.builder.views.setdefault(id(pre), []).append(out)
+            frame.locals[name] = out
 
     def stmt_While(self, node, frame):
         key = site_key(frame.filename, node)

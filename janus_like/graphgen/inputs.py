@@ -58,6 +58,11 @@ class InputProgram:
         return self._new(None, ("global", id(gdict), name), f"{modname}.{name}", value,
                          f"{self._const(gdict)}[{name!r}]")
 
+    def root_const(self, value, name):
+        """An object fixed by an identity guard elsewhere (a jitted method's `self`): read its
+        attributes through guards like any input."""
+        return self._new(None, ("const", id(value)), name, value, self._const(value))
+
     def root_cell(self, cell, name, value):
         return self._new(None, ("cell", id(cell)), name, value, f"{self._const(cell)}.cell_contents")
 

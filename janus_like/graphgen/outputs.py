@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import ir
 from ..tensor import Tensor, _next_id, _wrap
-from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef
+from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 _ALIASING_OPS = {ir.INPUT, ir.CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
                  "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get"}
@@ -39,6 +39,8 @@ class Outputs:
 
     # ------------------------------------------------------------------ specs
     def spec(self, v):
+        if isinstance(v, VarSnapshot):
+            return ("varsnap", self.spec(v.value), v.var.name, v.var.trainable)
         if isinstance(v, VarRef):
             return ("slot", v.slot)
         if isinstance(v, Sym):
@@ -115,6 +117,10 @@ class Outputs:
                     conv = {"": lambda x: x, "s": str, "r": repr, "a": ascii}[p[1]]
                     out.append(format(conv(val), p[2]))
             return "".join(out)
+        if tag == "varsnap":
+            from ..tensor import Variable
+
+            return Variable(self.build(spec[1], values, slots), name=spec[2], trainable=spec[3])
         if tag == "fresh":
             v = spec[1]
             return v.copy() if isinstance(v, np.ndarray) else v

@@ -14,6 +14,8 @@ Operators and NumPy's functions on a Sym go through the op registry exactly like
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..ops import api as F
@@ -67,27 +69,31 @@ class Sym:
     __int__ = __index__ = __float__
     __hash__ = object.__hash__
 
-    def __add__(self, o): return F.add(self, o)
-    def __radd__(self, o): return F.add(o, self)
-    def __sub__(self, o): return F.sub(self, o)
-    def __rsub__(self, o): return F.sub(o, self)
-    def __mul__(self, o): return F.mul(self, o)
-    def __rmul__(self, o): return F.mul(o, self)
-    def __truediv__(self, o): return F.div(self, o)
-    def __rtruediv__(self, o): return F.div(o, self)
-    def __pow__(self, o): return F.pow(self, o)
-    def __rpow__(self, o): return F.pow(o, self)
+    def __add__(self, o): return _arith(operator.add, F.add, self, o)
+    def __radd__(self, o): return _arith(operator.add, F.add, o, self)
+    def __sub__(self, o): return _arith(operator.sub, F.sub, self, o)
+    def __rsub__(self, o): return _arith(operator.sub, F.sub, o, self)
+    def __mul__(self, o): return _arith(operator.mul, F.mul, self, o)
+    def __rmul__(self, o): return _arith(operator.mul, F.mul, o, self)
+    def __truediv__(self, o): return _arith(operator.truediv, F.div, self, o)
+    def __rtruediv__(self, o): return _arith(operator.truediv, F.div, o, self)
+    def __floordiv__(self, o): return _arith(operator.floordiv, None, self, o)
+    def __rfloordiv__(self, o): return _arith(operator.floordiv, None, o, self)
+    def __mod__(self, o): return _arith(operator.mod, None, self, o)
+    def __rmod__(self, o): return _arith(operator.mod, None, o, self)
+    def __pow__(self, o): return _arith(operator.pow, F.pow, self, o)
+    def __rpow__(self, o): return _arith(operator.pow, F.pow, o, self)
     def __matmul__(self, o): return F.matmul(self, o)
     def __rmatmul__(self, o): return F.matmul(o, self)
-    def __neg__(self): return F.neg(self)
+    def __neg__(self): return _arith(operator.neg, F.neg, self)
     def __pos__(self): return self
-    def __abs__(self): return F.abs(self)
-    def __lt__(self, o): return F.lt(self, o)
-    def __le__(self, o): return F.le(self, o)
-    def __gt__(self, o): return F.gt(self, o)
-    def __ge__(self, o): return F.ge(self, o)
-    def __eq__(self, o): return F.eq(self, o)
-    def __ne__(self, o): return F.ne(self, o)
+    def __abs__(self): return _arith(abs, F.abs, self)
+    def __lt__(self, o): return _arith(operator.lt, F.lt, self, o)
+    def __le__(self, o): return _arith(operator.le, F.le, self, o)
+    def __gt__(self, o): return _arith(operator.gt, F.gt, self, o)
+    def __ge__(self, o): return _arith(operator.ge, F.ge, self, o)
+    def __eq__(self, o): return _arith(operator.eq, F.eq, self, o)
+    def __ne__(self, o): return _arith(operator.ne, F.ne, self, o)
     def __and__(self, o): return F.logical_and(self, o)
     def __or__(self, o): return F.logical_or(self, o)
     def __invert__(self): return F.logical_not(self)
@@ -138,6 +144,20 @@ class Sym:
         if impl is None:
             raise Unsupported("unsupported-call", f"numpy.{func.__name__} has no registered op")
         return impl(*args, **kwargs)
+
+
+def _is_py(v):
+    return (isinstance(v, Sym) and v.kind == "py") or (type(v) in (int, float, bool))
+
+
+def _arith(pyop, op, *args):
+    """Python operators: Python numbers held in the graph keep Python semantics (int + int is an
+    int); anything involving an array is the registry op."""
+    if all(_is_py(a) for a in args):
+        return _builder().py_op(pyop, *args)
+    if op is None:
+        raise Unsupported("unsupported-syntax", f"operator {pyop.__name__} on arrays in the graph")
+    return op(*args)
 
 
 class VarRef(Sym):
@@ -220,3 +240,12 @@ class DeferredStr:
 
     def __init__(self, parts):
         self.parts = parts  # list of str | (value, conversion, format_spec)
+
+
+class VarSnapshot:
+    """A Variable as a deferred print saw it: same name, the value at the time of the call."""
+
+    __slots__ = ("value", "var")
+
+    def __init__(self, value, var):
+        self.value, self.var = value, var

@@ -79,6 +79,8 @@ REASONS = {r.id: r for r in [
     Reason("internal-error", "the graph generator failed on this code (a janus_like bug)",
            "please report it with JANUS_LIKE_DEBUG=1 output; the function runs eagerly meanwhile"),
     Reason("assumption", "a speculated assumption did not hold for this call", "see the assumption's site"),
+    Reason("under-tape", "the jitted function was called while an eager GradientTape was recording",
+           "jit the whole training step (tape included) instead of a function called inside the tape"),
     Reason("disabled", "JANUS_LIKE_DISABLE=1 is set", "unset it to enable the JIT"),
 ]}
 

@@ -27,6 +27,7 @@ from ..graphgen.values import Unsupported
 from ..passes import optimize
 from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
+from ..ops.registry import _tapes
 from ..tensor import Tensor
 from .assumptions import REASONS, Fallback
 
@@ -104,14 +105,20 @@ class JitFunction:
         if self.__self__ is not None:
             args = (self.__self__,) + args
         if kwargs:
-            args = self._positional(args, kwargs)
-            if args is None:
-                return self._eager_with(Fallback("kwargs", "keyword arguments could not be bound"), args, kwargs)
+            positional = self._positional(args, kwargs)
+            if positional is None:  # keyword-only parameters, **kwargs, or a bad call: eager says
+                self.counters["calls"] += 1
+                return self._eager_with(Fallback("kwargs", "keyword arguments that cannot be passed "
+                                                           "positionally"), args, kwargs)
+            args = positional
         c = self.counters
         c["calls"] += 1
         if _disabled():
             c["eager_calls"] += 1
             return self.__wrapped__(*args)
+        if _tapes:  # an eager GradientTape is recording: a graph would hide the ops from it
+            self._note(Fallback("under-tape", "called while an eager GradientTape is recording"))
+            return self._eager(args)
         # ---- WARMUP: profile eagerly
         if c["warmup_calls"] < self.warmup:
             return self._profiled(args)
@@ -228,6 +235,7 @@ class JitFunction:
         c = self.counters
         c["assert_failures"] += 1
         c["fallbacks"] += 1
+        self._log("assumptions", assumption.failure_text() if assumption is not None else "assert failed")
         self._count_failure(entry, g, assumption)
         return self._eager(args)
 

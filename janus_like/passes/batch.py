@@ -1,8 +1,9 @@
-"""Automatic batching: independent matrix products that share their right operand become one.
+"""Automatic batching: independent matrix products that share an operand become one.
 
 An LSTM language model computes `h_t @ W_out` at every time step, and its backward pass
 `dlogits_t @ W_outᵀ`; none of those products depends on another, so k products of (n, d)·(d, m)
-are one product of (k·n, d)·(d, m), followed by row slices (views). Nobody has to rewrite the
+are one product of (k·n, d)·(d, m), followed by row slices (views). Column-vector code
+(`np.dot(W, h_t)`, as in NumPy tutorials) shares the left operand and is batched by columns. Nobody has to rewrite the
 model to batch over time. Independence is decided on the dataflow graph with networkx
 (ancestor sets); the nodes are then re-ordered topologically, keeping the original order as far
 as possible and never reordering effects (asserts, RNG draws). A bigger matrix product may round
@@ -48,19 +49,24 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
     nodes = graph.nodes
     groups: dict = {}
     for n in nodes:
-        if n.op != "matmul" or len(n.inputs) != 2:
+        if n.op not in ("matmul", "dot") or len(n.inputs) != 2:
             continue
         a, b = n.inputs
         if isinstance(a, ir.Node) and isinstance(b, ir.Node) and a.aval and b.aval \
                 and len(a.aval[0]) == 2 and len(b.aval[0]) == 2:
-            groups.setdefault((b.id, a.aval[1]), []).append(n)
+            groups.setdefault(("right", b.id, a.aval[1], b.aval[1]), []).append(n)  # x_t @ W
+            groups.setdefault(("left", a.id, a.aval[1], b.aval[1]), []).append(n)  # W @ x_t
+    claimed: set = set()
     groups = {k: v for k, v in groups.items() if len(v) >= min_group}
     if not groups:
         return graph
     dep = _dependency_graph(nodes)
     position = {n.id: i for i, n in enumerate(nodes)}
     mapping, extra = {}, []
-    for members in groups.values():
+    for (side, *_), members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        members = [m for m in members if m.id not in claimed]
+        if len(members) < min_group:
+            continue
         ancestors = {m.id: nx.ancestors(dep, m.id) for m in members}
         batches: list = []
         for m in members:
@@ -73,18 +79,25 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
         for batch in batches:
             if len(batch) < min_group:
                 continue
-            a_parts = [m.inputs[0] for m in batch]
-            b = batch[0].inputs[1]
-            rows = sum(p.aval[0][0] for p in a_parts)
+            claimed.update(m.id for m in batch)
+            axis = 0 if side == "right" else 1
+            parts = [m.inputs[0 if side == "right" else 1] for m in batch]
+            shared = batch[0].inputs[1 if side == "right" else 0]
+            total = sum(p.aval[0][axis] for p in parts)
             site = batch[0].site
-            cat = ir.Node("concatenate", tuple(a_parts), {"axis": 0}, ((rows, a_parts[0].aval[0][1]), a_parts[0].aval[1]), site)
-            mm = ir.Node("matmul", (cat, b), {}, ((rows, b.aval[0][1]), batch[0].aval[1]), site)
-            after = max(position[p.id] for p in a_parts if p.id in position)
+            shape = (total, parts[0].aval[0][1]) if axis == 0 else (parts[0].aval[0][0], total)
+            cat = ir.Node("concatenate", tuple(parts), {"axis": axis}, (shape, parts[0].aval[1]), site)
+            operands = (cat, shared) if side == "right" else (shared, cat)
+            out_shape = (total, shared.aval[0][1]) if axis == 0 else (shared.aval[0][0], total)
+            mm = ir.Node("matmul", operands, {}, (out_shape, batch[0].aval[1]), site)
+            after = max(position[p.id] for p in parts if p.id in position)
             extra += [(after, cat), (after, mm)]
             start = 0
-            for m, p in zip(batch, a_parts):
-                stop = start + p.aval[0][0]
-                piece = ir.Node("getitem", (mm,), {"index": ((("s", start, stop, None),), True)}, m.aval, m.site)
+            for m, p in zip(batch, parts):
+                stop = start + p.aval[0][axis]
+                cut = ("s", start, stop, None)
+                index = ((cut,), True) if axis == 0 else ((("s", None, None, None), cut), False)
+                piece = ir.Node("getitem", (mm,), {"index": index}, m.aval, m.site)
                 extra.append((after, piece))
                 mapping[m.id] = piece
                 start = stop

@@ -22,7 +22,7 @@ from ..source import NoSource, function_ast
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
                  "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
                  "builtins", "math")
-_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_cache: dict = {}  # id(code) -> (weakref to code, instrumented code or False)
 
 
 class Hooks:
@@ -84,8 +84,12 @@ def profiled_callable(fn, hooks):
     if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
         inner = instrumented(fn.__func__, hooks) if not _skip(fn.__func__) else None
         return types.MethodType(inner, fn.__self__) if inner is not None else fn
-    if getattr(type(fn), "_janus_jit", False):
-        return fn
+    if getattr(type(fn), "_janus_jit", False):  # a jitted callee: profile its source too
+        inner = instrumented(fn.__wrapped__, hooks)
+        if inner is None:
+            return fn
+        owner = getattr(fn, "__self__", None)
+        return types.MethodType(inner, owner) if owner is not None else inner
     call = getattr(type(fn), "__call__", None)
     if isinstance(call, types.FunctionType) and not _skip(call) and not isinstance(fn, type):
         inner = instrumented(call, hooks)
@@ -100,13 +104,15 @@ def _skip(fn) -> bool:
 
 def instrumented(fn, hooks):
     """Compile (once per function) an instrumented copy bound to `hooks`; None if impossible."""
-    entry = _cache.get(fn.__code__)
+    # keyed by identity: equal code objects from two files must not share instrumentation
+    hit = _cache.get(id(fn.__code__))
+    entry = hit[1] if hit is not None and hit[0]() is fn.__code__ else None
     if entry is None:
         try:
             entry = _compile(fn)
         except (NoSource, SyntaxError, ValueError, TypeError):
             entry = False
-        _cache[fn.__code__] = entry
+        _cache[id(fn.__code__)] = (weakref.ref(fn.__code__), entry)
     if entry is False:
         return None
     code = entry

@@ -100,7 +100,8 @@ class Runtime:
         if not looks_like_array_code(fn, args, kwargs, self.clean_code(fn)):
             self.demote(index, "no array code (not jitted)")
             return None
-        hot = HotFunction(self, index, jit(self.clean_copy(fn), warmup=self.warmup))
+        # reassociate=False: an unmodified script must print exactly what `python script.py` prints
+        hot = HotFunction(self, index, jit(self.clean_copy(fn), warmup=self.warmup, reassociate=False))
         self.hot_functions.append(hot)
         self.call[index] = hot
         return hot

@@ -1,0 +1,495 @@
+"""Code the generator cannot convert stays eager with a named reason and its source line; the
+result is always eager's. Also: the kill switch, event logs, and the ways a function reaches
+`jit` (nested jitted calls, bound methods, nn.Module instances, `@jit` on a method)."""
+import inspect
+import zlib
+
+import numpy as np
+import pytest
+
+import janus_like as jl
+from janus_like import F, nn
+
+from .harness import check, fallback_reasons, load_module, side_by_side
+
+
+def _arr(seed, shape, dtype=np.float64):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def _calls(n, fn):
+    return [lambda s, i=i: fn(s, i) for i in range(n)]
+
+
+def _site_of(fn, marker):
+    """'test_fallbacks.py:<line>' of the first source line of `fn` containing `marker`."""
+    lines, first = inspect.getsourcelines(fn)
+    for k, text in enumerate(lines):
+        if marker in text:
+            return f"test_fallbacks.py:{first + k}"
+    raise AssertionError(marker)
+
+
+def _assert_fallback(jf, reason, site):
+    fbs = [fb for fb in jf.fallbacks() if fb.reason == reason]
+    assert fbs, jf.explain()
+    assert any(fb.site == site for fb in fbs), (site, [fb.site for fb in fbs], jf.explain())
+    text = jf.explain()
+    assert f"[{reason}]" in text and site in text, text
+
+
+# ------------------------------------------------------------------ named fallback reasons
+def _try_fn(x):
+    try:  # MARK
+        y = np.log(x)
+    except ValueError:
+        y = x
+    return y * 2.0
+
+
+def _helper_gen(x):
+    for k in range(3):
+        yield x * k
+
+
+def _uses_generator(x):
+    total = np.zeros_like(x)
+    for part in _helper_gen(x):  # MARK
+        total = total + part
+    return total
+
+
+def _uses_lambda(x):
+    sq = lambda t: t * t  # MARK  # noqa: E731
+    return sq(x) + 1.0
+
+
+def _uses_unsupported_library(x):
+    checksum = zlib.crc32(b"abc")  # MARK
+    return x * (checksum % 7)
+
+
+def _uses_unsupported_numpy(x):
+    return np.fft.fft(x).real + 1.0  # MARK
+
+
+class _Point:
+    def __init__(self, v):
+        self.v = v
+
+
+def _constructs_object(x):
+    p = _Point(x * 2.0)  # MARK
+    return p.v + 1.0
+
+
+@pytest.mark.parametrize("fn,reason", [
+    (_try_fn, "try"),
+    (_uses_generator, "generator"),
+    (_uses_lambda, "unsupported-syntax"),
+    (_uses_unsupported_library, "unsupported-call"),
+    (_uses_unsupported_numpy, "unsupported-call"),
+    (_constructs_object, "object-construction"),
+], ids=["try", "generator", "lambda", "library-call", "numpy-call", "object"])
+def test_unconvertible_code_stays_eager_with_reason_and_line(fn, reason):
+    jf = side_by_side(lambda: (fn, {}), _calls(7, lambda s, i: (np.abs(_arr(i, (3,))) + 0.1,)))
+    s = jf.stats()
+    assert s["graph_calls"] == 0 and s["eager_calls"] == 4, jf.explain()
+    _assert_fallback(jf, reason, _site_of(fn, "# MARK"))
+    # the reason is recorded once per signature, not once per call
+    assert sum(fb.count for fb in jf.fallbacks() if fb.reason == reason) == 1, jf.explain()
+
+
+def test_top_level_generator_function_runs_eagerly():
+    def gen(x):
+        for k in range(2):
+            yield x + k
+
+    jf = jl.jit(gen)
+    for i in range(6):
+        x = _arr(i, (2,))
+        got, want = list(jf(x)), list(gen(x))
+        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+    assert jf.stats()["graph_calls"] == 0
+    assert "generator" in fallback_reasons(jf), jf.explain()
+
+
+def test_unconvertible_helper_only_on_some_signatures():
+    """A fallback is per signature: a shape that avoids the unconvertible path still compiles."""
+    def make():
+        def f(x):
+            if x.shape[0] > 3:
+                return np.fft.fft(x).real
+            return np.tanh(x)
+
+        return f, {}
+
+    sizes = [2, 2, 2, 2, 5, 5, 2, 5]
+    jf = check(make, [lambda s, n=n, i=i: (_arr(i, (n,)),) for i, n in enumerate(sizes)])
+    assert "unsupported-call" in fallback_reasons(jf)
+    assert jf.stats()["graph_calls"] >= 2
+
+
+def test_disable_env_var_gives_pure_eager(monkeypatch):
+    monkeypatch.setenv("JANUS_LIKE_DISABLE", "1")
+
+    def make():
+        v = jl.Variable(np.zeros(2))
+
+        def f(x):
+            v.assign_add(x)
+            return np.tanh(v * 2.0)
+
+        return f, {"v": v}
+
+    jf = side_by_side(make, _calls(8, lambda s, i: (_arr(i, (2,)),)))
+    s = jf.stats()
+    assert s["eager_calls"] == 8 and s["warmup_calls"] == 0 and s["graphs_generated"] == 0, jf.explain()
+
+
+def test_disable_env_var_read_per_call(monkeypatch):
+    def f(x):
+        return x * 2.0
+
+    jf = jl.jit(f)
+    for i in range(5):
+        jf(np.ones(2))
+    assert jf.stats()["graph_calls"] == 2
+    monkeypatch.setenv("JANUS_LIKE_DISABLE", "1")
+    jf(np.ones(2))
+    assert jf.stats()["graph_calls"] == 2 and jf.stats()["eager_calls"] == 1
+    monkeypatch.setenv("JANUS_LIKE_DISABLE", "0")
+    jf(np.ones(2))
+    assert jf.stats()["graph_calls"] == 3
+
+
+# ------------------------------------------------------------------ logs
+def _log_lines(err, topic):
+    return [line for line in err.splitlines() if line.startswith(f"[janus_like:{topic}]")]
+
+
+def test_logs_guard_failures_fallbacks_and_regenerations(monkeypatch, capsys):
+    monkeypatch.setenv("JANUS_LIKE_LOGS", "assumptions,fallbacks,regen")
+
+    class Cfg:
+        scale = 1.0
+
+    def f(cfg, x):
+        return x * cfg.scale
+
+    jf = jl.jit(f)
+    cfg = Cfg()
+    for i in range(8):
+        cfg.scale = 1.0 if i < 4 else float(i)
+        np.testing.assert_array_equal(jf(cfg, np.ones(2)), np.ones(2) * cfg.scale)
+    err = capsys.readouterr().err
+    s = jf.stats()
+    assert s["guard_failures"] == 2 and s["regenerations"] == 1, jf.explain()
+    # one line per guard failure, one per regeneration decision (+ the regenerated graph)
+    assert len(_log_lines(err, "assumptions")) == s["guard_failures"], err
+    assert any("relaxing value" in line for line in _log_lines(err, "regen")), err
+    assert _log_lines(err, "fallbacks"), err
+    # nothing else is printed: every line belongs to a requested topic
+    assert all(line.split("]")[0][len("[janus_like:"):] in ("assumptions", "fallbacks", "regen")
+               for line in err.splitlines()), err
+
+
+def test_logs_assert_failures(monkeypatch, capsys):
+    """A failed assert node (a branch guess) is an assumption event too: one log line each."""
+    monkeypatch.setenv("JANUS_LIKE_LOGS", "assumptions")
+
+    def f(x):
+        s = np.sum(x)
+        if s > 0:
+            y = x * 2.0
+        else:
+            y = x - 1.0
+        return y
+
+    jf = jl.jit(f)
+    for sign in (1, 1, 1, 1, -1, -1, 1):
+        jf(np.ones(2) * sign)
+    err = capsys.readouterr().err
+    assert jf.stats()["assert_failures"] == 2, jf.explain()
+    assert len(_log_lines(err, "assumptions")) == 2, err
+
+
+def test_logs_off_by_default(monkeypatch, capsys):
+    monkeypatch.delenv("JANUS_LIKE_LOGS", raising=False)
+
+    def f(x):
+        try:
+            return x + 1
+        except ValueError:
+            return x
+
+    jf = jl.jit(f)
+    for _ in range(5):
+        jf(np.ones(2))
+    assert capsys.readouterr().err == ""
+
+
+def test_fallback_describe_names_reason_hint_and_site():
+    jf = side_by_side(lambda: (_try_fn, {}), _calls(5, lambda s, i: (np.ones(2),)))
+    fb = next(fb for fb in jf.fallbacks() if fb.reason == "try")
+    text = fb.describe()
+    assert text.startswith(f"[try] at {_site_of(_try_fn, '# MARK')}"), text
+    assert "Hint:" in text
+    assert jl.explain(jf) == jf.explain()
+    assert "is not jitted" in jl.explain(_try_fn)
+
+
+# ------------------------------------------------------------------ how functions reach jit
+def test_jitted_function_calling_jitted_function():
+    def make():
+        inner = jl.jit(lambda_free_inner)
+
+        def outer(x, w):
+            h = inner(x, w)
+            return inner(h, w) + 1.0
+
+        return outer, {}
+
+    w = _arr(3, (3, 3)) * 0.5
+    jf = check(make, _calls(7, lambda s, i: (_arr(i, (2, 3)), w)))
+    assert jf.stats()["graph_calls"] == 4
+
+
+def lambda_free_inner(x, w):
+    return np.tanh(x @ w)
+
+
+def test_inner_jitted_function_keeps_working_standalone():
+    inner = jl.jit(lambda_free_inner)
+
+    def outer(x, w):
+        return inner(x, w) * 2.0
+
+    jo = jl.jit(outer)
+    w = _arr(3, (3, 3))
+    for i in range(6):
+        x = _arr(i, (2, 3))
+        np.testing.assert_allclose(jo(x, w), outer(x, w))
+        np.testing.assert_allclose(inner(x, w), lambda_free_inner(x, w))
+    assert inner.stats()["graph_calls"] >= 1 and jo.stats()["graph_calls"] >= 1
+
+
+class _Scaler:
+    def __init__(self, k):
+        self.k = k
+        self.calls = 0
+        self.acc = np.zeros(3)
+
+    def apply(self, x):
+        self.acc = self.acc + x
+        return x * self.k + self.acc
+
+
+def test_bound_method_jit():
+    """`jit(obj.method)`: side_by_side jits the bound method; the eager side calls it directly."""
+    def make():
+        obj = _Scaler(2.0)
+        return obj.apply, {"obj": obj}
+
+    jf = check(make, _calls(7, lambda s, i: (_arr(i, (3,)),)))
+    assert jf.__self__ is not None
+    assert jf.stats()["graph_calls"] == 4
+
+
+class _MLP(nn.Module):
+    def __init__(self, rng):
+        super().__init__()
+        self.l1 = nn.Linear(3, 8, rng=rng)
+        self.l2 = nn.Linear(8, 2, rng=rng)
+
+    def forward(self, x):
+        return self.l2(F.relu(self.l1(x)))
+
+
+def test_module_instance_passed_to_jit():
+    def make():
+        m = _MLP(np.random.default_rng(0))
+        return m, {"m": m}
+
+    jf = check(make, _calls(7, lambda s, i: (_arr(i, (4, 3)).astype(np.float32),)))
+    assert jf.stats()["graph_calls"] == 4
+
+
+def test_module_training_step_through_jitted_module():
+    def make():
+        m = _MLP(np.random.default_rng(1))
+        fwd = jl.jit(m)  # the step calls the jitted module: nested jit inside a tape
+
+        def step(x, y):
+            with jl.GradientTape() as tape:
+                loss = F.mean((fwd(x) - y) ** 2)
+            grads = tape.gradient(loss, m.parameters())
+            for p, g in zip(m.parameters(), grads):
+                p.assign_sub(0.1 * g)
+            return loss
+
+        return step, {"m": m}
+
+    jf = check(make, _calls(7, lambda s, i: (_arr(i, (4, 3)).astype(np.float32), _arr(i, (4, 2)).astype(np.float32))),
+               min_graph_calls=0)
+    # a jitted module called from a jitted function is not converted yet (its bound `self` is a
+    # concrete object): the step stays eager with a named reason, and results are eager's
+    s = jf.stats()
+    assert s["graph_calls"] == 4 or (s["eager_calls"] == 4 and jf.fallbacks()), jf.explain()
+
+
+def test_jitted_bound_method_called_from_jitted_function_sees_attribute_changes():
+    class Affine:
+        def __init__(self):
+            self.k, self.w = 2.0, np.ones(3)
+
+        def apply(self, x):
+            return x * self.k + self.w
+
+    def make():
+        obj = Affine()
+        inner = jl.jit(obj.apply)
+
+        def outer(x):
+            return inner(x) + 1.0
+
+        return outer, {"obj": obj}
+
+    def call(i):
+        def c(s):
+            if i == 5:
+                s["obj"].k = 10.0
+            return (_arr(i, (3,)),)
+        return c
+
+    check(make, [call(i) for i in range(8)], min_graph_calls=0)
+
+
+def test_jit_decorated_method_called_from_jitted_function():
+    """`obj.method(x)` where `method` is `@jit`-decorated, inside another jitted function."""
+    Acc, _ = _accumulator_classes()
+
+    def make():
+        acc = Acc()
+
+        def outer(a, x):
+            return a.add(x) + 1.0
+
+        return outer, {"acc": acc}
+
+    jf = check(make, _calls(7, lambda s, i: (s["acc"], _arr(i, (2,)))), min_graph_calls=0)
+    s = jf.stats()
+    assert s["graph_calls"] == 4 or (s["eager_calls"] == 4 and jf.fallbacks()), jf.explain()
+
+
+def _accumulator_classes():
+    """Fresh classes per test: a class-level `@jit` keeps its stats for the life of the class."""
+    class Accumulator:
+        def __init__(self):
+            self.total = np.zeros(2)
+            self.scale = 3.0
+
+        @jl.jit
+        def add(self, x):
+            self.total = self.total + x * self.scale
+            return self.total.sum()
+
+    class EagerAccumulator:
+        def __init__(self):
+            self.total = np.zeros(2)
+            self.scale = 3.0
+
+        def add(self, x):
+            self.total = self.total + x * self.scale
+            return self.total.sum()
+
+    return Accumulator, EagerAccumulator
+
+
+def test_jit_decorator_on_method():
+    Acc, Eager = _accumulator_classes()
+    a, b = Acc(), Eager()
+    for i in range(7):
+        x = _arr(i, (2,))
+        assert a.add(x) == b.add(x)
+        np.testing.assert_array_equal(a.total, b.total)
+    assert a.add.stats()["graph_calls"] == 4, a.add.explain()
+
+
+def test_jit_decorator_on_method_two_instances_share_cache():
+    """Instances are arguments: a second instance reuses the graph (its attributes are guarded)."""
+    Acc, Eager = _accumulator_classes()
+    a1, a2 = Acc(), Acc()
+    e1, e2 = Eager(), Eager()
+    a2.scale = e2.scale = 0.5
+    for i in range(10):
+        x = _arr(i, (2,))
+        (a, e) = (a1, e1) if i % 2 else (a2, e2)
+        assert a.add(x) == e.add(x)
+    np.testing.assert_array_equal(a1.total, e1.total)
+    np.testing.assert_array_equal(a2.total, e2.total)
+    assert Acc.add.stats()["graph_calls"] >= 3, Acc.add.explain()
+
+
+def test_jit_with_options_decorator():
+    @jl.jit(warmup=1)
+    def f(x):
+        return x + 1.0
+
+    for _ in range(3):
+        f(np.ones(1))
+    assert f.stats()["warmup_calls"] == 1 and f.stats()["graph_calls"] == 2
+
+
+def test_jit_rejects_non_functions():
+    with pytest.raises(TypeError):
+        jl.jit(3)
+
+
+def test_keyword_call_binds_positionally():
+    def f(x, scale=2.0):
+        return x * scale
+
+    jf = jl.jit(f)
+    for i in range(6):
+        np.testing.assert_array_equal(jf(np.ones(2), scale=float(i)), f(np.ones(2), scale=float(i)))
+    np.testing.assert_array_equal(jf(x=np.ones(2)), f(np.ones(2)))
+
+
+def test_interpreter_mode_matches_eager():
+    def make():
+        def f(x, v):
+            v.assign_add(x)
+            if np.sum(x) > 0:
+                y = x * 2.0
+            else:
+                y = x - 1.0
+            return y
+
+        return f, {"v": jl.Variable(np.zeros(3))}
+
+    signs = [1, 1, 1, 1, -1, -1, 1]
+    jf = side_by_side(make, [lambda s, sg=sg, i=i: (np.abs(_arr(i, (3,))) * sg, s["v"]) for i, sg in enumerate(signs)],
+                      mode="interpret")
+    assert jf.stats()["graph_calls"] >= 1
+
+
+_DUP_SRC = """
+import numpy as np
+
+
+def f(x):
+    if np.sum(x) > 0:
+        y = x * 2.0
+    else:
+        y = x - 1.0
+    return y
+"""
+
+
+def test_identical_functions_in_two_files_each_profiled(tmp_path):
+    first = load_module(tmp_path, _DUP_SRC, "dup")
+    second = load_module(tmp_path, _DUP_SRC, "dup")
+    for mod in (first, second):
+        jf = side_by_side(lambda mod=mod: (mod.f, {}), _calls(8, lambda s, i: (np.abs(_arr(i, (2,))),)))
+        assert jf.stats()["graph_calls"] == 5, jf.explain()
