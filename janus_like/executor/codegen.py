@@ -58,11 +58,63 @@ class _Emitter:
         self.globals[name] = functools.partial(op.impl, np, **n.params)
         return name
 
-    def emit(self, nodes, indent):
+    def index_code(self, template, operands) -> str:
+        items, single = template
+        parts = []
+        for item in items:
+            if type(item) is tuple:
+                if item[0] == "slot":
+                    parts.append(self.arg(operands[item[1]]))
+                else:
+                    a, b, c = ("" if x is None else self.const(x) for x in item[1:])
+                    parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
+            elif item is None:
+                parts.append("None")
+            elif item is Ellipsis:
+                parts.append("...")
+            else:
+                parts.append(self.const(item))
+        if single:
+            return parts[0]
+        return ", ".join(parts) + ("," if len(parts) == 1 else "")
+
+    def inline(self, n) -> str | None:
+        """A Python expression for common ops (no call through the registry), or None."""
+        x = n.inputs[0] if n.inputs else None
+        array_in = isinstance(x, ir.Node) and x.aval is not None and len(x.aval[0]) >= 1
+        if n.op == "getitem" and array_in:
+            return f"{self.arg(x)}[{self.index_code(n.params['index'], n.inputs[1:])}]"
+        if n.op == "transpose" and array_in:
+            axes = n.params.get("axes")
+            return f"{self.arg(x)}.transpose({'' if axes is None else self.const(tuple(axes))})"
+        if n.op == "reshape" and isinstance(x, ir.Node):
+            return f"np.reshape({self.arg(x)}, {self.const(tuple(n.params['shape']))})"
+        if n.op == "cast" and array_in:
+            return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
+        if n.op in ("sum", "mean", "max", "min") and array_in:
+            kw = [f"axis={self.const(n.params.get('axis'))}", f"keepdims={n.params.get('keepdims', False)!r}"]
+            if n.op == "sum" and n.params.get("dtype") is not None:
+                kw.append(f"dtype={self.const(n.params['dtype'])}")
+            return f"{self.arg(x)}.{n.op}({', '.join(kw)})"
+        return None
+
+    def emit(self, nodes, indent, reuse=frozenset()):
         pad = " " * indent
         for n in nodes:
             args = ", ".join(self.arg(i) for i in n.inputs)
             v = f"v{n.id}"
+            if n.id in reuse:  # the first operand's buffer is dead after this node: write into it
+                self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({args}, out={self.arg(n.inputs[0])})")
+                continue
+            expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
+            if expr is not None:
+                self.lines.append(f"{pad}{v} = {expr}")
+                continue
+            if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
+                    and len(n.inputs[0].aval[0]) >= 1:
+                idx = self.index_code(n.params["index"], n.inputs[2:])
+                self.lines.append(f"{pad}{v} = {self.arg(n.inputs[0])}.copy(); {v}[{idx}] = {self.arg(n.inputs[1])}")
+                continue
             if n.op == ir.INPUT:
                 self.lines.append(f"{pad}{v} = S[{n.params['slot']}]")
             elif n.op == ir.CONST:
@@ -105,10 +157,55 @@ class _Emitter:
                 self.lines.append(f"{pad}{v} = {self.kernel(n)}({args})")
 
 
-def compile_plan(graph: ir.Graph):
+# ufuncs that can write into a dead operand's buffer; exact: same kernel, same dtype, same shape
+_INPLACE = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "maximum": "maximum",
+            "minimum": "minimum", "neg": "negative", "exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt",
+            "abs": "abs", "sin": "sin", "cos": "cos"}
+# ops whose result is always a new buffer owned by the graph (never a view of, or identical to,
+# an input): only such values may be overwritten once dead
+_FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate", "zeros_like", "ones_like", "copy",
+                          "index_update", "getitem_grad", "sigmoid", "relu", "clip", "where", "pow", "cast"}
+
+
+def plan_reuse(graph: ir.Graph) -> set:
+    """Memory planning: node ids whose first operand is a dead, graph-owned buffer of the result's
+    exact shape and dtype, so the op can run in place (`np.add(a, b, out=a)`)."""
+    last_use: dict = {}
+    outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+    for pos, n in enumerate(graph.nodes):
+        refs = [i for i in n.inputs if isinstance(i, ir.Node)]
+        if n.op in (ir.COND, ir.LOOP):  # values used inside a block count as used here
+            inner = [m for b in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(b, [])]
+            refs += [i for m in inner for i in m.inputs if isinstance(i, ir.Node)]
+            refs += [o for k in ("then_outs", "else_outs", "body_outs") for o in n.params.get(k, []) if isinstance(o, ir.Node)]
+        for r in refs:
+            last_use[r.id] = pos
+    # a buffer that some node may hold a view of (getitem, transpose, reshape, ...) stays untouched
+    copying = _FRESH | {"sum", "mean", "max", "min", "argmax", "argmin", ir.ASSERT, ir.TO_PY, ir.PY_OP}
+    viewed = {i.id for n in graph.all_nodes() if n.op not in copying for i in n.inputs if isinstance(i, ir.Node)}
+    reuse = set()
+    taken = set()
+    for pos, n in enumerate(graph.nodes):
+        if n.op not in _INPLACE or not n.inputs or n.aval is None or len(n.aval[0]) == 0:
+            continue
+        a = n.inputs[0]
+        if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):
+            continue
+        if a.id in outputs or a.id in taken or a.id in viewed or last_use.get(a.id) != pos:
+            continue
+        if tuple(a.aval[0]) != tuple(n.aval[0]) or np.dtype(a.aval[1]) != np.dtype(n.aval[1]):
+            continue
+        if sum(1 for i in n.inputs if i is a) > 1:
+            continue
+        reuse.add(n.id)
+        taken.add(a.id)
+    return reuse
+
+
+def compile_plan(graph: ir.Graph, reuse_buffers: bool = True):
     """Compile `graph` to a Python function `plan(slots) -> list of output values`."""
     em = _Emitter()
-    em.emit(graph.nodes, 4)
+    em.emit(graph.nodes, 4, plan_reuse(graph) if reuse_buffers else frozenset())
     outs = ", ".join(em.arg(o) for o in graph.outputs)
     src = "def plan(S):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
     code = compile(src, f"<janus_like plan {graph.name}>", "exec")
