@@ -11,8 +11,6 @@ differently in BLAS than the pieces, so this pass runs only with `reassociate=Tr
 """
 from __future__ import annotations
 
-import networkx as nx
-
 from .. import ir
 from .dce import _has_effect
 
@@ -30,6 +28,8 @@ def _refs(n):
 
 
 def _dependency_graph(nodes):
+    import networkx as nx  # imported on use (startup cost)
+
     g = nx.DiGraph()
     ids = {n.id for n in nodes}
     last_effect = None
@@ -60,6 +60,8 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
     groups = {k: v for k, v in groups.items() if len(v) >= min_group}
     if not groups:
         return graph
+    import networkx as nx
+
     dep = _dependency_graph(nodes)
     position = {n.id: i for i, n in enumerate(nodes)}
     mapping, extra = {}, []
