@@ -1,6 +1,6 @@
 """Training-step benchmark: every model in `benchmarks/models`, every available system.
 
-    python -m benchmarks.runner [--models mlp,lstm_lm] [--quick] [--repeats N] [--json out.json]
+    python -m benchmarks.runner [--models mlp,lstm_lm] [--quick] [--repeats N] [--json out.json] [--plot out.png]
 
 For each model, in one process, each system (eager janus_like, `janus_like.jit` when it exists,
 hand-written NumPy, PyTorch and JAX when installed) gets its own copy of the same initial
@@ -10,8 +10,10 @@ calls, timed one by one and reported separately (the first call, the whole warm-
 rotating order) so that drifts in machine load hit them all alike. A system's ms/step is the
 median over its blocks. The loss of every call is recorded, and each system's losses over the
 first `--check-steps` calls are compared with eager's: that is the jit-vs-eager agreement check
-(and a cross-check of the other implementations). Exit status 1 when a check fails or a system
-raises; progress goes to stderr, the table to stdout.
+(and a cross-check of the other implementations). For `jit`, the JIT's counters are read after
+the warm-up and again at the end, so the report says what share of the *steady-state* calls ran
+as a graph and how many fallbacks, regenerations and new graphs happened there. Exit status 1
+when a check fails or a system raises; progress goes to stderr, the table to stdout.
 """
 from __future__ import annotations
 
@@ -37,8 +39,14 @@ SYSTEMS = ("eager", "jit", "numpy", "torch", "jax")
 LOSS_RTOL = {"jit": 1e-4, "numpy": 1e-4, "torch": 1e-3, "jax": 1e-3}
 LOSS_ATOL = 1e-6
 
-QUICK_SETTINGS = dict(warmup=5, repeats=5, block_s=0.05, check_steps=10)
-FULL_SETTINGS = dict(warmup=10, repeats=7, block_s=0.25, check_steps=20)
+# warm-up: the JIT profiles 3 calls, then generates one graph per new signature; the tree models
+# cycle through 8 (quick: 4) tree shapes, so 12 (quick: 8) calls keep generation out of the
+# steady state for everything except data-dependent shapes (the RL episode lengths)
+QUICK_SETTINGS = dict(warmup=8, repeats=5, block_s=0.05, check_steps=10)
+FULL_SETTINGS = dict(warmup=12, repeats=7, block_s=0.25, check_steps=20)
+# JIT counters compared between the end of the warm-up and the end of the run
+STEADY_COUNTERS = ("calls", "graph_calls", "eager_calls", "warmup_calls", "fallbacks", "regenerations",
+                   "graphs_generated", "guard_failures", "assert_failures")
 
 
 def _progress(msg):
@@ -86,6 +94,29 @@ def _safe_stats(stepper):
         return f"stats() raised {type(exc).__name__}: {exc}"
 
 
+def jit_parts(stats):
+    """{part: counters} from a stepper's `stats()`: one JitFunction's flat dict (part "") or,
+    for steppers that jit several functions (the RL models), {name: flat dict}."""
+    if not isinstance(stats, dict):
+        return {}
+    if "calls" in stats:
+        return {"": stats}
+    return {k: v for k, v in stats.items() if isinstance(v, dict) and "calls" in v}
+
+
+def steady_state(before, after):
+    """Per jitted part, the counters' growth from `before` (end of warm-up) to `after` (end of
+    the run), plus `graph_share` = graph_calls / calls over that stretch. None without a JIT."""
+    old = jit_parts(before)
+    parts = {}
+    for name, now in jit_parts(after).items():
+        prev = old.get(name, {})
+        d = {k: now.get(k, 0) - prev.get(k, 0) for k in STEADY_COUNTERS if isinstance(now.get(k), (int, float))}
+        d["graph_share"] = d["graph_calls"] / d["calls"] if d.get("calls") else None
+        parts[name] = d
+    return parts or None
+
+
 # ------------------------------------------------------------------ one model
 def run_model(name, args, jit):
     """Benchmark one model; returns its JSON record."""
@@ -125,6 +156,7 @@ def run_model(name, args, jit):
                              "warmup_calls_ms": [t * 1e3 for t in times]}
     if not steppers:
         return record
+    stats_after_warmup = {s: _safe_stats(steppers[s]) for s in steppers}
 
     # steps per block: enough for `block_s` seconds of the slowest system's last warm-up call
     if args.steps:
@@ -158,12 +190,20 @@ def run_model(name, args, jit):
         stats = _safe_stats(steppers[sys_name])
         if stats is not None:
             results[sys_name]["stats"] = stats
+            steady = steady_state(stats_after_warmup.get(sys_name), stats)
+            if steady is not None:
+                results[sys_name]["steady_state"] = steady
     eager_ms = results.get("eager", {}).get("ms_per_step")
     numpy_ms = results.get("numpy", {}).get("ms_per_step")
+    eager_blocks = results.get("eager", {}).get("blocks_ms")
     for r in results.values():
         if "ms_per_step" in r:
             r["speedup_vs_eager"] = eager_ms / r["ms_per_step"] if eager_ms else None
             r["ratio_to_numpy"] = r["ms_per_step"] / numpy_ms if numpy_ms else None
+            # block k of every system covers the same steps in the same repeat: the ratio of the
+            # two is immune to load drift between repeats and to work that changes over training
+            r["speedup_vs_eager_paired"] = (statistics.median(e / b for e, b in zip(eager_blocks, r["blocks_ms"]))
+                                            if eager_blocks and len(eager_blocks) == len(r["blocks_ms"]) else None)
     record["systems"] = results
     record["checks"] = check_losses(losses, args.check_steps)
     for check in record["checks"]:
@@ -198,9 +238,25 @@ def check_losses(losses, n):
 
 
 # ------------------------------------------------------------------ report
+def format_graph_share(steady):
+    """The steady-state graph share for a table cell: "100%", or "41/100%" for several parts
+    (in the order the model lists them, e.g. update/policy); "-" when there is none."""
+    if not steady:
+        return "-"
+    shares = [p["graph_share"] for p in steady.values()]
+    if all(v is None for v in shares):
+        return "-"
+    return "/".join("-" if v is None else f"{100 * v:.0f}" for v in shares) + "%"
+
+
+def _ratio(v):
+    return "-" if v is None else f"{v:.2f}x"
+
+
 def format_table(records):
     """One row per (model, system): timings, or why the system did not run."""
-    cols = ("model", "system", "ms/step", "steps/s", "vs eager", "vs numpy", "first ms", "warm-up ms", "loss")
+    cols = ("model", "system", "ms/step", "steps/s", "vs eager", "paired", "vs numpy", "first ms", "warm-up ms",
+            "graph", "loss")
     timed, other = [], []
     for rec in records:
         verdicts = {c["system"]: "ok" if c["ok"] else "MISMATCH" for c in rec["checks"]}
@@ -208,8 +264,10 @@ def format_table(records):
             if "ms_per_step" in r:
                 timed.append((rec["model"], sys_name, f"{r['ms_per_step']:.3f}", f"{r['steps_per_s']:.1f}",
                               "-" if r["speedup_vs_eager"] is None else f"{r['speedup_vs_eager']:.2f}x",
+                              _ratio(r.get("speedup_vs_eager_paired")),
                               "-" if r["ratio_to_numpy"] is None else f"{r['ratio_to_numpy']:.2f}",
                               f"{r['first_call_ms']:.2f}", f"{r['warmup_ms']:.2f}",
+                              format_graph_share(r.get("steady_state")),
                               "ref" if sys_name == "eager" else verdicts.get(sys_name, "-")))
         for sys_name, why in rec["skipped"].items():
             other.append((rec["model"], sys_name, "skipped: " + why))
@@ -233,11 +291,71 @@ def format_notes(records):
     for rec in records:
         for c in rec["checks"]:
             notes.append(f"check {rec['model']}/{c['system']} vs eager: {c['verdict']}")
-        stats = rec["systems"].get("jit", {}).get("stats")
+        jit = rec["systems"].get("jit", {})
+        for part, d in (jit.get("steady_state") or {}).items():
+            name = rec["model"] + (f"/{part}" if part else "")
+            share = "-" if d["graph_share"] is None else f"{100 * d['graph_share']:.1f}%"
+            notes.append(f"jit steady state {name}: {d.get('calls', 0)} calls, {share} as graph "
+                         f"({d.get('eager_calls', 0)} eager, {d.get('warmup_calls', 0)} profiled); "
+                         f"{d.get('fallbacks', 0)} fallbacks, {d.get('regenerations', 0)} regenerations, "
+                         f"{d.get('graphs_generated', 0)} graphs generated, "
+                         f"{d.get('guard_failures', 0)} guard failures")
+        stats = jit.get("stats")
         if stats is not None:
             text = json.dumps(stats, default=str, sort_keys=True)
             notes.append(f"jit stats {rec['model']}: {text[:300]}{'...' if len(text) > 300 else ''}")
     return "\n".join(notes)
+
+
+def plot(records, path):
+    """Bar charts per model: jit's speedup over eager, and eager's and jit's ratio to hand NumPy.
+    matplotlib is optional (the `bench` extra): without it, say so and return False."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except Exception as exc:  # noqa: BLE001 - ImportError, or a broken install
+        _progress(f"--plot: matplotlib is not available ({type(exc).__name__}: {exc}); no plot written. "
+                  f"Install it with `pip install matplotlib` (or the `bench` extra).")
+        return False
+    rows = [(rec["model"], rec["systems"]) for rec in records
+            if "ms_per_step" in rec["systems"].get("eager", {})]
+    if not rows:
+        _progress("--plot: no model has eager timings; no plot written")
+        return False
+    models = [m for m, _ in rows]
+    x = np.arange(len(models))
+
+    def values(system, key):
+        return [s.get(system, {}).get(key) or np.nan for _, s in rows]
+
+    fig, (left, right) = plt.subplots(2, 1, figsize=(max(6, 0.6 * len(models) + 2), 8), constrained_layout=True)
+    speedup = [p if not np.isnan(p) else u for p, u in zip(values("jit", "speedup_vs_eager_paired"),
+                                                              values("jit", "speedup_vs_eager"))]
+    bars = left.bar(x, speedup, color=["tab:green" if v >= 1 else "tab:red" for v in np.nan_to_num(speedup)])
+    left.bar_label(bars, labels=["" if np.isnan(v) else f"{v:.2f}x" for v in speedup], fontsize=8)
+    left.axhline(1.0, color="black", linewidth=0.8)
+    left.set_title("jit speedup over eager, paired by block (higher is better)")
+    left.set_ylabel("eager ms / jit ms")
+    width = 0.4
+    for offset, system in ((-width / 2, "eager"), (width / 2, "jit")):
+        right.bar(x + offset, values(system, "ratio_to_numpy"), width, label=system)
+    right.axhline(1.0, color="black", linewidth=0.8)
+    right.set_yscale("log")
+    right.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    right.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    right.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    right.set_title("time relative to hand-written NumPy (lower is better)")
+    right.set_ylabel("system ms / numpy ms (log scale)")
+    right.legend()
+    for ax in (left, right):
+        ax.set_xticks(x, models, rotation=30, ha="right")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    _progress(f"wrote {path}")
+    return True
 
 
 @contextlib.contextmanager
@@ -275,6 +393,9 @@ def parse_args(argv):
                    help="BLAS (and torch) threads while benchmarking; 0 leaves them as they are (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="PATH", help="write every number, the machine and versions as JSON")
+    p.add_argument("--plot", metavar="PATH",
+                   help="bar chart (PNG) of jit speedup and ratio to hand NumPy per model; needs matplotlib "
+                        "(skipped with a message when it is missing)")
     args = p.parse_args(argv)
     defaults = QUICK_SETTINGS if args.quick else FULL_SETTINGS
     for key, value in defaults.items():
@@ -307,7 +428,8 @@ def main(argv=None) -> int:
     print(format_table(records) + ("\n" + notes if notes else ""))
     print(f"{'quick' if args.quick else 'full'} run, {elapsed:.1f} s; ms/step: median over {args.repeats} "
           f"blocks after {args.warmup} warm-up calls; vs eager = eager ms / system ms; "
-          f"vs numpy = system ms / hand-NumPy ms", flush=True)
+          f"paired = median over repeats of eager block ms / system block ms; "
+          f"vs numpy = system ms / hand-NumPy ms; graph = steady-state calls run as a graph", flush=True)
     failed = any(rec["errors"] or not all(c["ok"] for c in rec["checks"]) for rec in records)
     if args.json:
         report = {
@@ -321,6 +443,8 @@ def main(argv=None) -> int:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2, default=str)
         _progress(f"wrote {args.json}")
+    if args.plot:
+        plot(records, args.plot)
     return 1 if failed else 0
 
 

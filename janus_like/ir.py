@@ -170,10 +170,13 @@ def verify(graph: Graph) -> None:
     """Check invariants: inputs defined before use, unique ids, known ops, acyclic."""
     from .ops.registry import REGISTRY
 
+    everywhere: set = set()  # ids placed anywhere in the graph, blocks included
+
     def check_block(nodes, defined):
         for n in nodes:
-            if n.id in defined:
+            if n.id in defined or n.id in everywhere:
                 raise VerifyError(f"node %{n.id} defined twice")
+            everywhere.add(n.id)
             if n.op == LOOP_VAR:
                 raise VerifyError(f"loop variable %{n.id} used as a node outside its loop")
             if n.op not in STRUCTURAL and n.op not in REGISTRY:

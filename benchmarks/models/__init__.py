@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import importlib
 
-MODELS = ("tiny_mlp", "mlp", "tree_rnn", "lstm_lm", "lenet")
+MODELS = ("tiny_mlp", "mlp", "tree_rnn", "lstm_lm", "lenet", "resnet", "char_rnn", "tree_lstm", "gan",
+          "reinforce", "a2c")
 
 
 def load(name: str):

@@ -53,6 +53,7 @@ class CompiledGraph:
         saved_gens = [g.bit_generator.state for g in self.generators]
         try:
             values = self.body(slots)
+            prepared = self.outputs.prepare_effects(values, slots) if self.outputs.effects else []
         except AssertFailed as exc:
             self._restore(saved, saved_gens)
             return ASSERT_FAILED, exc.assumption
@@ -60,7 +61,7 @@ class CompiledGraph:
             self._restore(saved, saved_gens)
             return RAISED, exc
         self.last_slots = slots  # kept for plan-vs-interpreter checks and reports
-        result = self.outputs.finish(values, slots)
+        result = self.outputs.finish(values, slots, prepared)
         self.runs += 1
         self.time_s += time.perf_counter() - start
         return OK, result

@@ -227,7 +227,8 @@ class SymbolicTape:
 
         def pick(s):
             if not isinstance(s, Sym):
-                raise Unsupported("unsupported-call", "gradient source is not a graph value")
+                raise Unsupported("unsupported-call", f"gradient source is a {type(s).__name__}, not a tensor",
+                                  self.builder.site)
             g = grads.get(_key(s))
             if g is None and unconnected_gradients == "zero":
                 return F.zeros_like(s)

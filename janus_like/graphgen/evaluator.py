@@ -114,6 +114,7 @@ class Generator:
         self.depth = 0
         self.unrolled = 0
         self.pure_depth = 0  # >0 while building a cond branch: no writes allowed
+        self.branch_frames: list = []  # frames whose own `return` would leave a cond/loop block
         self.site = ""
 
     # ================================================================== entry
@@ -225,6 +226,9 @@ class Generator:
                              and func.__name__ in _LOG_FUNCTIONS):
             return self.defer(func, args, kwargs)
         if isinstance(func, types.MethodType) and isinstance(func.__self__, (Sym, SymbolicTape)):
+            # tape.gradient(loss, params) with `params` an input list: hand over its elements
+            args = [self.containers_to_python(a) for a in args]
+            kwargs = {k: self.containers_to_python(v) for k, v in kwargs.items()}
             return func(*args, **kwargs)
         if isinstance(func, types.MethodType) and func.__self__ is getattr(np.random, "mtrand", None)._rand:
             return self.global_random(func.__name__, args, kwargs)
@@ -238,6 +242,16 @@ class Generator:
             tape = SymbolicTape(self.builder, kwargs.get("persistent", args[0] if args else False),
                                 kwargs.get("watch_accessed_variables", True))
             return tape
+        if func in (Tensor, Variable) or func is _tensor_fn():
+            if _any_abstract((args, kwargs)):
+                if func is Variable:
+                    raise Unsupported("object-construction", "creating a Variable inside the function", self.site)
+                src = args[0]
+                if not isinstance(src, Sym) or len(args) > 1 or kwargs:
+                    raise Unsupported("unsupported-call", "tensor() of a structure of graph values", self.site)
+                return _as_kind(F.reshape_like(Sym(src.node, "array"), Sym(src.node, "array")), "tensor") \
+                    if src.kind == "array" else Sym(src.node, "tensor")
+            return self.lift(func(*args, **kwargs))
         if isinstance(func, types.FunctionType):
             if module.startswith(_LIBRARY_PREFIXES) and not module.startswith(_INLINE_LIBRARY):
                 return self.call_library(func, args, kwargs)
@@ -246,12 +260,6 @@ class Generator:
             return self.call_numpy(func, args, kwargs)
         if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
             return self.call_builtin(func, args, kwargs)
-        if func in (Tensor, Variable) or func is _tensor_fn():
-            if _any_abstract((args, kwargs)):
-                if func is Variable:
-                    raise Unsupported("object-construction", "creating a Variable inside the function", self.site)
-                return Sym(_unwrap_sym(args[0]).node, "tensor")
-            return self.lift(func(*args, **kwargs))
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
             if isinstance(owner, (list, dict, set, str, tuple)) and not _any_objref((args, kwargs)):
@@ -485,7 +493,7 @@ class Generator:
         pass
 
     def stmt_Return(self, node, frame):
-        if self.pure_depth:
+        if self.pure_depth and frame in self.branch_frames:
             raise Unsupported("unsupported-syntax", "return inside a data-dependent branch", self.site)
         raise _Return(None if node.value is None else self.eval(node.value, frame))
 
@@ -653,6 +661,7 @@ class Generator:
         outer_block = self.builder.block
         saved_locals = dict(frame.locals)
         self.pure_depth += 1
+        self.branch_frames.append(frame)
         try:
             for body in (node.body, node.orelse):
                 block = []
@@ -664,7 +673,9 @@ class Generator:
                 frame.locals.update(saved)
         finally:
             self.pure_depth -= 1
+            self.branch_frames.pop()
             self.builder.block = outer_block
+        self.set_site(node, frame)
         (then_block, then_vals), (else_block, else_vals) = results
         outs_then, outs_else, merged = [], [], []
         for name in assigned:
@@ -701,6 +712,7 @@ class Generator:
         key = site_key(frame.filename, node)
         iterations = 0
         while True:
+            self.set_site(node, frame)
             test = self.eval(node.test, frame)
             if isinstance(test, Sym):
                 trips = self.profile.trips(key) if self.profile is not None else set()
@@ -751,6 +763,7 @@ class Generator:
             frame.locals[name] = Sym(ph, v.kind)
         outer = self.builder.block
         self.pure_depth += 1
+        self.branch_frames.append(frame)
         try:
             cond_block, body_block = [], []
             self.builder.block = cond_block
@@ -765,6 +778,7 @@ class Generator:
                 raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
         finally:
             self.pure_depth -= 1
+            self.branch_frames.pop()
             self.builder.block = outer
         outs = []
         for (name, v), ph in zip(carried, placeholders):
@@ -990,6 +1004,8 @@ class Generator:
                 raise AttributeError(name)
             if isinstance(attr, types.FunctionType):
                 return BoundMethod(attr, obj)
+            if _is_jit(attr) and getattr(attr, "__self__", None) is None:  # @jit on a method
+                return BoundMethod(attr.__wrapped__, obj)
             if isinstance(attr, property):
                 return self.inline(attr.fget, [obj], {})
             if isinstance(attr, staticmethod):
@@ -1210,8 +1226,8 @@ class Generator:
         if isinstance(spec, DeferredStr):
             raise Unsupported("data-dependent-python", "format spec computed in the graph", self.site)
         conv = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
-        if isinstance(value, (Sym, ObjRef)):
-            return DeferredStr([(value, conv, spec)])
+        if isinstance(value, (Sym, ObjRef)):  # formatted later, with the value it has now
+            return DeferredStr([(self.snapshot_for_effect(value), conv, spec)])
         text = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
                 "a": lambda x, s: format(ascii(x), s)}[conv](value, spec)
         return DeferredStr([text])
@@ -1279,6 +1295,15 @@ class Generator:
             over = self.overlay.get((id(ref.obj), name), _MISSING)
             out[name] = over if over is not _MISSING else self.getattr(ref, name)
         return out
+
+    def containers_to_python(self, v):
+        if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):
+            v = self.materialize(v, self.site)
+        if isinstance(v, dict):
+            return {k: self.containers_to_python(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(self.containers_to_python(x) for x in v)
+        return v
 
     def materialize_dict(self, v):
         if isinstance(v, ObjRef):

@@ -126,8 +126,23 @@ class Outputs:
             return v.copy() if isinstance(v, np.ndarray) else v
         raise AssertionError(tag)
 
-    def finish(self, values, slots):
+    def prepare_effects(self, values, slots):
+        """Build (and, for print, format) every deferred effect's arguments *before* the commit,
+        so that an exception while formatting leaves state untouched (the call then re-runs
+        eagerly and raises where eager code raises)."""
+        prepared = []
+        for fn, args, kwargs in self.effects:
+            built = [self.build(a, values, slots) for a in args]
+            kw = {k: self.build(a, values, slots) for k, a in kwargs.items()}
+            if fn is print:
+                built = [str(a) for a in built]
+            prepared.append((fn, built, kw))
+        return prepared
+
+    def finish(self, values, slots, prepared=None):
         """Commit every state write, run deferred effects, return the function's result."""
+        if prepared is None:
+            prepared = self.prepare_effects(values, slots)
         for kind, slot, i, copy in self.commits:
             target = slots[slot]
             val = values[i]
@@ -150,8 +165,8 @@ class Outputs:
                 getattr(slots[op[1]], op[2])(*args, **kwargs)
             elif tag == "global":
                 op[1][op[2]] = self.build(op[3], values, slots)
-        for fn, args, kwargs in self.effects:
-            fn(*[self.build(a, values, slots) for a in args], **{k: self.build(a, values, slots) for k, a in kwargs.items()})
+        for fn, args, kwargs in prepared:
+            fn(*args, **kwargs)
         return self.build(self.result, values, slots)
 
 

@@ -151,9 +151,13 @@ class JitFunction:
             if self._guard_failed(entry, *guard_failure):
                 return self._eager(args)
         if self._total_graphs() >= self.max_graphs:
-            if not self._said_max:
+            c["fallbacks"] += 1
+            fb = Fallback("max-graphs", f"{self.max_graphs} graphs cached; new signatures run eagerly")
+            if not self._said_max:  # said once (logged); counted every time
                 self._said_max = True
-                self._note(Fallback("max-graphs", f"{self.max_graphs} graphs cached; new signatures run eagerly"))
+                self._note(fb)
+            else:
+                self._fallbacks[(fb.reason, fb.site, fb.detail)].count += 1
             return self._eager(args)
         g = self._generate(entry, args)
         if g is None:
