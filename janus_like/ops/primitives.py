@@ -296,10 +296,12 @@ def _getitem(xp, x, *operands, index):
     return x[build_index(index, operands)]
 
 
-def _getitem_grad(xp, g, x, *operands, index):
+def _getitem_grad(xp, g, x, *operands, index, unique=False):
+    # unique=True (set by a graph pass when the index provably hits each position once) lets a
+    # plain assignment replace the much slower unbuffered add.at
     out = xp.zeros(xp.shape(x), dtype=x.dtype if np.issubdtype(x.dtype, np.inexact) else g.dtype)
     idx = build_index(index, operands)
-    if is_basic(index):
+    if unique or is_basic(index):
         out[idx] = g
     else:
         xp.add.at(out, idx, g)
@@ -315,7 +317,7 @@ def _index_update(xp, x, v, *operands, index):
 register("getitem", _getitem,
          vjp=lambda g, o, x, *ops, index: (F.getitem_grad(g, x, *ops, index=index),) + (None,) * len(ops))
 register("getitem_grad", _getitem_grad,
-         vjp=lambda g, o, gy, x, *ops, index: (F.getitem_raw(g, ops, index),) + (None,) * (1 + len(ops)))
+         vjp=lambda g, o, gy, x, *ops, index, unique=False: (F.getitem_raw(g, ops, index),) + (None,) * (1 + len(ops)))
 
 
 def _index_update_vjp(g, out, x, v, *ops, index):

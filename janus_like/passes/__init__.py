@@ -14,10 +14,10 @@ from .batch import batch_matmuls
 from .cse import cse
 from .dce import dce
 from .fold import fold_accumulations
-from .simplify import simplify, sum_to_reshape
+from .simplify import simplify, sum_to_reshape, unique_scatters
 
 PIPELINE = [simplify, cse, dce]
-REASSOCIATING = [sum_to_reshape, fold_accumulations, batch_matmuls, dce]
+REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, cse, dce]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:

@@ -15,6 +15,14 @@ from .. import ir
 from .dce import _has_effect
 
 
+MIN_MACS = 16384  # multiply-accumulates per product below which batching does not pay (measured)
+
+
+def _macs(n):
+    (rows, inner), cols = n.inputs[0].aval[0], n.inputs[1].aval[0][1]
+    return rows * inner * cols
+
+
 def _refs(n):
     """Nodes used by n, including uses inside a conditional's or loop's blocks."""
     out = [i for i in n.inputs if isinstance(i, ir.Node)]
@@ -79,8 +87,8 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
             else:
                 batches.append([m])
         for batch in batches:
-            if len(batch) < min_group:
-                continue
+            if len(batch) < min_group or _macs(batch[0]) < MIN_MACS:
+                continue  # tiny products: a concatenation and k slices cost more than k calls
             claimed.update(m.id for m in batch)
             axis = 0 if side == "right" else 1
             parts = [m.inputs[0 if side == "right" else 1] for m in batch]

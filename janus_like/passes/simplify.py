@@ -101,3 +101,22 @@ def _rewrite_sum_to(nodes):
         for block in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes"):
             if block in n.params:
                 _rewrite_sum_to(n.params[block])
+
+
+def unique_scatters(graph: ir.Graph) -> ir.Graph:
+    """getitem_grad whose advanced index pairs a constant of distinct integers (np.arange(n), as
+    in cross-entropy's `logp[arange(n), labels]`) with other 1-D indices of the same length hits
+    every position at most once: assignment instead of add.at. Not exact in one corner (0.0 +
+    -0.0 is +0.0, an assignment keeps -0.0), so it runs with the reassociating passes."""
+    for n in graph.all_nodes():
+        if n.op != "getitem_grad" or len(n.inputs) < 3 or n.params.get("unique"):
+            continue
+        ops = n.inputs[2:]
+        if not all(isinstance(o, ir.Node) and o.aval is not None and len(o.aval[0]) == 1 for o in ops):
+            continue
+        lengths = {o.aval[0][0] for o in ops}
+        distinct = any(o.op == ir.CONST and np.issubdtype(np.asarray(o.params["value"]).dtype, np.integer)
+                       and len(np.unique(o.params["value"])) == len(o.params["value"]) for o in ops)
+        if len(lengths) == 1 and distinct:
+            n.params = dict(n.params, unique=True)
+    return graph

@@ -6,12 +6,12 @@ from janus_like import F
 
 def _rnn(reassociate):
     r = np.random.default_rng(0)
-    wh = jl.Variable(r.standard_normal((16, 16)).astype(np.float32) * 0.3)
-    wo = jl.Variable(r.standard_normal((16, 40)).astype(np.float32) * 0.3)
+    wh = jl.Variable(r.standard_normal((32, 32)).astype(np.float32) * 0.2)
+    wo = jl.Variable(r.standard_normal((32, 80)).astype(np.float32) * 0.2)
 
     def step(x):
         with jl.GradientTape() as tape:
-            h = np.zeros((x.shape[1], 16), np.float32)
+            h = np.zeros((x.shape[1], 32), np.float32)
             loss = 0.0
             for t in range(x.shape[0]):
                 h = np.tanh(x[t] + h @ wh)
@@ -25,7 +25,7 @@ def _rnn(reassociate):
 
 
 def test_independent_projections_are_batched_into_one_matmul():
-    x = np.random.default_rng(1).standard_normal((6, 3, 16)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((6, 8, 32)).astype(np.float32)
     fast, (wh1, wo1) = _rnn(True)
     exact, (wh2, wo2) = _rnn(False)
     for _ in range(5):
@@ -33,6 +33,6 @@ def test_independent_projections_are_batched_into_one_matmul():
     np.testing.assert_allclose(wo1.numpy(), wo2.numpy(), rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(wh1.numpy(), wh2.numpy(), rtol=1e-4, atol=1e-6)
     shapes = [(n.inputs[0].aval[0], n.inputs[1].aval[0]) for n in fast.graphs()[0].graph.nodes if n.op == "matmul"]
-    assert ((18, 16), (16, 40)) in shapes  # the 6 per-step (3,16)@(16,40) products, batched
+    assert ((48, 32), (32, 80)) in shapes  # the 6 per-step (8,32)@(32,80) products, batched
     jl.ir.verify(fast.graphs()[0].graph)
     assert fast.stats()["graph_calls"] == 2
