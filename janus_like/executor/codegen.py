@@ -98,13 +98,15 @@ class _Emitter:
             return f"{self.arg(x)}.{n.op}({', '.join(kw)})"
         return None
 
-    def emit(self, nodes, indent, reuse=frozenset()):
+    def emit(self, nodes, indent, reuse=None):
+        reuse = reuse or {}
         pad = " " * indent
         for n in nodes:
             args = ", ".join(self.arg(i) for i in n.inputs)
             v = f"v{n.id}"
-            if n.id in reuse:  # the first operand's buffer is dead after this node: write into it
-                self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({args}, out={self.arg(n.inputs[0])})")
+            if n.id in reuse:  # an operand's buffer is dead after this node: write into it
+                target = self.arg(n.inputs[reuse[n.id]])
+                self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({args}, out={target})")
                 continue
             expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
             if expr is not None:
@@ -167,7 +169,7 @@ _FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate",
                           "index_update", "getitem_grad", "sigmoid", "relu", "clip", "where", "pow", "cast"}
 
 
-def plan_reuse(graph: ir.Graph) -> set:
+def plan_reuse(graph: ir.Graph) -> dict:
     """Memory planning: node ids whose first operand is a dead, graph-owned buffer of the result's
     exact shape and dtype, so the op can run in place (`np.add(a, b, out=a)`)."""
     last_use: dict = {}
@@ -183,29 +185,30 @@ def plan_reuse(graph: ir.Graph) -> set:
     # a buffer that some node may hold a view of (getitem, transpose, reshape, ...) stays untouched
     copying = _FRESH | {"sum", "mean", "max", "min", "argmax", "argmin", ir.ASSERT, ir.TO_PY, ir.PY_OP}
     viewed = {i.id for n in graph.all_nodes() if n.op not in copying for i in n.inputs if isinstance(i, ir.Node)}
-    reuse = set()
+    reuse: dict = {}  # node id -> index of the operand whose buffer receives the result
     taken = set()
     for pos, n in enumerate(graph.nodes):
         if n.op not in _INPLACE or not n.inputs or n.aval is None or len(n.aval[0]) == 0:
             continue
-        a = n.inputs[0]
-        if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):
-            continue
-        if a.id in outputs or a.id in taken or a.id in viewed or last_use.get(a.id) != pos:
-            continue
-        if tuple(a.aval[0]) != tuple(n.aval[0]) or np.dtype(a.aval[1]) != np.dtype(n.aval[1]):
-            continue
-        if sum(1 for i in n.inputs if i is a) > 1:
-            continue
-        reuse.add(n.id)
-        taken.add(a.id)
+        for k, a in enumerate(n.inputs):  # any operand of a ufunc may receive its output
+            if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):
+                continue
+            if a.id in outputs or a.id in taken or a.id in viewed or last_use.get(a.id) != pos:
+                continue
+            if tuple(a.aval[0]) != tuple(n.aval[0]) or np.dtype(a.aval[1]) != np.dtype(n.aval[1]):
+                continue
+            if sum(1 for i in n.inputs if i is a) > 1:
+                continue
+            reuse[n.id] = k
+            taken.add(a.id)
+            break
     return reuse
 
 
 def compile_plan(graph: ir.Graph, reuse_buffers: bool = True):
     """Compile `graph` to a Python function `plan(slots) -> list of output values`."""
     em = _Emitter()
-    em.emit(graph.nodes, 4, plan_reuse(graph) if reuse_buffers else frozenset())
+    em.emit(graph.nodes, 4, plan_reuse(graph) if reuse_buffers else {})
     outs = ", ".join(em.arg(o) for o in graph.outputs)
     src = "def plan(S):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
     code = compile(src, f"<janus_like plan {graph.name}>", "exec")
