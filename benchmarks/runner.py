@@ -33,10 +33,10 @@ from . import frameworks
 from .models import MODELS, load
 from .models._common import numpy_stepper
 
-SYSTEMS = ("eager", "jit", "numpy", "torch", "jax")
+SYSTEMS = ("eager", "jit", "numpy", "torch", "torch_compile", "jax")
 # Relative tolerance on the loss, per system, against eager janus_like. jit and hand NumPy do the
 # same float32 arithmetic up to reordering; other frameworks use other kernels (e.g. logsumexp).
-LOSS_RTOL = {"jit": 1e-4, "numpy": 1e-4, "torch": 1e-3, "jax": 1e-3}
+LOSS_RTOL = {"jit": 1e-4, "numpy": 1e-4, "torch": 1e-3, "torch_compile": 1e-3, "jax": 1e-3}
 LOSS_ATOL = 1e-6
 
 # warm-up: the JIT profiles 3 calls, then generates one graph per new signature; the tree models
@@ -62,13 +62,13 @@ def build_systems(module, seed, quick, wanted, jit):
         if name == "jit" and jit is None:
             skipped[name] = "janus_like.jit is not available"
             continue
-        if name == "torch" and frameworks.torch_or_none() is None:
+        if name in ("torch", "torch_compile") and frameworks.torch_or_none() is None:
             skipped[name] = "torch is not installed"
             continue
         if name == "jax" and frameworks.jax_or_none() is None:
             skipped[name] = "jax is not installed"
             continue
-        builder = {"torch": "torch_step", "jax": "jax_step"}.get(name)
+        builder = {"torch": "torch_step", "torch_compile": "torch_step", "jax": "jax_step"}.get(name)
         if builder is not None and not hasattr(module, builder):
             skipped[name] = f"the model has no {builder}"
             continue
@@ -80,6 +80,15 @@ def build_systems(module, seed, quick, wanted, jit):
                 steppers[name] = module.janus_step(state, jit=jit)
             elif name == "numpy":
                 steppers[name] = numpy_stepper(module, state)
+            elif name == "torch_compile":
+                stepper = module.torch_step(state)
+                if not hasattr(stepper, "loss_fn"):
+                    raise TypeError("its torch stepper has no loss_fn to compile")
+                # the same eager step with its forward+loss compiled by torch.compile (the first
+                # call, reported separately as `first ms`, includes the compilation)
+                stepper.loss_fn = frameworks.torch_or_none().compile(stepper.loss_fn)
+                stepper.system = "torch_compile"
+                steppers[name] = stepper
             else:
                 steppers[name] = getattr(module, builder)(state)
         except Exception as exc:  # noqa: BLE001 - one broken system must not stop the others
