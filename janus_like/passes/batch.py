@@ -4,8 +4,8 @@ An LSTM language model computes `h_t @ W_out` at every time step, and its backwa
 `dlogits_t @ W_outᵀ`; none of those products depends on another, so k products of (n, d)·(d, m)
 are one product of (k·n, d)·(d, m), followed by row slices (views). Column-vector code
 (`np.dot(W, h_t)`, as in NumPy tutorials) shares the left operand and is batched by columns. Nobody has to rewrite the
-model to batch over time. Independence is decided on the dataflow graph with networkx
-(ancestor sets); the nodes are then re-ordered topologically, keeping the original order as far
+model to batch over time. Independence is decided on the dataflow graph (dependency
+bitsets in one pass); the nodes are then re-ordered topologically with networkx, keeping the original order as far
 as possible and never reordering effects (asserts, RNG draws). A bigger matrix product may round
 differently in BLAS than the pieces, so this pass runs only with `reassociate=True`.
 """
@@ -53,6 +53,28 @@ def _dependency_graph(nodes):
     return g
 
 
+def _reach_bits(nodes, member_ids):
+    """For every node, the set (as an int bitset) of candidate products it depends on, through
+    data and through the order of effects; one pass in program (topological) order. Two products
+    are independent when neither's bit is in the other's set (a bit is set for the product
+    itself only in its *consumers*, so a node's own bit does not count)."""
+    bits = {mid: 1 << k for k, mid in enumerate(sorted(member_ids))}
+    reached: dict = {}
+    below: dict = {}  # node id -> bits of candidate products at or above it
+    last_effect = None
+    for n in nodes:
+        r = 0
+        for i in _refs(n):
+            r |= below.get(i.id, 0)
+        if _has_effect(n) or n.op in (ir.COND, ir.LOOP):
+            if last_effect is not None:
+                r |= below.get(last_effect, 0)
+            last_effect = n.id
+        reached[n.id] = r
+        below[n.id] = r | bits.get(n.id, 0)
+    return bits, reached
+
+
 def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
     nodes = graph.nodes
     groups: dict = {}
@@ -70,18 +92,18 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
         return graph
     import networkx as nx
 
-    dep = _dependency_graph(nodes)
+    reach = _reach_bits(nodes, {m.id for members in groups.values() for m in members})
     position = {n.id: i for i, n in enumerate(nodes)}
     mapping, extra = {}, []
     for (side, *_), members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         members = [m for m in members if m.id not in claimed]
         if len(members) < min_group:
             continue
-        ancestors = {m.id: nx.ancestors(dep, m.id) for m in members}
+        bits, reached = reach
         batches: list = []
         for m in members:
             for batch in batches:
-                if all(o.id not in ancestors[m.id] and m.id not in ancestors[o.id] for o in batch):
+                if all(not (reached[m.id] & bits[o.id]) and not (reached[o.id] & bits[m.id]) for o in batch):
                     batch.append(m)
                     break
             else:
