@@ -124,7 +124,7 @@ class Generator:
             arg_values = []
             for i, a in enumerate(args):
                 slot, _ = self.prog.root_arg(i, a)
-                arg_values.append(self.classify(slot, f"argument {i}"))
+                arg_values.append(self.classify(slot, f"argument {i}", ("arg", i)))
             result = self.call(self.fn, arg_values, {})
         finally:
             set_builder(old)
@@ -739,15 +739,19 @@ class Generator:
                 continue
         self.exec_block(node.orelse, frame)
 
-    def loop(self, node, frame):
-        """A `while` on a graph value whose trip count varies: one loop node whose body is
-        generated once, with the variables it reassigns carried from iteration to iteration."""
+    def loop(self, node, frame, counter=None):
+        """A loop whose trip count is a graph value: one loop node whose body is generated once,
+        with the variables it reassigns carried from iteration to iteration. `node` is a `while`
+        (its test is the condition) or, with `counter=(target, start, stop, step)`, a
+        `for target in range(start, stop, step)` whose bounds are graph values."""
+        kind = "while" if counter is None else "for"
         if self.builder.tapes:
-            raise Unsupported("varying-trip-count", "a while loop with varying trip count inside a GradientTape",
-                              self.site)
+            raise Unsupported("varying-trip-count", f"a {kind} loop with a graph-valued trip count inside a "
+                                                    "GradientTape", self.site)
         if node.orelse:
-            raise Unsupported("unsupported-syntax", "while ... else on a graph value", self.site)
-        names = sorted(_assigned_names(node.body))
+            raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
+        target = counter[0] if counter is not None else None
+        names = sorted(_assigned_names(node.body) - ({target} if target else set()))
         carried = []
         for name in names:
             v = frame.locals.get(name, _MISSING)
@@ -761,21 +765,31 @@ class Generator:
             ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, v.node.aval, self.site)
             placeholders.append(ph)
             frame.locals[name] = Sym(ph, v.kind)
+        if counter is not None:
+            start = counter[1]
+            count_ph = ir.Node(ir.LOOP_VAR, (), {"name": target}, ((), np.dtype(np.int64)), self.site)
+            frame.locals[target] = Sym(count_ph, "py")
         outer = self.builder.block
         self.pure_depth += 1
         self.branch_frames.append(frame)
         try:
             cond_block, body_block = [], []
             self.builder.block = cond_block
-            test = self.eval(node.test, frame)
-            if not isinstance(test, Sym):
-                raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop", self.site)
-            pred = _truth_value(test)
+            if counter is None:
+                test = self.eval(node.test, frame)
+                if not isinstance(test, Sym):
+                    raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
+                                      self.site)
+                pred = _truth_value(test)
+            else:
+                pred = self.builder.py_op(operator.lt, Sym(count_ph, "py"), counter[2])
             self.builder.block = body_block
             try:
                 self.exec_block(node.body, frame)
             except (_Break, _Continue):
                 raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
+            if counter is not None:
+                next_count = self.builder.py_op(operator.add, Sym(count_ph, "py"), counter[3])
         finally:
             self.pure_depth -= 1
             self.branch_frames.pop()
@@ -789,17 +803,47 @@ class Generator:
             outs.append(new.node)
         self.set_site(node, frame)
         for name, value in before.items():
-            if name not in dict(carried) and frame.locals.get(name, _MISSING) is not value:
+            if name not in dict(carried) and name != target and frame.locals.get(name, _MISSING) is not value:
                 raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
-        loop = self.builder.add(ir.Node(ir.LOOP, tuple(v.node for _, v in carried), {
+        inputs = [v.node for _, v in carried]
+        if counter is not None:
+            placeholders.append(count_ph)
+            outs.append(next_count.node)
+            inputs.append(start.node if isinstance(start, Sym) else start)
+        loop = self.builder.add(ir.Node(ir.LOOP, tuple(inputs), {
             "placeholders": placeholders, "cond_nodes": cond_block, "cond": pred.node,
             "body_nodes": body_block, "body_outs": outs, "max_iter": self.max_unroll * 50}))
         for i, (name, v) in enumerate(carried):
             out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
             frame.locals[name] = Sym(out, v.kind)
+        if counter is not None:  # the loop variable after the loop is not modelled
+            stale = Sym(count_ph, "py")
+            stale.kind = "stale"
+            frame.locals[target] = stale
+
+    def dynamic_range(self, node, frame):
+        """(start, stop, step) when `node.iter` is range(...) with graph-valued bounds, else None."""
+        call = node.iter
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
+                and not call.keywords and 1 <= len(call.args) <= 3 and isinstance(node.target, ast.Name)):
+            return None
+        if self.load_name("range", frame, call.func) is not range:
+            return None
+        bounds = [self.eval(a, frame) for a in call.args]
+        if not any(isinstance(b, Sym) for b in bounds):
+            return bounds  # plain Python bounds: the caller unrolls
+        if any(isinstance(b, Sym) and (b.kind != "py" or b.dtype.kind not in "iu") for b in bounds):
+            raise Unsupported("data-dependent-python", "range() of a graph value that is not a Python int", self.site)
+        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds + [1])[:3]
+        if isinstance(step, Sym) or step <= 0:
+            raise Unsupported("varying-trip-count", "range() with a graph-valued or non-positive step", self.site)
+        return ("dynamic", start, stop, step)
 
     def stmt_For(self, node, frame):
-        iterable = self.eval(node.iter, frame)
+        bounds = self.dynamic_range(node, frame)
+        if bounds is not None and bounds[0] == "dynamic":  # a trip count known only at run time
+            return self.loop(node, frame, counter=(node.target.id,) + tuple(bounds[1:]))
+        iterable = range(*bounds) if bounds is not None else self.eval(node.iter, frame)
         if isinstance(iterable, ObjRef):  # elements the profiler saw vary become graph inputs
             items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
         else:

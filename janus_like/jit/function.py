@@ -188,6 +188,8 @@ class JitFunction:
         c = self.counters
         c["warmup_calls"] += 1
         self.profile.calls += 1
+        for i, a in enumerate(args):  # argument values: an int that varies becomes a graph input
+            self.profile.record_value(("arg", i), a)
         fn = profiled_callable(self.__wrapped__, self._hooks)
         start = time.perf_counter()
         try:

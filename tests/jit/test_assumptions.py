@@ -168,7 +168,8 @@ def test_scalar_varying_during_warmup_is_graph_input_from_the_start():
 
 
 def test_scalar_value_baked_in_when_stable_then_changes_once():
-    """A Python int loop bound: changing it makes a value-guard failure; the call is eager."""
+    """A Python int loop bound: changing it makes a value-guard failure (the call is eager), then
+    the bound becomes a graph input driving a loop node."""
     def make():
         def f(cfg, x):
             for _ in range(cfg.steps):
@@ -186,10 +187,10 @@ def test_scalar_value_baked_in_when_stable_then_changes_once():
     jf = check(make, [call(i) for i in range(12)])
     assert jf.stats()["guard_failures"] >= 1, jf.explain()
     assert "value" in _assumption_kinds(jf)
-    # relaxing a `range()` bound makes it a graph value, which cannot drive unrolling: the
-    # signature is then eager (a named fallback, not an error)
+    # relaxing a `range()` bound makes it a graph value: the regenerated graph has a loop node
     assert jf.stats()["regenerations"] == 1, jf.explain()
-    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
+    assert any("loop" in str(g.graph) for g in jf.graphs()), jf.explain()
+    assert jf.stats()["graph_calls"] >= 8, jf.explain()
 
 
 # ------------------------------------------------------------------ identity of a global function

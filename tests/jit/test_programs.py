@@ -217,3 +217,17 @@ def test_print_and_logging_happen_once_in_order_after_the_commit(caplog):
     msgs = [r.getMessage() for r in caplog.records]
     assert msgs[:2] == ["loss 0.0", "done"] and len(msgs) == 24  # eager and jit, 6 calls, 2 lines each
     assert msgs[-4:-2] == msgs[-2:]  # the jit's lines equal eager's for the same call
+
+
+def _shrink(x, n):
+    y = x.copy()
+    for i in range(n):
+        y = y * 0.5 + i
+    return y
+
+
+def test_for_over_a_range_of_varying_length_becomes_a_loop_node():
+    ns = [3, 5, 2, 7, 0, 4, 6, 1, 3, 9]
+    jf = side_by_side(lambda: (_shrink, {}), [lambda s, n=n: (np.ones(3), n) for n in ns])
+    assert jf.stats()["graph_calls"] == 7, jf.explain()
+    assert "loop" in str(jf.graphs()[0].graph)
