@@ -676,8 +676,6 @@ def test_pow_gradient_with_respect_to_exponent_at_zero_base():
     np.testing.assert_allclose(tape.gradient(y, b).numpy(), [0.0, 8 * np.log(2.0)])
 
 
-@pytest.mark.xfail(strict=True, reason="index_update with repeated indices: NumPy keeps the last write, but the "
-                                       "vjp gives every written value the cotangent of its target position")
 def test_index_update_with_repeated_indices_only_last_write_gets_gradient():
     check_grads(lambda x, v: F.index_update(x, np.array([0, 0, 2]), v), np.zeros(3), np.array([1.0, 2.0, 3.0]))
 

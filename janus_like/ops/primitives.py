@@ -10,7 +10,7 @@ import numpy as np
 
 from . import api as F
 from .indexing import build_index, is_basic
-from .registry import register
+from .registry import P, bind, register
 
 
 def _elementwise(name, impl, vjp=None, doc=""):
@@ -322,8 +322,27 @@ register("getitem_grad", _getitem_grad,
 
 def _index_update_vjp(g, out, x, v, *ops, index):
     gx = F.index_update_raw(g, 0, ops, index) if _is_float(x) else None
-    gv = _unb(F.getitem_raw(g, ops, index), v) if hasattr(v, "shape") else None
+    gv = None
+    if hasattr(v, "shape"):
+        picked = F.getitem_raw(g, ops, index)
+        if not is_basic(index):  # repeated positions: only the write that survives gets gradient
+            picked = F.where(bind(P.last_write_mask, x, *ops, index=index), picked, 0)
+        gv = _unb(picked, v)
     return (gx, gv) + (None,) * len(ops)
+
+
+def _last_write_mask(xp, x, *operands, index):
+    """True where an element of x[index] is the one an assignment x[index] = ... leaves in place:
+    the same assignment, done with each element's position, tells which write survived."""
+    idx = build_index(index, operands)
+    shape = x[idx].shape
+    order = xp.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    target = xp.full(xp.shape(x), -1, dtype=order.dtype)
+    target[idx] = order
+    return target[idx] == order
+
+
+register("last_write_mask", _last_write_mask, doc="which writes of an advanced-index assignment survive")
 
 
 register("index_update", _index_update, vjp=_index_update_vjp,
