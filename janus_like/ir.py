@@ -40,6 +40,7 @@ class Node:
     aval: tuple | None = None  # (shape, dtype) when known
     site: str = ""  # "file.py:12" of the user line that produced it
     id: int = field(default_factory=lambda: next(_ids))
+    errstate: dict | None = None  # NumPy floating-point error settings in force (np.errstate)
 
     def __repr__(self):
         return f"%{self.id}"

@@ -100,63 +100,70 @@ class _Emitter:
 
     def emit(self, nodes, indent, reuse=None):
         reuse = reuse or {}
-        pad = " " * indent
         for n in nodes:
-            args = ", ".join(self.arg(i) for i in n.inputs)
-            v = f"v{n.id}"
-            if n.id in reuse:  # an operand's buffer is dead after this node: write into it
-                target = self.arg(n.inputs[reuse[n.id]])
-                self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({args}, out={target})")
-                continue
-            expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
-            if expr is not None:
-                self.lines.append(f"{pad}{v} = {expr}")
-                continue
-            if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
-                    and len(n.inputs[0].aval[0]) >= 1:
-                idx = self.index_code(n.params["index"], n.inputs[2:])
-                self.lines.append(f"{pad}{v} = {self.arg(n.inputs[0])}.copy(); {v}[{idx}] = {self.arg(n.inputs[1])}")
-                continue
-            if n.op == ir.INPUT:
-                self.lines.append(f"{pad}{v} = S[{n.params['slot']}]")
-            elif n.op == ir.CONST:
-                self.lines.append(f"{pad}{v} = {self.const(n.params['value'])}")
-            elif n.op == ir.ASSERT:
-                a = self.const(n.params["assumption"])
-                self.lines.append(f"{pad}if bool({args}) is not {n.params['expect']}: raise AF({a})")
-            elif n.op == ir.TO_PY:
-                self.lines.append(f"{pad}{v} = {self.const(n.params['type'])}({args})")
-            elif n.op == ir.RANDOM:
-                fn = self.const(getattr(np.random, n.params["method"]))
-                self.lines.append(f"{pad}{v} = {fn}(*{self.const(n.params['args'])}, **{self.const(n.params['kwargs'])})")
-            elif n.op == ir.COND:
-                self.lines.append(f"{pad}if {args}:")
-                self.emit(n.params["then_nodes"], indent + 4)
-                outs = ", ".join(self.arg(o) for o in n.params["then_outs"])
-                self.lines.append(f"{pad}    {v} = ({outs}{',' if len(n.params['then_outs']) == 1 else ''})")
-                self.lines.append(f"{pad}else:")
-                self.emit(n.params["else_nodes"], indent + 4)
-                outs = ", ".join(self.arg(o) for o in n.params["else_outs"])
-                self.lines.append(f"{pad}    {v} = ({outs}{',' if len(n.params['else_outs']) == 1 else ''})")
-            elif n.op == ir.LOOP:
-                phs = n.params["placeholders"]
-                names = ", ".join(f"v{p.id}" for p in phs) + ("," if len(phs) == 1 else "")
-                self.lines.append(f"{pad}{names} = {args}{',' if len(phs) == 1 else ''}")
-                self.lines.append(f"{pad}for _it{n.id} in range({n.params['max_iter']}):")
-                self.emit(n.params["cond_nodes"], indent + 4)
-                self.lines.append(f"{pad}    if not v{n.params['cond'].id}: break")
-                self.emit(n.params["body_nodes"], indent + 4)
-                outs = ", ".join(self.arg(o) for o in n.params["body_outs"])
-                self.lines.append(f"{pad}    {names} = {outs}{',' if len(phs) == 1 else ''}")
-                self.lines.append(f"{pad}else:")
-                self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
-                self.lines.append(f"{pad}v{n.id} = ({names})")
-            elif n.op == ir.PY_OP:
-                self.lines.append(f"{pad}{v} = {self.const(n.params['fn'])}({args})")
-            elif n.op == ir.TUPLE_GET:
-                self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
+            if n.errstate is not None and n.op not in (ir.COND, ir.LOOP):
+                self.lines.append(" " * indent + f"with np.errstate(**{self.const(n.errstate)}):")
+                self._emit_one(n, indent + 4, reuse)
             else:
-                self.lines.append(f"{pad}{v} = {self.kernel(n)}({args})")
+                self._emit_one(n, indent, reuse)
+
+    def _emit_one(self, n, indent, reuse):
+        pad = " " * indent
+        args = ", ".join(self.arg(i) for i in n.inputs)
+        v = f"v{n.id}"
+        if n.id in reuse:  # an operand's buffer is dead after this node: write into it
+            target = self.arg(n.inputs[reuse[n.id]])
+            self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({args}, out={target})")
+            return
+        expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
+        if expr is not None:
+            self.lines.append(f"{pad}{v} = {expr}")
+            return
+        if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
+                and len(n.inputs[0].aval[0]) >= 1:
+            idx = self.index_code(n.params["index"], n.inputs[2:])
+            self.lines.append(f"{pad}{v} = {self.arg(n.inputs[0])}.copy(); {v}[{idx}] = {self.arg(n.inputs[1])}")
+            return
+        if n.op == ir.INPUT:
+            self.lines.append(f"{pad}{v} = S[{n.params['slot']}]")
+        elif n.op == ir.CONST:
+            self.lines.append(f"{pad}{v} = {self.const(n.params['value'])}")
+        elif n.op == ir.ASSERT:
+            a = self.const(n.params["assumption"])
+            self.lines.append(f"{pad}if bool({args}) is not {n.params['expect']}: raise AF({a})")
+        elif n.op == ir.TO_PY:
+            self.lines.append(f"{pad}{v} = {self.const(n.params['type'])}({args})")
+        elif n.op == ir.RANDOM:
+            fn = self.const(getattr(np.random, n.params["method"]))
+            self.lines.append(f"{pad}{v} = {fn}(*{self.const(n.params['args'])}, **{self.const(n.params['kwargs'])})")
+        elif n.op == ir.COND:
+            self.lines.append(f"{pad}if {args}:")
+            self.emit(n.params["then_nodes"], indent + 4)
+            outs = ", ".join(self.arg(o) for o in n.params["then_outs"])
+            self.lines.append(f"{pad}    {v} = ({outs}{',' if len(n.params['then_outs']) == 1 else ''})")
+            self.lines.append(f"{pad}else:")
+            self.emit(n.params["else_nodes"], indent + 4)
+            outs = ", ".join(self.arg(o) for o in n.params["else_outs"])
+            self.lines.append(f"{pad}    {v} = ({outs}{',' if len(n.params['else_outs']) == 1 else ''})")
+        elif n.op == ir.LOOP:
+            phs = n.params["placeholders"]
+            names = ", ".join(f"v{p.id}" for p in phs) + ("," if len(phs) == 1 else "")
+            self.lines.append(f"{pad}{names} = {args}{',' if len(phs) == 1 else ''}")
+            self.lines.append(f"{pad}for _it{n.id} in range({n.params['max_iter']}):")
+            self.emit(n.params["cond_nodes"], indent + 4)
+            self.lines.append(f"{pad}    if not v{n.params['cond'].id}: break")
+            self.emit(n.params["body_nodes"], indent + 4)
+            outs = ", ".join(self.arg(o) for o in n.params["body_outs"])
+            self.lines.append(f"{pad}    {names} = {outs}{',' if len(phs) == 1 else ''}")
+            self.lines.append(f"{pad}else:")
+            self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
+            self.lines.append(f"{pad}v{n.id} = ({names})")
+        elif n.op == ir.PY_OP:
+            self.lines.append(f"{pad}{v} = {self.const(n.params['fn'])}({args})")
+        elif n.op == ir.TUPLE_GET:
+            self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
+        else:
+            self.lines.append(f"{pad}{v} = {self.kernel(n)}({args})")
 
 
 # ufuncs that can write into a dead operand's buffer; exact: same kernel, same dtype, same shape

@@ -20,43 +20,51 @@ class AssertFailed(Exception):
 
 def run_nodes(nodes, env, slots):
     for n in nodes:
-        op = n.op
-        args = [env[i.id] if isinstance(i, ir.Node) else i for i in n.inputs]
-        if op == ir.INPUT:
-            env[n.id] = slots[n.params["slot"]]
-        elif op == ir.CONST:
-            env[n.id] = n.params["value"]
-        elif op == ir.ASSERT:
-            if bool(args[0]) is not n.params["expect"]:
-                raise AssertFailed(n.params["assumption"])
-        elif op == ir.TO_PY:
-            env[n.id] = n.params["type"](args[0])
-        elif op == ir.RANDOM:
-            env[n.id] = getattr(np.random, n.params["method"])(*n.params["args"], **n.params["kwargs"])
-        elif op == ir.COND:
-            branch, outs = (("then_nodes", "then_outs") if args[0] else ("else_nodes", "else_outs"))
-            run_nodes(n.params[branch], env, slots)
-            env[n.id] = tuple(env[o.id] if isinstance(o, ir.Node) else o for o in n.params[outs])
-        elif op == ir.LOOP:
-            values = args
-            phs, cond = n.params["placeholders"], n.params["cond"]
-            for _ in range(n.params["max_iter"]):
-                for p, v in zip(phs, values):
-                    env[p.id] = v
-                run_nodes(n.params["cond_nodes"], env, slots)
-                if not env[cond.id]:
-                    break
-                run_nodes(n.params["body_nodes"], env, slots)
-                values = [env[o.id] for o in n.params["body_outs"]]
-            else:
-                raise RuntimeError(f"loop %{n.id} ran past {n.params['max_iter']} iterations")
-            env[n.id] = tuple(values)
-        elif op == ir.PY_OP:
-            env[n.id] = n.params["fn"](*args)
-        elif op == ir.TUPLE_GET:
-            env[n.id] = args[0][n.params["index"]]
+        if n.errstate is not None:
+            with np.errstate(**n.errstate):
+                _run_node(n, env, slots)
         else:
-            env[n.id] = REGISTRY[op].impl(np, *args, **n.params)
+            _run_node(n, env, slots)
+
+
+def _run_node(n, env, slots):
+    op = n.op
+    args = [env[i.id] if isinstance(i, ir.Node) else i for i in n.inputs]
+    if op == ir.INPUT:
+        env[n.id] = slots[n.params["slot"]]
+    elif op == ir.CONST:
+        env[n.id] = n.params["value"]
+    elif op == ir.ASSERT:
+        if bool(args[0]) is not n.params["expect"]:
+            raise AssertFailed(n.params["assumption"])
+    elif op == ir.TO_PY:
+        env[n.id] = n.params["type"](args[0])
+    elif op == ir.RANDOM:
+        env[n.id] = getattr(np.random, n.params["method"])(*n.params["args"], **n.params["kwargs"])
+    elif op == ir.COND:
+        branch, outs = (("then_nodes", "then_outs") if args[0] else ("else_nodes", "else_outs"))
+        run_nodes(n.params[branch], env, slots)
+        env[n.id] = tuple(env[o.id] if isinstance(o, ir.Node) else o for o in n.params[outs])
+    elif op == ir.LOOP:
+        values = args
+        phs, cond = n.params["placeholders"], n.params["cond"]
+        for _ in range(n.params["max_iter"]):
+            for p, v in zip(phs, values):
+                env[p.id] = v
+            run_nodes(n.params["cond_nodes"], env, slots)
+            if not env[cond.id]:
+                break
+            run_nodes(n.params["body_nodes"], env, slots)
+            values = [env[o.id] for o in n.params["body_outs"]]
+        else:
+            raise RuntimeError(f"loop %{n.id} ran past {n.params['max_iter']} iterations")
+        env[n.id] = tuple(values)
+    elif op == ir.PY_OP:
+        env[n.id] = n.params["fn"](*args)
+    elif op == ir.TUPLE_GET:
+        env[n.id] = args[0][n.params["index"]]
+    else:
+        env[n.id] = REGISTRY[op].impl(np, *args, **n.params)
 
 
 def interpret(graph: ir.Graph, slots):

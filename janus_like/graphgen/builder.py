@@ -41,6 +41,7 @@ class GraphBuilder:
         self._consts: dict[int, tuple] = {}
         self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
         self.uses_rng = False
+        self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks
 
     # ------------------------------------------------------------------ bind protocol
     @staticmethod
@@ -53,6 +54,8 @@ class GraphBuilder:
     def add(self, node):
         if not node.site:
             node.site = self.site
+        if self.errstate:
+            node.errstate = self.errstate[-1]
         self.block.append(node)
         return node
 

@@ -79,6 +79,15 @@ class Frame:
         self.global_names = set()
 
 
+class ErrState:
+    """np.errstate(...) inside a jitted function: its settings travel with the nodes."""
+
+    __slots__ = ("settings",)
+
+    def __init__(self, settings):
+        self.settings = settings
+
+
 class ContainerMethod:
     __slots__ = ("ref", "name")
 
@@ -222,6 +231,8 @@ class Generator:
             raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
         if isinstance(func, SymbolicTape) or isinstance(func, Sym):
             raise Unsupported("unsupported-call", "calling a non-callable graph value", self.site)
+        if func is np.errstate:  # `with np.errstate(...)`: recorded on the nodes built inside
+            return ErrState(dict(kwargs))
         if func is print or (isinstance(func, types.FunctionType) and func.__module__ == "logging"
                              and func.__name__ in _LOG_FUNCTIONS):
             return self.defer(func, args, kwargs)
@@ -881,8 +892,11 @@ class Generator:
                 self.builder.tapes.append(ctx)
                 entered.append(ctx)
                 value = ctx
-            elif type(ctx).__name__ == "errstate":
-                value = None
+            elif isinstance(ctx, ErrState):
+                self.builder.errstate.append({**(self.builder.errstate[-1] if self.builder.errstate else {}),
+                                              **ctx.settings})
+                entered.append(ctx)
+                value = ctx
             else:
                 raise Unsupported("unsupported-syntax", f"with {type(ctx).__name__}", self.site)
             if item.optional_vars is not None:
@@ -890,9 +904,11 @@ class Generator:
         try:
             self.exec_block(node.body, frame)
         finally:
-            for tape in entered:
-                if tape in self.builder.tapes:
-                    self.builder.tapes.remove(tape)
+            for item in entered:
+                if isinstance(item, ErrState):
+                    self.builder.errstate.pop()
+                elif item in self.builder.tapes:
+                    self.builder.tapes.remove(item)
 
     def stmt_Assert(self, node, frame):
         test = self.eval(node.test, frame)
