@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from .values import Sym, Unsupported, VarRef
 
 
+_PY_RESULT_OPS = {"reduced_count"}  # ops whose run-time result is a Python number
 OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
 
@@ -41,6 +42,7 @@ class GraphBuilder:
         self._consts: dict[int, tuple] = {}
         self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
         self.uses_rng = False
+        self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks
 
     # ------------------------------------------------------------------ bind protocol
@@ -95,7 +97,7 @@ class GraphBuilder:
             kinds.append(kind)
         aval = self.infer(op, args, inputs, kinds, params)
         node = self.add(ir.Node(op.name, tuple(inputs), dict(params), aval))
-        kind = "tensor" if "tensor" in kinds else "array"
+        kind = "py" if op.name in _PY_RESULT_OPS else ("tensor" if "tensor" in kinds else "array")
         out = Sym(node, kind)
         if kind == "array" and op.name in _VIEW_OPS and isinstance(args[0], Sym):
             # NumPy returns a view: an in-place write through it (or to its base) is not modelled

@@ -103,8 +103,9 @@ class GeneratedGraph:
 
 
 class Generator:
-    def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL):
+    def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL, unknown_dims=None):
         self.fn = fn
+        self.unknown_dims = unknown_dims or {}  # argument index -> axes of unknown size
         self.name = name
         self.profile = profile
         self.relaxed = relaxed
@@ -125,15 +126,19 @@ class Generator:
         self.pure_depth = 0  # >0 while building a cond branch: no writes allowed
         self.branch_frames: list = []  # frames whose own `return` would leave a cond/loop block
         self.site = ""
+        self._unknown = ()
 
     # ================================================================== entry
     def generate(self, args):
         old = set_builder(self.builder)
+        self.builder.polymorphic = bool(self.unknown_dims)
         try:
             arg_values = []
             for i, a in enumerate(args):
                 slot, _ = self.prog.root_arg(i, a)
+                self._unknown = self.unknown_dims.get(i, ())
                 arg_values.append(self.classify(slot, f"argument {i}", ("arg", i)))
+                self._unknown = ()
             result = self.call(self.fn, arg_values, {})
         finally:
             set_builder(old)
@@ -156,13 +161,13 @@ class Generator:
         if isinstance(v, Tensor):
             prog.check_type(slot, site)
             data, _ = prog.data(slot)
-            prog.check_array(data, site)
+            prog.check_array(data, site, self._unknown)
             node = self.input_node(data, v._data)
             out = VarRef(node, slot.index, v) if isinstance(v, Variable) else Sym(node, "tensor", origin=slot.index)
             self.mutable_slots.append(slot)
         elif type(v) is np.ndarray:
             prog.check_type(slot, site)
-            prog.check_array(slot, site)
+            prog.check_array(slot, site, self._unknown)
             out = Sym(self.input_node(slot, v), "array", origin=slot.index)
             self.mutable_slots.append(slot)
         elif v is None or type(v) in (bool, str, bytes, complex) or (type(v) in (int, float) and not self._dynamic(slot, ast_key)):
@@ -344,6 +349,8 @@ class Generator:
             return id(_identity(args[0]))  # identities are fixed by the type/alias guards
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
             return self.attributes(args[0])
+        if func is len and args and isinstance(args[0], Sym) and self.builder.polymorphic:
+            raise Unsupported("shape-dependent", "len() of an array whose size is not fixed", self.site)
         if func is len and args and isinstance(args[0], ObjRef):
             return len(self.materialize(args[0], self.site))
         if func is isinstance and args and isinstance(args[0], (ObjRef, Sym)):
@@ -878,6 +885,8 @@ class Generator:
     def iterate(self, value):
         if isinstance(value, ObjRef):
             return list(self.materialize(value, self.site))
+        if isinstance(value, Sym) and self.builder.polymorphic:
+            raise Unsupported("shape-dependent", "iterating over an array whose size is not fixed", self.site)
         if isinstance(value, Sym):
             return list(value)
         if isinstance(value, SymbolicTape):
@@ -1081,6 +1090,9 @@ class Generator:
         if isinstance(obj, VarRef) and name in ("trainable", "name"):
             slot, _ = self.prog.attr(self.prog.slots[obj.slot], name, getattr(obj.var, name))
             return self.classify(slot, self.site, key)
+        if isinstance(obj, Sym) and name in ("shape", "size", "__len__") and self.builder.polymorphic:
+            raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
+                                                 "is not fixed", self.site)
         if isinstance(obj, (Sym, SymbolicTape)):
             return getattr(obj, name)
         if isinstance(obj, DeferredStr):

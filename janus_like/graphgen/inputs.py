@@ -102,11 +102,19 @@ class InputProgram:
         self.check(slot, f"type({{v}}) is {self._const(t)}",
                    Assumption("type", site, t.__name__, slot.text))
 
-    def check_array(self, slot, site, relaxed_dims=()):
+    def check_array(self, slot, site, unknown_axes=()):
         arr = slot.value
         shape = tuple(arr.shape)
-        self.check(slot, f"{{v}}.shape == {shape!r} and {{v}}.dtype == {self._const(arr.dtype)}",
-                   Assumption("shape", site, f"{arr.dtype}{list(shape)}", slot.text, relax=("shape", slot.text)))
+        dtype = self._const(arr.dtype)
+        if not unknown_axes:
+            self.check(slot, f"{{v}}.shape == {shape!r} and {{v}}.dtype == {dtype}",
+                       Assumption("shape", site, f"{arr.dtype}{list(shape)}", slot.text, relax=("shape", slot.text)))
+            return
+        # some dimensions are unknown: check the rank and every other dimension
+        fixed = " and ".join(f"{{v}}.shape[{k}] == {d}" for k, d in enumerate(shape) if k not in unknown_axes)
+        shown = [("?" if k in unknown_axes else d) for k, d in enumerate(shape)]
+        self.check(slot, f"{{v}}.ndim == {len(shape)} and {{v}}.dtype == {dtype}" + (f" and {fixed}" if fixed else ""),
+                   Assumption("shape", site, f"{arr.dtype}{shown}", slot.text))
 
     def check_value(self, slot, site):
         v = slot.value

@@ -30,6 +30,7 @@ from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..tensor import Tensor
 from .assumptions import REASONS, Fallback
+from .polymorphism import probe_args, signature, sizes_of, varying_dims
 
 
 def _log_topics():
@@ -48,13 +49,14 @@ def _disabled():
     return os.environ.get("JANUS_LIKE_DISABLE", "") not in ("", "0")
 
 
-def _arg_key(a):
+def _arg_key(a, unknown=None):
     t = type(a)
-    if t is np.ndarray:
-        return (t, a.shape, a.dtype)
-    if isinstance(a, Tensor):
-        d = a._data
-        return (t, d.shape, d.dtype)
+    if t is np.ndarray or isinstance(a, Tensor):
+        d = a if t is np.ndarray else a._data
+        shape = d.shape
+        if unknown:  # dimensions of unknown size do not split the cache
+            shape = tuple(None if k in unknown else n for k, n in enumerate(shape))
+        return (t, shape, d.dtype)
     return t
 
 
@@ -97,6 +99,9 @@ class JitFunction:
         self._entries: dict = {}
         self._fallbacks: dict = {}
         self._said_max = False
+        self._dims: dict = {}  # argument index -> axes of unknown size (see polymorphism.py)
+        self._sizes: dict = {}  # (argument, axis) -> sizes seen
+        self._no_poly: set = set()  # (argument, axis) whose graphs turned out to depend on the size
         self.counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                              graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self.times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
@@ -130,10 +135,14 @@ class JitFunction:
         # ---- WARMUP: profile eagerly
         if c["warmup_calls"] < self.warmup:
             return self._profiled(args)
-        key = tuple(_arg_key(a) for a in args)
+        key = self._key(args)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = _Entry()
+            if self._shape_variant(key):  # a dimension keeps changing: one graph for all its sizes
+                key = self._key(args)
+                entry = self._entries.get(key)
+            if entry is None:
+                entry = self._entries[key] = _Entry()
         if entry.eager_reason is not None:
             return self._eager(args)
         # ---- GRAPH: try cached graphs, most recently used first
@@ -210,22 +219,85 @@ class JitFunction:
         self.counters["eager_calls"] += 1
         return self.__wrapped__(*args, **kwargs)
 
+    # ================================================================== unknown dimensions
+    def _key(self, args):
+        dims = self._dims
+        if not dims:
+            return tuple(_arg_key(a) for a in args)
+        return tuple(_arg_key(a, dims.get(i)) for i, a in enumerate(args))
+
+    def _shape_variant(self, key) -> bool:
+        """Count sizes of dimensions that differ between otherwise equal signatures; after
+        `regen_after + 1` distinct sizes, make them unknown. True when the signature family changed."""
+        for old in list(self._entries):
+            found = varying_dims(old, key)
+            if found is None or any(d in self._no_poly for d in found):
+                continue
+            sizes = self._sizes.setdefault(found, set())
+            sizes.update((sizes_of(old, found), sizes_of(key, found)))
+            if len(sizes) > self.regen_after:
+                for i, axis in found:
+                    self._dims[i] = frozenset(self._dims.get(i, frozenset()) | {axis})
+                self._superseded = [k for k in self._entries if varying_dims(k, key) == found]
+                self.counters["regenerations"] += 1
+                self._log("regen", f"dimensions {list(found)} (argument, axis) vary: generating one graph "
+                                   "for every size")
+                return True
+        return False
+
+    def _give_up_dims(self, args, reason):
+        for i, axes in self._dims.items():
+            self._no_poly.update((i, a) for a in axes)
+        self._dims = {}
+        self._note(Fallback("shape-dependent", reason))
+
+    def _generate_polymorphic(self, entry, args, name):
+        dims = dict(self._dims)
+        gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed), unknown_dims=dims).generate(args)
+        optimize(gen.graph, self.reassociate)
+        gen.outputs.plan_copies()
+        try:
+            probe = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed),
+                              unknown_dims=dims).generate(probe_args(args, dims))
+        except Unsupported as exc:  # e.g. a reshape that only works for some sizes
+            raise Unsupported("shape-dependent", f"another size does not generate the same graph ({exc.detail})")
+        optimize(probe.graph, self.reassociate)
+        probe.outputs.plan_copies()
+        if signature(gen) != signature(probe):
+            raise Unsupported("shape-dependent", "the graph changes with the size of the varying dimension")
+        return gen
+
     def _generate(self, entry, args):
         start = time.perf_counter()
         name = getattr(self.__wrapped__, "__qualname__", "fn")
+        if self._dims and any(i < len(args) for i in self._dims):
+            try:
+                gen = self._generate_polymorphic(entry, args, name)
+                g = ex.CompiledGraph(gen, self.mode)
+            except Unsupported as exc:
+                if exc.reason not in ("shape-dependent",):
+                    self.times["generate_s"] += time.perf_counter() - start
+                    return self._failed(entry, exc)
+                self._give_up_dims(args, exc.detail)  # back to one graph per size
+                for k in [k for k, e in self._entries.items() if e is entry]:
+                    del self._entries[k]
+                self.times["generate_s"] += time.perf_counter() - start
+                return None
+            self.times["generate_s"] += time.perf_counter() - start
+            for k in getattr(self, "_superseded", ()):  # one graph now serves those sizes
+                self._entries.pop(k, None)
+            self._superseded = []
+            entry.graphs.insert(0, g)
+            self.counters["graphs_generated"] += 1
+            self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
+            return g
         try:
             gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed)).generate(args)
             optimize(gen.graph, self.reassociate)
             gen.outputs.plan_copies()
             g = ex.CompiledGraph(gen, self.mode)
         except Unsupported as exc:
-            fb = Fallback(exc.reason, exc.detail, exc.site)
-            self._note(fb)
-            if exc.reason == "unprofiled-branch" and entry.retries < 3:
-                entry.retries += 1  # profile this call, then try again
-            else:
-                entry.eager_reason = fb
-            return None
+            return self._failed(entry, exc)
         except RecursionError:
             entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation")
             self._note(entry.eager_reason)
@@ -244,6 +316,15 @@ class JitFunction:
                   f"generated graph for {name}: {g.graph.size()} nodes, {len(g.assumptions)} assumptions"
                   + (f", relaxed {sorted(map(str, entry.relaxed))}" if entry.relaxed else ""))
         return g
+
+    def _failed(self, entry, exc):
+        fb = Fallback(exc.reason, exc.detail, exc.site)
+        self._note(fb)
+        if exc.reason == "unprofiled-branch" and entry.retries < 3:
+            entry.retries += 1  # profile this call, then try again
+        else:
+            entry.eager_reason = fb
+        return None
 
     def _assert_failed(self, entry, g, assumption, args):
         c = self.counters

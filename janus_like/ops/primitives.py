@@ -121,8 +121,25 @@ def _sum_vjp(g, out, x, axis=None, keepdims=False, dtype=None):
 
 
 def _mean_vjp(g, out, x, axis=None, keepdims=False):
-    count = int(np.prod([x.shape[a] for a in _axes(axis, _nd(x))], dtype=np.int64))
-    return (F.div(F.broadcast_like(_restore(g, x, axis, keepdims), x), max(count, 1)),)
+    axes = _axes(axis, _nd(x))
+    if _shape_polymorphic(x):  # a graph valid for any size of some dimension: count at run time
+        count = bind(P.reduced_count, x, axes=axes)
+    else:
+        count = max(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), 1)
+    return (F.div(F.broadcast_like(_restore(g, x, axis, keepdims), x), count),)
+
+
+def _shape_polymorphic(x):
+    from .registry import _builder
+
+    b = _builder[0]
+    return b is not None and getattr(b, "polymorphic", False) and b.claims((x,))
+
+
+register("reduced_count", lambda xp, x, axes: max(int(np.prod([xp.shape(x)[a] for a in axes], dtype=np.int64)), 1),
+         doc="the number of elements a reduction over `axes` combines, as a Python int (at run time)")
+register("arange_like", lambda xp, x, axis=0: xp.arange(xp.shape(x)[axis]),
+         doc="np.arange(x.shape[axis]) computed at run time")
 
 
 def _minmax_vjp(g, out, x, axis=None, keepdims=False):

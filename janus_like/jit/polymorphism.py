@@ -1,0 +1,80 @@
+"""Unknown dimensions: one graph for every size of an input dimension that keeps changing.
+
+When calls differ only in one dimension of one array argument (an RL episode length, a last
+smaller batch) and at least `regen_after + 1` sizes were seen, the JIT generates a graph with that
+dimension unknown: guards check the rank, the dtype and the other dimensions only. Shape-dependent
+Python is refused while generating (`.shape`, `len()`, iterating an array), and the graph is
+generated a second time for a *probe* size; the two must be identical node for node (ops, params,
+constants, guards, commit plan). Anything that baked the size in (a `reshape` to it, an
+`np.arange(n)`, a mean's count) shows up as a difference and the dimension stays fixed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..tensor import Tensor
+
+
+def varying_dims(old_key, new_key):
+    """The (argument, axis) pairs in which two signature keys differ, when every differing
+    argument is an array of the same type, rank and dtype differing in exactly one dimension
+    (several arguments may vary together: states (T, 4) and returns (T,)); else None."""
+    if len(old_key) != len(new_key):
+        return None
+    found = []
+    for i, (a, b) in enumerate(zip(old_key, new_key)):
+        if a == b:
+            continue
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and a[0] is b[0] and a[2] == b[2]
+                and len(a[1]) == len(b[1])):
+            return None
+        diff = [k for k, (x, y) in enumerate(zip(a[1], b[1])) if x != y]
+        if len(diff) != 1 or None in (a[1][diff[0]], b[1][diff[0]]):
+            return None
+        found.append((i, diff[0]))
+    return tuple(found) or None
+
+
+def sizes_of(key, dims):
+    return tuple(key[i][1][axis] for i, axis in dims)
+
+
+def probe_args(args, unknown_dims):
+    """Arguments with every unknown dimension one longer (zeros: only shapes matter)."""
+    out = list(args)
+    for i, axes in unknown_dims.items():
+        a = args[i]
+        data = a._data if isinstance(a, Tensor) else a
+        shape = tuple(d + 1 if k in axes else d for k, d in enumerate(data.shape))
+        probe = np.zeros(shape, data.dtype)
+        out[i] = Tensor(probe) if isinstance(a, Tensor) else probe
+    return tuple(out)
+
+
+def _value(v, ids):
+    if isinstance(v, ir.Node):
+        return ("n", ids.get(v.id, -1))
+    if isinstance(v, np.ndarray):
+        return ("a", v.shape, str(v.dtype), v.tobytes())
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__,) + tuple(_value(x, ids) for x in v)
+    if isinstance(v, dict):
+        return ("d",) + tuple((k, _value(x, ids)) for k, x in sorted(v.items(), key=lambda kv: str(kv[0])))
+    if type(v).__name__ == "Assumption":
+        return ("assume", v.kind, repr(v.expected))
+    if isinstance(v, (int, float, str, bool, type(None), np.dtype, np.generic, slice)):
+        return repr(v)
+    return ("obj", id(v))
+
+
+def signature(gen) -> tuple:
+    """Everything about a generated graph except node ids and abstract shapes."""
+    nodes = list(gen.graph.all_nodes())
+    ids = {n.id: k for k, n in enumerate(nodes)}
+    body = tuple((n.op, tuple(_value(i, ids) for i in n.inputs), _value(n.params, ids)) for n in nodes)
+    outputs = tuple(_value(o, ids) for o in gen.graph.outputs)
+    out = gen.outputs
+    plan = (tuple(out.commits), repr(out.ops), repr([(getattr(f, "__name__", f), a, k) for f, a, k in out.effects]),
+            repr(out.result))
+    return body, outputs, gen.guard_src, plan

@@ -1,0 +1,72 @@
+"""Unknown dimensions: after a dimension took several sizes, one graph serves every size —
+unless the code depends on the size, in which case each size keeps its own graph."""
+import numpy as np
+
+import janus_like as jl
+from janus_like import F
+
+from .harness import side_by_side
+
+LENGTHS = [5, 7, 9, 12, 15, 20, 8, 33, 41, 6, 50, 17]
+
+
+def _episodes(s, t, seed):
+    r = np.random.default_rng(seed)
+    return r.standard_normal((t, 4)).astype(np.float32), r.integers(0, 2, t), r.standard_normal(t).astype(np.float32)
+
+
+def test_policy_gradient_update_over_episodes_of_any_length_uses_one_graph():
+    def make():
+        w = jl.Variable(np.full((4, 2), 0.1, np.float32))
+
+        def update(states, actions, returns):
+            with jl.GradientTape() as tape:
+                loss = F.cross_entropy(states @ w, actions) * F.mean(returns)
+            w.assign_sub(0.05 * tape.gradient(loss, w))
+            return loss
+
+        return update, {"w": w}
+
+    jf = side_by_side(make, [lambda s, t=t, k=k: _episodes(s, t, k) for k, t in enumerate(LENGTHS)])
+    st = jf.stats()
+    assert st["graphs_cached"] == 1 and st["graph_calls"] >= 7, jf.explain()
+    assert "'?'" in jf.explain()
+
+
+def test_code_that_reads_the_size_keeps_one_graph_per_size():
+    def make():
+        def f(x):
+            n = x.shape[0]  # Python-level use of the varying size
+            return np.tanh(x).sum() / n
+
+        return f, {}
+
+    xs = [np.ones(t) * 0.1 for t in LENGTHS[:8]]
+    jf = side_by_side(make, [lambda s, x=x: (x,) for x in xs])
+    assert jf.stats()["graphs_cached"] > 1
+    assert any(fb.reason == "shape-dependent" for fb in jf.fallbacks()), jf.explain()
+
+
+def test_graph_that_only_works_for_some_sizes_is_detected_by_the_probe():
+    def make():
+        def f(x):
+            return F.reshape(x, (2, -1)).sum(axis=1)  # fine for even lengths only
+
+        return f, {}
+
+    xs = [np.arange(2 * t, dtype=np.float64) for t in (3, 4, 5, 6, 7, 8, 9)]
+    jf = side_by_side(make, [lambda s, x=x: (x,) for x in xs])
+    assert jf.stats()["graphs_cached"] > 1  # one graph per size, as before
+    assert any(fb.reason == "shape-dependent" for fb in jf.fallbacks()), jf.explain()
+
+
+def test_size_independent_reshape_is_polymorphic():
+    def make():
+        def f(x):
+            return F.reshape(x, (-1, 2)).sum(axis=1)
+
+        return f, {}
+
+    xs = [np.arange(2 * t, dtype=np.float64).reshape(t, 2) for t in (3, 4, 5, 6, 7, 8, 9)]
+    jf = side_by_side(make, [lambda s, x=x: (x,) for x in xs])
+    assert jf.stats()["graphs_cached"] == 1 and jf.stats()["graph_calls"] >= 3, jf.explain()
