@@ -41,6 +41,7 @@ class Node:
     site: str = ""  # "file.py:12" of the user line that produced it
     id: int = field(default_factory=lambda: next(_ids))
     errstate: dict | None = None  # NumPy floating-point error settings in force (np.errstate)
+    hint: object = None  # generation-time value of a run-time Python number (a dimension's size)
 
     def __repr__(self):
         return f"%{self.id}"

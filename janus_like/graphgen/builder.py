@@ -18,13 +18,15 @@ from ..tensor import Tensor
 from .values import Sym, Unsupported, VarRef
 
 
-_PY_RESULT_OPS = {"reduced_count"}  # ops whose run-time result is a Python number
+_PY_RESULT_OPS = {"reduced_count", "dim_of"}  # ops whose run-time result is a Python number
 OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
 
 
 def _representative(v, kind):
     shape, dtype = v.node.aval
+    if v.node.hint is not None:
+        return v.node.hint
     if kind == "py":
         return np.zeros((), dtype).item()
     if shape == ():
@@ -117,7 +119,10 @@ class GraphBuilder:
         for a, i, k in zip(args, inputs, kinds):
             if isinstance(i, ir.Node):
                 if op.elementwise:
-                    reps.append(np.zeros((), i.aval[1]) if k != "py" else np.zeros((), i.aval[1]).item())
+                    if i.hint is not None:
+                        reps.append(i.hint)
+                    else:
+                        reps.append(np.zeros((), i.aval[1]) if k != "py" else np.zeros((), i.aval[1]).item())
                 else:
                     reps.append(_representative(Sym(i), k))
             else:
@@ -144,7 +149,8 @@ class GraphBuilder:
         for a in args:
             if isinstance(a, Sym):
                 inputs.append(a.node)
-                reps.append({"b": True, "i": 1, "u": 1}.get(np.dtype(a.node.aval[1]).kind, 1.0))
+                reps.append(a.node.hint if a.node.hint is not None
+                            else {"b": True, "i": 1, "u": 1}.get(np.dtype(a.node.aval[1]).kind, 1.0))
             else:
                 inputs.append(a)
                 reps.append(a)
@@ -153,7 +159,17 @@ class GraphBuilder:
         except Exception as exc:
             raise Unsupported("op-error", f"{getattr(fn, '__name__', fn)} on Python numbers ({exc})", self.site) from exc
         node = self.add(ir.Node(ir.PY_OP, tuple(inputs), {"fn": fn}, ((), np.asarray(sample).dtype)))
+        if all(isinstance(a, Sym) and a.node.hint is not None or not isinstance(a, Sym) for a in args):
+            node.hint = sample  # arithmetic on sizes: keep the generation-time value for shape inference
         return Sym(node, "py")
+
+    def dim(self, sym, axis):
+        """sym.shape[axis] read at run time (a Python int), remembering its current value."""
+        from ..ops.registry import P
+
+        out = self.emit(P.dim_of, (sym,), {"axis": axis})
+        out.node.hint = int(sym.shape[axis])
+        return out
 
     def to_py(self, sym, pytype):
         node = self.add(ir.Node(ir.TO_PY, (sym.node,), {"type": pytype}, ((), np.dtype(pytype))))

@@ -311,6 +311,10 @@ class Generator:
             if func in (np.asarray, np.array) or getattr(func, "__name__", "") in ("seterr", "errstate"):
                 pass
             return self.lift(func(*args, **kwargs))
+        if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
+            from ..ops.registry import P, bind
+
+            return _as_kind(bind(P.arange, args[0]), "array")
         if func in (np.asarray, np.asanyarray) and len(args) == 1 and isinstance(args[0], Sym) and not kwargs:
             return args[0] if args[0].kind != "tensor" else Sym(args[0].node, "array")
         if func is np.array and isinstance(args[0], Sym):
@@ -350,7 +354,7 @@ class Generator:
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
             return self.attributes(args[0])
         if func is len and args and isinstance(args[0], Sym) and self.builder.polymorphic:
-            raise Unsupported("shape-dependent", "len() of an array whose size is not fixed", self.site)
+            return self.builder.dim(args[0], 0)
         if func is len and args and isinstance(args[0], ObjRef):
             return len(self.materialize(args[0], self.site))
         if func is isinstance and args and isinstance(args[0], (ObjRef, Sym)):
@@ -1090,7 +1094,9 @@ class Generator:
         if isinstance(obj, VarRef) and name in ("trainable", "name"):
             slot, _ = self.prog.attr(self.prog.slots[obj.slot], name, getattr(obj.var, name))
             return self.classify(slot, self.site, key)
-        if isinstance(obj, Sym) and name in ("shape", "size", "__len__") and self.builder.polymorphic:
+        if isinstance(obj, Sym) and name == "shape" and self.builder.polymorphic:
+            return tuple(self.builder.dim(obj, k) for k in range(obj.ndim))  # sizes read at run time
+        if isinstance(obj, Sym) and name in ("size", "__len__") and self.builder.polymorphic:
             raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
                                                  "is not fixed", self.site)
         if isinstance(obj, (Sym, SymbolicTape)):

@@ -274,11 +274,8 @@ class JitFunction:
             try:
                 gen = self._generate_polymorphic(entry, args, name)
                 g = ex.CompiledGraph(gen, self.mode)
-            except Unsupported as exc:
-                if exc.reason not in ("shape-dependent",):
-                    self.times["generate_s"] += time.perf_counter() - start
-                    return self._failed(entry, exc)
-                self._give_up_dims(args, exc.detail)  # back to one graph per size
+            except Unsupported as exc:  # whatever the reason: back to one graph per size
+                self._give_up_dims(args, f"{exc.reason}: {exc.detail}")
                 for k in [k for k, e in self._entries.items() if e is entry]:
                     del self._entries[k]
                 self.times["generate_s"] += time.perf_counter() - start

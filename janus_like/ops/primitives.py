@@ -138,6 +138,9 @@ def _shape_polymorphic(x):
 
 register("reduced_count", lambda xp, x, axes: max(int(np.prod([xp.shape(x)[a] for a in axes], dtype=np.int64)), 1),
          doc="the number of elements a reduction over `axes` combines, as a Python int (at run time)")
+register("dim_of", lambda xp, x, axis: int(xp.shape(x)[axis]),
+         doc="x.shape[axis] as a Python int, read at run time (graphs for unknown dimensions)")
+register("arange", lambda xp, n: xp.arange(n), doc="np.arange(n) for a run-time n")
 register("arange_like", lambda xp, x, axis=0: xp.arange(xp.shape(x)[axis]),
          doc="np.arange(x.shape[axis]) computed at run time")
 

@@ -33,11 +33,23 @@ def test_policy_gradient_update_over_episodes_of_any_length_uses_one_graph():
     assert "'?'" in jf.explain()
 
 
-def test_code_that_reads_the_size_keeps_one_graph_per_size():
+def test_sizes_read_by_the_code_become_run_time_values():
     def make():
         def f(x):
-            n = x.shape[0]  # Python-level use of the varying size
-            return np.tanh(x).sum() / n
+            n = x.shape[0]  # a Python int that differs per call: read at run time in the graph
+            return np.tanh(x).sum() / n + np.arange(len(x))[-1]
+
+        return f, {}
+
+    xs = [np.ones(t) * 0.1 for t in LENGTHS[:8]]
+    jf = side_by_side(make, [lambda s, x=x: (x,) for x in xs])
+    assert jf.stats()["graphs_cached"] == 1 and jf.stats()["graph_calls"] >= 3, jf.explain()
+
+
+def test_code_that_needs_a_fixed_size_keeps_one_graph_per_size():
+    def make():
+        def f(x):
+            return x + np.ones(x.shape[0])  # np.ones of a run-time size is not converted
 
         return f, {}
 
