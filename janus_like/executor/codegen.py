@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 
 import numpy as np
 
@@ -100,12 +101,24 @@ class _Emitter:
 
     def emit(self, nodes, indent, reuse=None):
         reuse = reuse or {}
-        for n in nodes:
+        pending = {}  # position of first use -> futures to collect there
+        async_nodes = getattr(self, "async_nodes", {}) if indent == 4 else {}
+        for pos, n in enumerate(nodes):
+            for fid in pending.pop(pos, ()):
+                self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
+            if n.id in async_nodes:
+                a, b = (self.arg(i) for i in n.inputs)
+                self.lines.append(" " * indent + f"F{n.id} = POOL.submit(np.{'matmul' if n.op == 'matmul' else 'dot'}, {a}, {b})")
+                pending.setdefault(async_nodes[n.id], []).append(n.id)
+                continue
             if n.errstate is not None and n.op not in (ir.COND, ir.LOOP):
                 self.lines.append(" " * indent + f"with np.errstate(**{self.const(n.errstate)}):")
                 self._emit_one(n, indent + 4, reuse)
             else:
                 self._emit_one(n, indent, reuse)
+        for fids in pending.values():  # used only by the outputs
+            for fid in fids:
+                self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
 
     def _emit_one(self, n, indent, reuse):
         pad = " " * indent
@@ -176,19 +189,54 @@ _FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate",
                           "index_update", "getitem_grad", "sigmoid", "relu", "clip", "where", "pow", "cast"}
 
 
-def plan_reuse(graph: ir.Graph) -> dict:
+def _refs_of(n):
+    refs = [i for i in n.inputs if isinstance(i, ir.Node)]
+    if n.op in (ir.COND, ir.LOOP):  # values used inside a block count as used here
+        inner = [m for b in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(b, [])]
+        refs += [i for m in inner for i in m.inputs if isinstance(i, ir.Node)]
+        refs += [o for k in ("then_outs", "else_outs", "body_outs") for o in n.params.get(k, []) if isinstance(o, ir.Node)]
+    return refs
+
+
+ASYNC_MACS = 2_000_000  # products at least this big may run on a worker thread (NumPy drops the GIL)
+ASYNC_GAP = 8  # ... when at least this many nodes run before the product is needed
+
+
+def plan_async(graph: ir.Graph) -> dict:
+    """Inter-op parallelism with a cost rule: a large matrix product whose result is not needed
+    for a while runs on a worker thread, overlapping the nodes in between (2 cores: the BLAS
+    call on one, the rest of the graph on the other). Returns {node id: position of first use}."""
+    if (os.cpu_count() or 1) < 2:
+        return {}
+    first_use: dict = {}
+    end = len(graph.nodes)
+    for pos, n in enumerate(graph.nodes):
+        for r in _refs_of(n):
+            first_use.setdefault(r.id, pos)
+    out = {}
+    for pos, n in enumerate(graph.nodes):
+        if n.op not in ("matmul", "dot") or len(n.inputs) != 2 or n.errstate is not None:
+            continue
+        a, b = n.inputs
+        if not (isinstance(a, ir.Node) and isinstance(b, ir.Node) and a.aval and b.aval
+                and len(a.aval[0]) == 2 and len(b.aval[0]) == 2):
+            continue
+        macs = a.aval[0][0] * a.aval[0][1] * b.aval[0][1]
+        use = first_use.get(n.id, end)
+        if macs >= ASYNC_MACS and use - pos > ASYNC_GAP:
+            out[n.id] = use
+    return out
+
+
+def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
     """Memory planning: node ids whose first operand is a dead, graph-owned buffer of the result's
-    exact shape and dtype, so the op can run in place (`np.add(a, b, out=a)`)."""
-    last_use: dict = {}
+    exact shape and dtype, so the op can run in place (`np.add(a, b, out=a)`). `busy_until` holds
+    node ids -> positions until which a value is still read (by a product on a worker thread)."""
+    last_use: dict = dict(busy_until or {})
     outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
     for pos, n in enumerate(graph.nodes):
-        refs = [i for i in n.inputs if isinstance(i, ir.Node)]
-        if n.op in (ir.COND, ir.LOOP):  # values used inside a block count as used here
-            inner = [m for b in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(b, [])]
-            refs += [i for m in inner for i in m.inputs if isinstance(i, ir.Node)]
-            refs += [o for k in ("then_outs", "else_outs", "body_outs") for o in n.params.get(k, []) if isinstance(o, ir.Node)]
-        for r in refs:
-            last_use[r.id] = pos
+        for r in _refs_of(n):
+            last_use[r.id] = max(pos, last_use.get(r.id, -1))
     # a buffer that some node may hold a view of (getitem, transpose, reshape, ...) stays untouched
     copying = _FRESH | {"sum", "mean", "max", "min", "argmax", "argmin", ir.ASSERT, ir.TO_PY, ir.PY_OP}
     viewed = {i.id for n in graph.all_nodes() if n.op not in copying for i in n.inputs if isinstance(i, ir.Node)}
@@ -212,10 +260,36 @@ def plan_reuse(graph: ir.Graph) -> dict:
     return reuse
 
 
-def compile_plan(graph: ir.Graph, reuse_buffers: bool = True):
-    """Compile `graph` to a Python function `plan(slots) -> list of output values`."""
+_POOL = []
+
+
+def _pool():
+    if not _POOL:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="janus_like"))
+    return _POOL[0]
+
+
+def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | None = None):
+    """Compile `graph` to a Python function `plan(slots) -> list of output values`.
+
+    `parallel` (default: the JANUS_LIKE_PARALLEL environment variable, off) runs large, not yet
+    needed matrix products on a worker thread; on this project's 2-core machine it measured
+    within noise of sequential execution, so it is opt-in."""
+    if parallel is None:
+        parallel = os.environ.get("JANUS_LIKE_PARALLEL", "") not in ("", "0")
     em = _Emitter()
-    em.emit(graph.nodes, 4, plan_reuse(graph) if reuse_buffers else {})
+    async_nodes = plan_async(graph) if parallel else {}
+    busy = {}  # the operands of a product on the worker stay untouched until it is collected
+    for n in graph.nodes:
+        if n.id in async_nodes:
+            for i in n.inputs:
+                busy[i.id] = max(busy.get(i.id, -1), async_nodes[n.id])
+    em.async_nodes = async_nodes
+    if async_nodes:
+        em.globals["POOL"] = _pool()
+    em.emit(graph.nodes, 4, plan_reuse(graph, busy) if reuse_buffers else {})
     outs = ", ".join(em.arg(o) for o in graph.outputs)
     src = "def plan(S):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
     code = compile(src, f"<janus_like plan {graph.name}>", "exec")
