@@ -163,8 +163,22 @@ def _max_pool2d_gather(xp, v, x, size, stride, padding, v_pad=0):
 
 
 def _max_pool2d_scatter(xp, g, x, size, stride, padding):
-    pos = _first_argmax(xp, x, size, stride, padding)
     kh, kw = size
+    taps = _tap_views(x, size, stride, padding)
+    if taps is not None:  # windows tile the input: route g tap by tap to each window's first max
+        best = _max_pool2d(xp, x, size, stride, padding)
+        out = xp.zeros(x.shape, dtype=g.dtype)
+        open_ = xp.ones(best.shape, dtype=bool)  # windows whose first maximum is not found yet
+        nan_best = xp.isnan(best) if np.issubdtype(best.dtype, np.inexact) else None
+        for k, t in enumerate(taps):
+            hit = t == best
+            if nan_best is not None:  # argmax picks the first NaN
+                hit |= nan_best & xp.isnan(t)
+            hit &= open_
+            open_ &= ~hit
+            out[:, :, k // kw::kh, k % kw::kw] = xp.where(hit, g, 0)
+        return out.astype(x.dtype, copy=False)
+    pos = _first_argmax(xp, x, size, stride, padding)
     taps = xp.arange(kh * kw).reshape(kh, kw)
     cols = xp.where(pos[..., None, None] == taps, g[..., None, None], xp.zeros((), dtype=g.dtype))
     return _scatter_windows(xp, cols, x.shape, stride, padding).astype(x.dtype, copy=False)
@@ -183,7 +197,24 @@ _MAX_SCATTER = register(
 
 
 def _max_pool2d(xp, x, size, stride, padding):
-    return _max_pool2d_gather(xp, x, x, size, stride, padding, v_pad=_lowest(x.dtype))
+    _check_nchw(x, "max_pool2d")
+    taps = _tap_views(x, size, stride, padding)
+    if taps is None:
+        return _max_pool2d_gather(xp, x, x, size, stride, padding, v_pad=_lowest(x.dtype))
+    out = taps[0].copy()
+    for t in taps[1:]:  # kh*kw - 1 elementwise maxima over strided views: no window copies
+        xp.maximum(out, t, out=out)
+    return out
+
+
+def _tap_views(x, size, stride, padding):
+    """When pooling windows tile the input (stride = size, no padding, sizes divisible): one
+    strided view per kernel tap, in row-major tap order. Else None."""
+    (kh, kw), (sh, sw) = size, stride
+    h, w = x.shape[2:]
+    if (kh, kw) != (sh, sw) or padding != (0, 0) or h % kh or w % kw:
+        return None
+    return [x[:, :, i::kh, j::kw] for i in range(kh) for j in range(kw)]
 
 
 _MAX = register(
