@@ -1,0 +1,298 @@
+"""Calls: library functions run on abstract values, user functions and methods are inlined,
+print/logging are deferred, the NumPy global RNG becomes a graph node.
+"""
+from __future__ import annotations
+
+import logging
+import types
+
+import numpy as np
+
+from ..ops import api as F
+from ..source import NoSource, function_ast, has_yield
+from ..tensor import Tensor, Variable
+from .builder import SymbolicTape
+from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_array_kind, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
+
+
+class CallsMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def call(self, func, args, kwargs, node=None):
+        if _is_jit(func):
+            inner = func.__wrapped__
+            if getattr(func, "__self__", None) is not None:
+                args = [self.pinned(func.__self__)] + list(args)
+            func = inner
+        if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType) \
+                and not isinstance(func.__self__, (Sym, SymbolicTape, type, types.ModuleType)):
+            return self.inline(func.__func__, [self.pinned(func.__self__)] + list(args), kwargs)
+        if isinstance(func, BoundMethod):
+            owner = func.self_value
+            if isinstance(owner, ObjRef) and isinstance(owner.obj, (logging.Logger, logging.LoggerAdapter)):
+                self.prog.check_identity(owner.slot, self.site)  # log through the same logger
+                return self.defer(types.MethodType(func.func, owner.obj), args, kwargs)
+            return self.inline(func.func, [func.self_value] + list(args), kwargs)
+        if isinstance(func, ContainerMethod):
+            return self.container_method(func, args, kwargs)
+        if isinstance(func, ObjRef):
+            call = getattr(type(func.obj), "__call__", None)
+            if isinstance(call, types.FunctionType):
+                return self.inline(call, [func] + list(args), kwargs)
+            raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
+        if isinstance(func, SymbolicTape) or isinstance(func, Sym):
+            raise Unsupported("unsupported-call", "calling a non-callable graph value", self.site)
+        if func is np.errstate:  # `with np.errstate(...)`: recorded on the nodes built inside
+            return ErrState(dict(kwargs))
+        if func is print or (isinstance(func, types.FunctionType) and func.__module__ == "logging"
+                             and func.__name__ in _LOG_FUNCTIONS):
+            return self.defer(func, args, kwargs)
+        if isinstance(func, types.MethodType) and isinstance(func.__self__, (Sym, SymbolicTape)):
+            # tape.gradient(loss, params) with `params` an input list: hand over its elements
+            args = [self.containers_to_python(a) for a in args]
+            kwargs = {k: self.containers_to_python(v) for k, v in kwargs.items()}
+            return func(*args, **kwargs)
+        if isinstance(func, types.MethodType) and func.__self__ is getattr(np.random, "mtrand", None)._rand:
+            return self.global_random(func.__name__, args, kwargs)
+        module = getattr(func, "__module__", None) or ""
+        if module.startswith("numpy.random") or (isinstance(func, types.BuiltinMethodType)
+                                                 and type(getattr(func, "__self__", None)).__name__ == "RandomState"):
+            if getattr(func, "__self__", None) is np.random.mtrand._rand or module == "numpy.random":
+                return self.global_random(func.__name__, args, kwargs)
+            raise Unsupported("unsupported-call", f"random generator method {func.__name__}", self.site)
+        if func is SymbolicTape or _is_tape_class(func):
+            tape = SymbolicTape(self.builder, kwargs.get("persistent", args[0] if args else False),
+                                kwargs.get("watch_accessed_variables", True))
+            return tape
+        if func in (Tensor, Variable) or func is _tensor_fn():
+            if _any_abstract((args, kwargs)):
+                if func is Variable:
+                    raise Unsupported("object-construction", "creating a Variable inside the function", self.site)
+                src = args[0]
+                if not isinstance(src, Sym) or len(args) > 1 or kwargs:
+                    raise Unsupported("unsupported-call", "tensor() of a structure of graph values", self.site)
+                return _as_kind(F.reshape_like(Sym(src.node, "array"), Sym(src.node, "array")), "tensor") \
+                    if src.kind == "array" else Sym(src.node, "tensor")
+            return self.lift(func(*args, **kwargs))
+        if isinstance(func, types.FunctionType):
+            if module.startswith(_LIBRARY_PREFIXES) and not module.startswith(_INLINE_LIBRARY):
+                return self.call_library(func, args, kwargs)
+            return self.inline(func, list(args), kwargs)
+        if isinstance(func, np.ufunc) or (module.startswith("numpy") and callable(func)):
+            return self.call_numpy(func, args, kwargs)
+        if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
+            return self.call_builtin(func, args, kwargs)
+        if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
+            owner = func.__self__
+            if isinstance(owner, (list, dict, set, str, tuple)) and not _any_objref((args, kwargs)):
+                return func(*args, **kwargs)  # a local container's method
+        if isinstance(func, type):
+            if issubclass(func, BaseException):
+                return func(*args, **kwargs)
+            if func.__module__.startswith(("janus_like.nn", "janus_like.optim")) or func.__module__ not in ("builtins",):
+                raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
+        raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
+
+    def call_library(self, func, args, kwargs):
+        """janus_like's functional API and other pure library code: call it with abstract values."""
+        for a in list(args) + list(kwargs.values()):
+            if isinstance(a, ObjRef):  # the library sees the object itself (e.g. a Generator): pin it
+                self.prog.check_identity(a.slot, self.site)
+        args = [_unwrap_obj(a) for a in args]
+        kwargs = {k: _unwrap_obj(v) for k, v in kwargs.items()}
+        if not _any_abstract((args, kwargs)):
+            return self.lift(func(*args, **kwargs))
+        out = func(*args, **kwargs)
+        if func.__module__.startswith("janus_like.ops"):
+            out = _as_tensor_kind(out)
+        return out
+
+    def call_numpy(self, func, args, kwargs):
+        from ..tensor import _FUNCTIONS, _UFUNCS
+
+        out_target = kwargs.pop("out", None)
+        if isinstance(out_target, tuple):
+            out_target = out_target[0]
+        if not _any_abstract((args, kwargs)) and out_target is None:
+            if func in (np.asarray, np.array) or getattr(func, "__name__", "") in ("seterr", "errstate"):
+                pass
+            return self.lift(func(*args, **kwargs))
+        if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
+            from ..ops.registry import P, bind
+
+            return _as_kind(bind(P.arange, args[0]), "array")
+        if func in (np.asarray, np.asanyarray) and len(args) == 1 and isinstance(args[0], Sym) and not kwargs:
+            return args[0] if args[0].kind != "tensor" else Sym(args[0].node, "array")
+        if func is np.array and isinstance(args[0], Sym):
+            return _as_array_kind(F.reshape_like(args[0], args[0]))
+        if func is np.copyto:
+            dst, src = args[0], args[1]
+            self.write_box(dst, self.inplace_value(dst, src))
+            return None
+        if isinstance(func, np.ufunc):
+            impl = _UFUNCS.get(func)
+            if impl is None or kwargs:
+                raise Unsupported("unsupported-call", f"numpy.{func.__name__} with {sorted(kwargs)} has no graph op", self.site)
+            result = impl(*args)
+        elif func is np.clip and out_target is None and "out" in kwargs:
+            result = _FUNCTIONS[func](*args, **kwargs)
+        else:
+            impl = _FUNCTIONS.get(func)
+            if impl is None:
+                name = getattr(func, "__name__", repr(func))
+                raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
+            result = impl(*args, **kwargs)
+        if out_target is not None:
+            self.write_box(out_target, self.inplace_value(out_target, result))
+            return out_target
+        return result
+
+    def call_builtin(self, func, args, kwargs):
+        if func in (float, int, bool) and args and isinstance(args[0], Sym):
+            v = args[0]
+            if v.size != 1:
+                raise Unsupported("data-dependent-python", f"{func.__name__}() of an array", self.site)
+            if func is bool:
+                raise Unsupported("data-dependent-python", "bool() of a graph value", self.site)
+            return self.builder.to_py(v, func)
+        if func is id and len(args) == 1:
+            return id(_identity(args[0]))  # identities are fixed by the type/alias guards
+        if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
+            return self.attributes(args[0])
+        if func is len and args and isinstance(args[0], Sym) and self.builder.polymorphic:
+            return self.builder.dim(args[0], 0)
+        if func is len and args and isinstance(args[0], ObjRef):
+            return len(self.materialize(args[0], self.site))
+        if func is isinstance and args and isinstance(args[0], (ObjRef, Sym)):
+            return isinstance(_concrete_type_probe(args[0]), args[1])
+        if func is type and len(args) == 1 and isinstance(args[0], (ObjRef, Sym)):
+            return type(_concrete_type_probe(args[0]))
+        if func in (getattr, hasattr) and args and isinstance(args[0], (ObjRef, Sym, VarRef)):
+            if func is hasattr:
+                try:
+                    self.getattr(args[0], args[1])
+                    return True
+                except AttributeError:
+                    return False
+            return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
+        args = [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, (list, tuple, dict)) else a
+                for a in args]
+        if func is sum and args and _any_abstract(args[0]):
+            total = args[1] if len(args) > 1 else 0
+            for x in args[0]:
+                total = total + x
+            return total
+        if func in (max, min) and _any_abstract(args):
+            raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", self.site)
+        if func is str and args and isinstance(args[0], Sym):
+            return DeferredStr([(args[0], "s", "")])
+        return self.lift(func(*args, **kwargs))
+
+    def getattr_default(self, obj, name, default):
+        try:
+            return self.getattr(obj, name)
+        except AttributeError:
+            return default
+
+    def global_random(self, method, args, kwargs):
+        if _any_abstract((args, kwargs)):
+            raise Unsupported("unsupported-call", f"numpy.random.{method} with graph-valued arguments", self.site)
+        probe = np.random.RandomState()
+        probe.set_state(np.random.get_state())
+        sample = np.asarray(getattr(probe, method)(*args, **kwargs))
+        out = self.builder.random(method, tuple(args), dict(kwargs), (sample.shape, sample.dtype))
+        if sample.shape == () and not isinstance(getattr(probe, method)(*args, **kwargs), np.ndarray):
+            out.kind = "py" if method in ("rand", "randn", "random", "random_sample", "uniform", "normal",
+                                          "randint", "choice") and not args else out.kind
+        return out
+
+    def defer(self, fn, args, kwargs):
+        if self.pure_depth:
+            raise Unsupported("unsupported-syntax", "print inside a data-dependent branch", self.site)
+        snap = self.snapshot_for_effect
+        self.effects.append((fn, [snap(a) for a in args], {k: snap(v) for k, v in kwargs.items()}, self.site))
+        return None
+
+    def snapshot_for_effect(self, v):
+        """What a deferred print/log call must see: state as it is *now*, not after the commit."""
+        if isinstance(v, VarRef):
+            return VarSnapshot(Sym(v.node, "tensor"), v.var)
+        if isinstance(v, Sym) and v.origin is not None:  # the live buffer is written at commit
+            return _as_kind(Sym(v.node, "array").copy(), v.kind)
+        if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):
+            items = self.materialize(v, self.site)
+            if isinstance(items, dict):
+                return {k: self.snapshot_for_effect(x) for k, x in items.items()}
+            return type(items)(self.snapshot_for_effect(x) for x in items)
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(self.snapshot_for_effect(x) for x in v)
+        if isinstance(v, dict):
+            return {k: self.snapshot_for_effect(x) for k, x in v.items()}
+        return v
+
+    def inline(self, func, args, kwargs):
+        try:
+            fn_ast = function_ast(func)
+        except NoSource as exc:
+            raise Unsupported("no-source", f"{func.__qualname__}: {exc}", self.site) from None
+        if has_yield(fn_ast):
+            raise Unsupported("generator", f"{func.__qualname__} is a generator", self.site)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise Unsupported("recursion-limit", f"inlining deeper than {MAX_DEPTH} calls", self.site)
+        frame = Frame(func, func.__globals__, func.__code__.co_filename)
+        if func.__closure__:
+            for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+                frame.cells[name] = cell
+        self.bind_args(frame, fn_ast, func, args, kwargs)
+        saved_site = self.site
+        try:
+            self.exec_block(fn_ast.body, frame)
+            result = None
+        except _Return as ret:
+            result = ret.value
+        finally:
+            self.depth -= 1
+            self.site = saved_site
+            self.builder.site = saved_site
+        return result
+
+    def bind_args(self, frame, fn_ast, func, args, kwargs):
+        a = fn_ast.args
+        if a.posonlyargs or a.kwonlyargs and any(d is None for d in a.kw_defaults) and False:
+            pass
+        params = [p.arg for p in a.posonlyargs + a.args]
+        defaults = func.__defaults__ or ()
+        bound = {}
+        for name, value in zip(params, args):
+            bound[name] = value
+        extra = list(args[len(params):])
+        if extra:
+            if not a.vararg:
+                raise Unsupported("user-error", f"{func.__qualname__}() got too many positional arguments", self.site)
+            bound[a.vararg.arg] = tuple(extra)
+        elif a.vararg:
+            bound[a.vararg.arg] = ()
+        kw_left = dict(kwargs)
+        for name in params + [k.arg for k in a.kwonlyargs]:
+            if name in kw_left:
+                bound[name] = kw_left.pop(name)
+        if kw_left:
+            if not a.kwarg:
+                raise Unsupported("user-error", f"unexpected keyword arguments {sorted(kw_left)}", self.site)
+            bound[a.kwarg.arg] = kw_left
+        elif a.kwarg:
+            bound[a.kwarg.arg] = {}
+        for name, default in zip(params[len(params) - len(defaults):], defaults):
+            bound.setdefault(name, default)
+        kwd = func.__kwdefaults__ or {}
+        for k in a.kwonlyargs:
+            if k.arg not in bound:
+                if k.arg not in kwd:
+                    raise Unsupported("user-error", f"missing keyword argument {k.arg}", self.site)
+                bound[k.arg] = kwd[k.arg]
+        for name in params:
+            if name not in bound:
+                raise Unsupported("user-error", f"{func.__qualname__}() missing argument {name!r}", self.site)
+        frame.locals.update(bound)

@@ -1,0 +1,78 @@
+"""Input containers (lists, tuples, dicts reached from the arguments): element reads guarded by
+length/keys, mutations applied to a shadow copy and replayed at commit.
+"""
+from __future__ import annotations
+
+from .values import ObjRef, Unsupported
+from .support import _MISSING, _dict_key
+
+
+class ContainersMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def materialize(self, ref, site, ast_key=None):
+        """The elements of an input list/tuple/dict as abstract values (guards its length/keys)."""
+        shadow = self.shadows.get(id(ref.obj))
+        if shadow is not None:
+            return shadow
+        target = ref.obj
+        if isinstance(target, dict):
+            self.prog.check_keys(ref.slot, site)
+            return {k: self.classify(self.prog.item(ref.slot, k, v)[0], site, ast_key) for k, v in target.items()}
+        if isinstance(target, (list, tuple)):
+            self.prog.check_len(ref.slot, site)
+            items = [self.classify(self.prog.item(ref.slot, i, v)[0], site, ast_key) for i, v in enumerate(target)]
+            return items if isinstance(target, list) else tuple(items)
+        raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
+
+    def attributes(self, ref):
+        """vars(obj) of an input object: every attribute, with a guard on the attribute names."""
+        d = vars(ref.obj)
+        slot, _ = self.prog._new(ref.slot, ("vars",), f"vars({ref.slot.text})", d, f"vars(s{ref.slot.index})")
+        self.prog.check_keys(slot, self.site)
+        out = {}
+        for name in d:
+            over = self.overlay.get((id(ref.obj), name), _MISSING)
+            out[name] = over if over is not _MISSING else self.getattr(ref, name)
+        return out
+
+    def containers_to_python(self, v):
+        if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):
+            v = self.materialize(v, self.site)
+        if isinstance(v, dict):
+            return {k: self.containers_to_python(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(self.containers_to_python(x) for x in v)
+        return v
+
+    def materialize_dict(self, v):
+        if isinstance(v, ObjRef):
+            return dict(self.materialize(v, self.site))
+        return dict(v)
+
+    def shadow(self, ref):
+        s = self.shadows.get(id(ref.obj))
+        if s is None:
+            base = self.materialize(ref, self.site)
+            s = dict(base) if isinstance(base, dict) else list(base)
+            self.shadows[id(ref.obj)] = s
+        return s
+
+    def container_method(self, m, args, kwargs):
+        ref, name = m.ref, m.name
+        target = ref.obj
+        if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__"):
+            if self.pure_depth:
+                raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
+            shadow = self.shadow(ref)
+            if name == "extend":
+                args = [self.iterate(args[0])]
+            result = getattr(shadow, name)(*args, **kwargs)
+            self.writes.append(("call", ref, name, list(args), dict(kwargs)))
+            return result
+        view = self.materialize(ref, self.site)
+        if isinstance(target, dict) and name in ("items", "keys", "values", "get", "copy"):
+            return getattr(view, name)(*[_dict_key(a) for a in args])
+        if name in ("index", "count", "copy"):
+            return getattr(view, name)(*args)
+        raise Unsupported("unsupported-call", f"{type(target).__name__}.{name} on an input container", self.site)

@@ -1,0 +1,312 @@
+"""Control flow: `if`/`while`/`for`/`with`/`assert` — speculated from the profile (assert nodes),
+unrolled when Python values fix them, or turned into conditional and loop nodes once relaxed.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+
+import numpy as np
+
+from .. import ir
+from ..source import site_key
+from ..jit.assumptions import Assumption
+from .builder import OPAQUE, SymbolicTape
+from .values import ObjRef, Sym, Unsupported, VarRef
+from .support import ErrState, _Break, _Continue, _MISSING, _assigned_names, _truth_value
+
+
+class ControlFlowMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def stmt_If(self, node, frame):
+        test = self.eval(node.test, frame)
+        if isinstance(test, Sym):
+            key = site_key(frame.filename, node)
+            if self.branch_is_relaxed(key):
+                return self.cond(node, test, frame)
+            outcome = self.speculate(test, node, frame, "branch")
+        else:
+            outcome = self.truth(test)
+        self.exec_block(node.body if outcome else node.orelse, frame)
+
+    def branch_is_relaxed(self, key):
+        if ("branch", key) in self.relaxed:
+            return True
+        if self.profile is None:
+            return False
+        seen = self.profile.branch(key)
+        return seen[0] > 0 and seen[1] > 0
+
+    def speculate(self, test, node, frame, kind):
+        key = site_key(frame.filename, node)
+        if test.size != 1:
+            raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
+                              self.site)
+        seen = self.profile.branch(key) if self.profile is not None else (0, 0)
+        if seen == (0, 0):
+            raise Unsupported("unprofiled-branch", "condition never evaluated during warm-up", self.site)
+        expect = seen[0] > 0
+        cond = _truth_value(test)
+        self.builder.assert_(cond, expect, Assumption(kind, self.site, expect, relax=("branch", key)))
+        return expect
+
+    def cond(self, node, test, frame):
+        """Both branches as a conditional node (after the profile saw both outcomes)."""
+        if self.builder.tapes:
+            raise Unsupported("data-dependent-python", "a branch on a graph value inside a GradientTape "
+                                                       "whose outcome varies", self.site)
+        assigned = sorted(_assigned_names(node.body) | _assigned_names(node.orelse))
+        pred = _truth_value(test)
+        results = []
+        outer_block = self.builder.block
+        saved_locals = dict(frame.locals)
+        self.pure_depth += 1
+        self.branch_frames.append(frame)
+        try:
+            for body in (node.body, node.orelse):
+                block = []
+                self.builder.block = block
+                saved = dict(frame.locals)
+                self.exec_block(body, frame)
+                results.append((block, {n: frame.locals.get(n, _MISSING) for n in assigned}))
+                frame.locals.clear()
+                frame.locals.update(saved)
+        finally:
+            self.pure_depth -= 1
+            self.branch_frames.pop()
+            self.builder.block = outer_block
+        self.set_site(node, frame)
+        (then_block, then_vals), (else_block, else_vals) = results
+        outs_then, outs_else, merged = [], [], []
+        for name in assigned:
+            a, b = then_vals[name], else_vals[name]
+            if a is _MISSING or b is _MISSING:
+                raise Unsupported("data-dependent-python", f"{name!r} is assigned in only one branch", self.site)
+            if isinstance(a, Sym) or isinstance(b, Sym):
+                a = a if isinstance(a, Sym) else self.builder.constant(np.asarray(a))
+                b = b if isinstance(b, Sym) else self.builder.constant(np.asarray(b))
+                if a.shape != b.shape or a.dtype != b.dtype or a.kind != b.kind:
+                    raise Unsupported("data-dependent-python", f"{name!r} differs in shape/dtype between branches",
+                                      self.site)
+                outs_then.append(a.node)
+                outs_else.append(b.node)
+                merged.append((name, a))
+            elif a is not b and a != b:
+                raise Unsupported("data-dependent-python", f"{name!r} is a Python value that depends on the branch",
+                                  self.site)
+            else:
+                frame.locals[name] = a
+        cond_node = self.builder.add(ir.Node(ir.COND, (pred.node,), {
+            "then_nodes": then_block, "else_nodes": else_block, "then_outs": outs_then, "else_outs": outs_else}))
+        for i, (name, proto) in enumerate(merged):
+            out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
+            # which object the name refers to now depends on the branch: writing through it, or
+            # writing what it might alias, cannot be modelled (see refresh_views)
+            out.view = (OPAQUE, None)
+            for pre in (then_vals[name], else_vals[name]):
+                if isinstance(pre, Sym) and any(pre is old for old in saved_locals.values()):
+                    self.builder.views.setdefault(id(pre), []).append(out)
+            frame.locals[name] = out
+
+    def stmt_While(self, node, frame):
+        key = site_key(frame.filename, node)
+        iterations = 0
+        while True:
+            self.set_site(node, frame)
+            test = self.eval(node.test, frame)
+            if isinstance(test, Sym):
+                trips = self.profile.trips(key) if self.profile is not None else set()
+                if (len(trips) > 1 or ("trip", key) in self.relaxed) and iterations == 0:
+                    return self.loop(node, frame)
+                if len(trips) != 1:
+                    raise Unsupported("varying-trip-count" if trips else "unprofiled-branch",
+                                      f"while loop on a graph value (trip counts seen: {sorted(trips)})", self.site)
+                expected = next(iter(trips))
+                go = iterations < expected
+                cond = _truth_value(test)
+                self.builder.assert_(cond, go, Assumption("trip_count", self.site, expected, relax=("trip", key)))
+            else:
+                go = self.truth(test)
+            if not go:
+                break
+            iterations += 1
+            self.count_unroll()
+            if self.iteration(node.body, frame) == "break":
+                return
+        self.exec_block(node.orelse, frame)
+
+    def iteration(self, body, frame):
+        """One unrolled trip through a loop body; "break" when it ended the loop."""
+        try:
+            self.exec_block(body, frame)
+        except _Break:
+            return "break"
+        except _Continue:
+            pass
+        return None
+
+    def loop(self, node, frame, counter=None):
+        """A loop whose trip count is a graph value: one loop node whose body is generated once,
+        with the variables it reassigns carried from iteration to iteration. `node` is a `while`
+        (its test is the condition) or, with `counter=(target, start, stop, step)`, a
+        `for target in range(start, stop, step)` whose bounds are graph values."""
+        kind = "while" if counter is None else "for"
+        if self.builder.tapes:
+            raise Unsupported("varying-trip-count", f"a {kind} loop with a graph-valued trip count inside a "
+                                                    "GradientTape", self.site)
+        if node.orelse:
+            raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
+        target = counter[0] if counter is not None else None
+        names = sorted(_assigned_names(node.body) - ({target} if target else set()))
+        carried = []
+        for name in names:
+            v = frame.locals.get(name, _MISSING)
+            if not isinstance(v, Sym) or isinstance(v, VarRef):
+                raise Unsupported("varying-trip-count", f"loop variable {name!r} is not an array value before "
+                                                        "the loop", self.site)
+            carried.append((name, v))
+        before = dict(frame.locals)
+        placeholders = []
+        for name, v in carried:
+            ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, v.node.aval, self.site)
+            placeholders.append(ph)
+            frame.locals[name] = Sym(ph, v.kind)
+        if counter is not None:
+            start = counter[1]
+            count_ph = ir.Node(ir.LOOP_VAR, (), {"name": target}, ((), np.dtype(np.int64)), self.site)
+            frame.locals[target] = Sym(count_ph, "py")
+        outer = self.builder.block
+        self.pure_depth += 1
+        self.branch_frames.append(frame)
+        try:
+            cond_block, body_block = [], []
+            self.builder.block = cond_block
+            if counter is None:
+                test = self.eval(node.test, frame)
+                if not isinstance(test, Sym):
+                    raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
+                                      self.site)
+                pred = _truth_value(test)
+            else:
+                pred = self.builder.py_op(operator.lt, Sym(count_ph, "py"), counter[2])
+            self.builder.block = body_block
+            try:
+                self.exec_block(node.body, frame)
+            except (_Break, _Continue):
+                raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
+            if counter is not None:
+                next_count = self.builder.py_op(operator.add, Sym(count_ph, "py"), counter[3])
+        finally:
+            self.pure_depth -= 1
+            self.branch_frames.pop()
+            self.builder.block = outer
+        outs = []
+        for (name, v), ph in zip(carried, placeholders):
+            new = frame.locals[name]
+            if not isinstance(new, Sym) or new.node.aval != ph.aval or new.kind != v.kind:
+                raise Unsupported("varying-trip-count", f"{name!r} changes type, shape or dtype inside the loop",
+                                  self.site)
+            outs.append(new.node)
+        self.set_site(node, frame)
+        for name, value in before.items():
+            if name not in dict(carried) and name != target and frame.locals.get(name, _MISSING) is not value:
+                raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
+        inputs = [v.node for _, v in carried]
+        if counter is not None:
+            placeholders.append(count_ph)
+            outs.append(next_count.node)
+            inputs.append(start.node if isinstance(start, Sym) else start)
+        loop = self.builder.add(ir.Node(ir.LOOP, tuple(inputs), {
+            "placeholders": placeholders, "cond_nodes": cond_block, "cond": pred.node,
+            "body_nodes": body_block, "body_outs": outs, "max_iter": self.max_unroll * 50}))
+        for i, (name, v) in enumerate(carried):
+            out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
+            frame.locals[name] = Sym(out, v.kind)
+        if counter is not None:  # the loop variable after the loop is not modelled
+            stale = Sym(count_ph, "py")
+            stale.kind = "stale"
+            frame.locals[target] = stale
+
+    def dynamic_range(self, node, frame):
+        """(start, stop, step) when `node.iter` is range(...) with graph-valued bounds, else None."""
+        call = node.iter
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "range"
+                and not call.keywords and 1 <= len(call.args) <= 3 and isinstance(node.target, ast.Name)):
+            return None
+        if self.load_name("range", frame, call.func) is not range:
+            return None
+        bounds = [self.eval(a, frame) for a in call.args]
+        if not any(isinstance(b, Sym) for b in bounds):
+            return bounds  # plain Python bounds: the caller unrolls
+        if any(isinstance(b, Sym) and (b.kind != "py" or b.dtype.kind not in "iu") for b in bounds):
+            raise Unsupported("data-dependent-python", "range() of a graph value that is not a Python int", self.site)
+        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds + [1])[:3]
+        if isinstance(step, Sym) or step <= 0:
+            raise Unsupported("varying-trip-count", "range() with a graph-valued or non-positive step", self.site)
+        return ("dynamic", start, stop, step)
+
+    def stmt_For(self, node, frame):
+        bounds = self.dynamic_range(node, frame)
+        if bounds is not None and bounds[0] == "dynamic":  # a trip count known only at run time
+            return self.loop(node, frame, counter=(node.target.id,) + tuple(bounds[1:]))
+        iterable = range(*bounds) if bounds is not None else self.eval(node.iter, frame)
+        if isinstance(iterable, ObjRef):  # elements the profiler saw vary become graph inputs
+            items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
+        else:
+            items = self.iterate(iterable)
+        for item in items:
+            self.count_unroll()
+            self.assign(node.target, item, frame)
+            if self.iteration(node.body, frame) == "break":
+                return
+        self.exec_block(node.orelse, frame)
+
+    def count_unroll(self):
+        self.unrolled += 1
+        if self.unrolled > self.max_unroll:
+            raise Unsupported("recursion-limit", f"more than {self.max_unroll} unrolled iterations", self.site)
+
+    def iterate(self, value):
+        if isinstance(value, ObjRef):
+            return list(self.materialize(value, self.site))
+        if isinstance(value, Sym) and self.builder.polymorphic:
+            raise Unsupported("shape-dependent", "iterating over an array whose size is not fixed", self.site)
+        if isinstance(value, Sym):
+            return list(value)
+        if isinstance(value, SymbolicTape):
+            raise Unsupported("unsupported-syntax", "iterating a tape", self.site)
+        return list(value)
+
+    def stmt_With(self, node, frame):
+        entered = []
+        for item in node.items:
+            ctx = self.eval(item.context_expr, frame)
+            if isinstance(ctx, SymbolicTape):
+                self.builder.tapes.append(ctx)
+                entered.append(ctx)
+                value = ctx
+            elif isinstance(ctx, ErrState):
+                self.builder.errstate.append({**(self.builder.errstate[-1] if self.builder.errstate else {}),
+                                              **ctx.settings})
+                entered.append(ctx)
+                value = ctx
+            else:
+                raise Unsupported("unsupported-syntax", f"with {type(ctx).__name__}", self.site)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, value, frame)
+        try:
+            self.exec_block(node.body, frame)
+        finally:
+            for item in entered:
+                if isinstance(item, ErrState):
+                    self.builder.errstate.pop()
+                elif item in self.builder.tapes:
+                    self.builder.tapes.remove(item)
+
+    def stmt_Assert(self, node, frame):
+        test = self.eval(node.test, frame)
+        if isinstance(test, Sym):
+            self.speculate(test, node, frame, "branch")
+        elif not self.truth(test):
+            raise Unsupported("user-error", "assert statement fails", self.site)

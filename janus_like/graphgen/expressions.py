@@ -1,0 +1,351 @@
+"""Expressions: names (guarded globals and closures), attributes and items of input objects,
+operators, comparisons, comprehensions and f-strings.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import operator
+import types
+
+from ..ops import api as F
+from ..source import site_key
+from .builder import SymbolicTape
+from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef
+from .support import ContainerMethod, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _unwrap_obj
+
+
+class ExpressionsMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def expr_Constant(self, node, frame):
+        return node.value
+
+    def expr_Name(self, node, frame):
+        return self.load_name(node.id, frame, node)
+
+    def expr_Attribute(self, node, frame):
+        obj = self.eval(node.value, frame)
+        return self.getattr(obj, node.attr, site_key(frame.filename, node))
+
+    def expr_Subscript(self, node, frame):
+        obj = self.eval(node.value, frame)
+        index = self.eval(node.slice, frame)
+        return self.getitem(obj, index)
+
+    def expr_Slice(self, node, frame):
+        parts = [None if p is None else self.eval(p, frame) for p in (node.lower, node.upper, node.step)]
+        if _any_abstract(parts):
+            raise Unsupported("data-dependent-python", "slice bounds computed in the graph", self.site)
+        return slice(*parts)
+
+    def expr_Tuple(self, node, frame):
+        return tuple(self.eval_elts(node.elts, frame))
+
+    def expr_List(self, node, frame):
+        return list(self.eval_elts(node.elts, frame))
+
+    def expr_Set(self, node, frame):
+        return set(self.eval_elts(node.elts, frame))
+
+    def expr_Dict(self, node, frame):
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                out.update(self.eval(v, frame))
+            else:
+                out[_dict_key(self.eval(k, frame))] = self.eval(v, frame)
+        return out
+
+    def expr_BinOp(self, node, frame):
+        left = self.eval(node.left, frame)
+        right = self.eval(node.right, frame)
+        return self.binop(_BINOPS[type(node.op)], left, right)
+
+    def expr_UnaryOp(self, node, frame):
+        v = self.eval(node.operand, frame)
+        if isinstance(node.op, ast.Not):
+            if isinstance(v, Sym):
+                raise Unsupported("data-dependent-python", "`not` of a graph value", self.site)
+            return not self.truth(v)
+        return _UNARY[type(node.op)](v)
+
+    def expr_BoolOp(self, node, frame):
+        is_and = isinstance(node.op, ast.And)
+        value = None
+        for v_node in node.values:
+            value = self.eval(v_node, frame)
+            t = self.speculate(value, node, frame, "branch") if isinstance(value, Sym) else self.truth(value)
+            if is_and and not t:
+                return value
+            if not is_and and t:
+                return value
+        return value
+
+    def expr_Compare(self, node, frame):
+        left = self.eval(node.left, frame)
+        result = True
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.eval(comp, frame)
+            r = self.compare(op, left, right)
+            if len(node.ops) == 1:
+                return r
+            if isinstance(r, Sym):
+                raise Unsupported("data-dependent-python", "chained comparison of graph values", self.site)
+            if not r:
+                return False
+            left = right
+        return result
+
+    def expr_IfExp(self, node, frame):
+        test = self.eval(node.test, frame)
+        t = self.speculate(test, node, frame, "branch") if isinstance(test, Sym) else self.truth(test)
+        return self.eval(node.body if t else node.orelse, frame)
+
+    def expr_Call(self, node, frame):
+        func = self.eval(node.func, frame)
+        args = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.iterate(self.eval(a.value, frame)))
+            else:
+                args.append(self.eval(a, frame))
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                extra = self.eval(kw.value, frame)
+                kwargs.update(self.materialize_dict(extra))
+            else:
+                kwargs[kw.arg] = self.eval(kw.value, frame)
+        result = self.call(func, args, kwargs, node)
+        self.set_site(node, frame)
+        return result
+
+    def expr_JoinedStr(self, node, frame):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(v.value)
+            else:
+                parts.extend(self.expr_FormattedValue(v, frame).parts)
+        if all(isinstance(p, str) for p in parts):
+            return "".join(parts)
+        return DeferredStr(parts)
+
+    def expr_FormattedValue(self, node, frame):
+        value = self.eval(node.value, frame)
+        spec = "" if node.format_spec is None else self.eval(node.format_spec, frame)
+        if isinstance(spec, DeferredStr):
+            raise Unsupported("data-dependent-python", "format spec computed in the graph", self.site)
+        conv = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
+        if isinstance(value, (Sym, ObjRef)):  # formatted later, with the value it has now
+            return DeferredStr([(self.snapshot_for_effect(value), conv, spec)])
+        text = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
+                "a": lambda x, s: format(ascii(x), s)}[conv](value, spec)
+        return DeferredStr([text])
+
+    def expr_ListComp(self, node, frame):
+        return self.comprehension(node, frame, lambda: [], lambda acc, f: acc.append(self.eval(node.elt, f)))
+
+    def expr_SetComp(self, node, frame):
+        return self.comprehension(node, frame, set, lambda acc, f: acc.add(self.eval(node.elt, f)))
+
+    def expr_DictComp(self, node, frame):
+        def add(acc, f):
+            acc[_dict_key(self.eval(node.key, f))] = self.eval(node.value, f)
+        return self.comprehension(node, frame, dict, add)
+
+    def expr_Lambda(self, node, frame):
+        raise Unsupported("unsupported-syntax", "lambda inside the function", self.site)
+
+    def eval(self, node, frame):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise Unsupported("unsupported-syntax", f"`{type(node).__name__}` expression", self.site)
+        return method(node, frame)
+
+    def load_name(self, name, frame, node=None):
+        if name in frame.locals and name not in frame.global_names:
+            return frame.locals[name]
+        key = site_key(frame.filename, node) if node is not None else None
+        if name in frame.cells:
+            cell = frame.cells[name]
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                raise Unsupported("unsupported-syntax", f"free variable {name!r} is not bound yet", self.site) from None
+            slot, _ = self.prog.root_cell(cell, name, value)
+            return self.classify(slot, self.site, key)
+        g = frame.globals
+        over = self.global_overlay.get((id(g), name), _MISSING)
+        if over is not _MISSING:
+            return over
+        if name in g:
+            value = g[name]
+            if isinstance(value, types.ModuleType):
+                return value
+            slot, _ = self.prog.root_global(g, name, value, g.get("__name__", "?"))
+            return self.classify(slot, self.site, key)
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise Unsupported("user-error", f"name {name!r} is not defined", self.site)
+
+    def getattr(self, obj, name, key=None):
+        if isinstance(obj, ObjRef):
+            over = self.overlay.get((id(obj.obj), name), _MISSING)
+            if over is not _MISSING:
+                return over
+            target = obj.obj
+            if isinstance(target, (list, dict, tuple)):
+                return ContainerMethod(obj, name)
+            inst = getattr(target, "__dict__", {})
+            if name in inst:
+                slot, _ = self.prog.attr(obj.slot, name, inst[name])
+                return self.classify(slot, self.site, key)
+            for klass in type(target).__mro__:
+                if name in klass.__dict__:
+                    attr = klass.__dict__[name]
+                    break
+            else:
+                raise AttributeError(name)
+            if isinstance(attr, types.FunctionType):
+                return BoundMethod(attr, obj)
+            if _is_jit(attr) and getattr(attr, "__self__", None) is None:  # @jit on a method
+                return BoundMethod(attr.__wrapped__, obj)
+            if isinstance(attr, property):
+                return self.inline(attr.fget, [obj], {})
+            if isinstance(attr, staticmethod):
+                return attr.__func__
+            if isinstance(attr, classmethod):
+                return BoundMethod(attr.__func__, type(target))
+            if type(attr).__name__ == "member_descriptor":
+                slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
+                return self.classify(slot, self.site, key)
+            return attr  # a class-level constant (the object's type is guarded)
+        if isinstance(obj, types.ModuleType):
+            return getattr(obj, name)
+        if isinstance(obj, VarRef) and name in ("trainable", "name"):
+            slot, _ = self.prog.attr(self.prog.slots[obj.slot], name, getattr(obj.var, name))
+            return self.classify(slot, self.site, key)
+        if isinstance(obj, Sym) and name == "shape" and self.builder.polymorphic:
+            return tuple(self.builder.dim(obj, k) for k in range(obj.ndim))  # sizes read at run time
+        if isinstance(obj, Sym) and name in ("size", "__len__") and self.builder.polymorphic:
+            raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
+                                                 "is not fixed", self.site)
+        if isinstance(obj, (Sym, SymbolicTape)):
+            return getattr(obj, name)
+        if isinstance(obj, DeferredStr):
+            raise Unsupported("data-dependent-python", "string methods on a formatted graph value", self.site)
+        return getattr(obj, name)
+
+    def getitem(self, obj, index):
+        if isinstance(obj, Sym):
+            out = F.getitem(obj, _unwrap_obj(index))
+            if obj.kind == "array":
+                out = _as_kind(out, "array")
+                if _is_basic_index(index):
+                    out.view = (obj, _unwrap_obj(index))
+                    self._register_view(obj, out)
+            return out
+        if isinstance(obj, ObjRef):
+            key = _dict_key(index)
+            shadow = self.shadows.get(id(obj.obj))
+            if shadow is not None:
+                return shadow[key]
+            if isinstance(key, (Sym,)):
+                raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
+            if isinstance(key, slice):
+                return self.materialize(obj, self.site)[key]
+            try:
+                value = obj.obj[key]
+            except (KeyError, IndexError, TypeError) as exc:
+                raise Unsupported("user-error", f"lookup fails: {exc!r}", self.site) from None
+            if isinstance(obj.obj, (list, tuple)) and isinstance(key, int) and key < 0:
+                key = len(obj.obj) + key
+                self.prog.check_len(obj.slot, self.site)
+            slot, _ = self.prog.item(obj.slot, key, value)
+            return self.classify(slot, self.site)
+        if isinstance(index, Sym) and isinstance(obj, (list, tuple, dict)):
+            raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
+        if isinstance(obj, dict):
+            return obj[_dict_key(index)]
+        return obj[index]
+
+    def _register_view(self, base, view):
+        self.builder.views.setdefault(id(base), []).append(view)
+
+    def eval_elts(self, elts, frame):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.iterate(self.eval(e.value, frame)))
+            else:
+                out.append(self.eval(e, frame))
+        return out
+
+    def binop(self, op, left, right):
+        if isinstance(left, (ObjRef, SymbolicTape)) or isinstance(right, (ObjRef, SymbolicTape)):
+            if op is operator.add and isinstance(left, ObjRef) and isinstance(right, (ObjRef, list, tuple)):
+                return self.materialize(left, self.site) + (self.materialize(right, self.site)
+                                                            if isinstance(right, ObjRef) else right)
+            raise Unsupported("unsupported-syntax", f"operator {op.__name__} on Python objects", self.site)
+        if isinstance(left, DeferredStr) or isinstance(right, DeferredStr):
+            return DeferredStr(_str_parts(left) + _str_parts(right))
+        if op is operator.mod and isinstance(left, str) and _any_abstract(right):
+            raise Unsupported("data-dependent-python", "%-formatting of graph values", self.site)
+        return self.lift(op(left, right))
+
+    def compare(self, op, left, right):
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            same = _identity(left) is _identity(right)
+            return same if isinstance(op, ast.Is) else not same
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if isinstance(right, ObjRef):
+                key = _dict_key(left)
+                shadow = self.shadows.get(id(right.obj))
+                if shadow is not None:
+                    found = key in shadow
+                else:
+                    found = key in right.obj
+                    self.prog.check_contains(right.slot, key, found, self.site)
+            elif isinstance(right, Sym) or isinstance(left, Sym) and not isinstance(right, (list, tuple, set, dict)):
+                raise Unsupported("data-dependent-python", "`in` test on a graph value", self.site)
+            else:
+                found = _dict_key(left) in right
+            return found if isinstance(op, ast.In) else not found
+        if isinstance(left, ObjRef) or isinstance(right, ObjRef):
+            l, r = _identity(left), _identity(right)
+            return _CMPOPS[type(op)](l, r)
+        return self.lift(_CMPOPS[type(op)](left, right))
+
+    def truth(self, v):
+        if isinstance(v, Sym):
+            raise Unsupported("data-dependent-python", "truth value of a graph value", self.site)
+        if isinstance(v, ObjRef):
+            if isinstance(v.obj, (list, tuple, dict)):
+                return len(self.materialize(v, self.site)) > 0
+            return bool(v.obj)  # object truthiness: the type is guarded
+        return bool(v)
+
+    def comprehension(self, node, frame, make, add):
+        acc = make()
+        saved = dict(frame.locals)
+
+        def loop(gens):
+            if not gens:
+                add(acc, frame)
+                return
+            gen = gens[0]
+            for item in self.iterate(self.eval(gen.iter, frame)):
+                self.count_unroll()
+                self.assign(gen.target, item, frame)
+                if all(self.truth(self.eval(c, frame)) for c in gen.ifs):
+                    loop(gens[1:])
+        try:
+            loop(node.generators)
+        finally:
+            frame.locals.clear()
+            frame.locals.update(saved)
+        return acc
+
+    expr_GeneratorExp = expr_ListComp

@@ -1,0 +1,250 @@
+"""Statements and writes: assignment, augmented assignment with NumPy's in-place semantics,
+and every write to state logged for the all-or-nothing commit.
+"""
+from __future__ import annotations
+
+import ast
+import operator
+import os
+
+import numpy as np
+
+from ..ops import api as F
+from .builder import OPAQUE, SymbolicTape
+from .values import ObjRef, Sym, Unsupported, VarRef
+from .support import ContainerMethod, _BINOPS, _Break, _Continue, _Return, _as_kind, _cast_like, _dict_key, _raw, _unwrap_obj
+
+
+class StatementsMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def exec_block(self, stmts, frame):
+        for stmt in stmts:
+            self.exec_stmt(stmt, frame)
+
+    def set_site(self, node, frame):
+        self.site = f"{os.path.basename(frame.filename)}:{node.lineno}"
+        self.builder.site = self.site
+
+    def exec_stmt(self, node, frame):
+        self.set_site(node, frame)
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            reason = "try" if isinstance(node, (ast.Try, ast.TryStar)) else "unsupported-syntax"
+            raise Unsupported(reason, f"`{type(node).__name__}` statement", self.site)
+        method(node, frame)
+
+    def stmt_Expr(self, node, frame):
+        self.eval(node.value, frame)
+
+    def stmt_Pass(self, node, frame):
+        pass
+
+    def stmt_Return(self, node, frame):
+        if self.pure_depth and frame in self.branch_frames:
+            raise Unsupported("unsupported-syntax", "return inside a data-dependent branch", self.site)
+        raise _Return(None if node.value is None else self.eval(node.value, frame))
+
+    def stmt_Break(self, node, frame):
+        raise _Break()
+
+    def stmt_Continue(self, node, frame):
+        raise _Continue()
+
+    def stmt_Global(self, node, frame):
+        frame.global_names.update(node.names)
+
+    def stmt_Nonlocal(self, node, frame):
+        raise Unsupported("unsupported-syntax", "nonlocal", self.site)
+
+    def stmt_Assign(self, node, frame):
+        value = self.eval(node.value, frame)
+        for target in node.targets:
+            self.assign(target, value, frame)
+
+    def stmt_AnnAssign(self, node, frame):
+        if node.value is not None:
+            self.assign(node.target, self.eval(node.value, frame), frame)
+
+    def stmt_AugAssign(self, node, frame):
+        op = _BINOPS[type(node.op)]
+        target = node.target
+        rhs = self.eval(node.value, frame)
+        if isinstance(target, ast.Name):
+            cur = self.load_name(target.id, frame, target)
+            self.store_name(target.id, self.augment(cur, op, rhs), frame)
+        elif isinstance(target, ast.Attribute):
+            obj = self.eval(target.value, frame)
+            cur = self.getattr(obj, target.attr)
+            new = self.augment(cur, op, rhs)
+            if new is not cur:
+                self.setattr(obj, target.attr, new)
+        elif isinstance(target, ast.Subscript):
+            obj = self.eval(target.value, frame)
+            index = self.eval(target.slice, frame)
+            cur = self.getitem(obj, index)
+            was_view = isinstance(cur, Sym) and cur.view is not None and cur.view[0] is obj
+            new = self.augment(cur, op, rhs)
+            if not (was_view and new is cur):  # a view's in-place write already updated obj
+                self.setitem(obj, index, new)
+        else:
+            raise Unsupported("unsupported-syntax", "augmented assignment target", self.site)
+
+    def augment(self, cur, op, rhs):
+        """`cur op= rhs` with Python's in-place protocol: arrays and tensors mutate in place."""
+        if isinstance(cur, VarRef):
+            if op is operator.add:
+                return cur.assign_add(rhs)
+            if op is operator.sub:
+                return cur.assign_sub(rhs)
+            return cur.assign(op(Sym(cur.node, "array"), rhs))
+        if isinstance(cur, Sym) and cur.kind in ("array", "tensor"):
+            new = op(cur, rhs)
+            if cur.kind == "array":
+                self.write_box(cur, self.inplace_value(cur, new))
+            else:
+                self.write_box(cur, new)
+            return cur
+        if isinstance(cur, list) and op is operator.add:
+            cur.extend(self.materialize(rhs, self.site) if isinstance(rhs, ObjRef) else rhs)
+            return cur
+        if isinstance(cur, ObjRef) and isinstance(cur.obj, list) and op is operator.add:
+            self.container_method(ContainerMethod(cur, "extend"), [rhs], {})
+            return cur
+        return op(cur, rhs)
+
+    def inplace_value(self, target, value):
+        """The value an in-place NumPy write leaves in `target`: cast to its dtype, its shape."""
+        if not isinstance(target, Sym):
+            raise Unsupported("unsupported-syntax", "in-place write into a non-array", self.site)
+        if not isinstance(value, Sym):
+            value = F.broadcast_to(self.builder.constant(np.asarray(value)), target.shape)
+        if value.shape != target.shape:
+            try:
+                ok = np.broadcast_shapes(value.shape, target.shape) == target.shape
+            except ValueError:
+                ok = False
+            if not ok:
+                raise Unsupported("op-error", f"cannot write shape {value.shape} into {target.shape}", self.site)
+            value = F.broadcast_to(value, target.shape)
+        if value.dtype != target.dtype:
+            if not np.can_cast(value.dtype, target.dtype, casting="same_kind"):
+                raise Unsupported("op-error", f"cannot cast {value.dtype} to {target.dtype} in place", self.site)
+            value = F.cast(value, target.dtype)
+        return value
+
+    def write_box(self, box, new):
+        """Point a mutable value (and what it is a view of) at a new node."""
+        if not isinstance(box, Sym):
+            raise Unsupported("unsupported-syntax", "in-place write into a non-array value", self.site)
+        if isinstance(box, VarRef):
+            box.assign(new)
+            self.note_write(box)
+            return
+        if self.pure_depth:
+            raise Unsupported("unsupported-syntax", "in-place write inside a data-dependent branch", self.site)
+        if box.kind == "stale" or (box.view is not None and box.view[0] is OPAQUE):
+            raise Unsupported("view-write", "in-place write through a reshaped or transposed view", self.site)
+        box.node = new.node
+        if box.view is not None:
+            base, index = box.view
+            self.write_box(base, _as_kind(F.index_update(base, index, Sym(new.node, base.kind)), base.kind))
+        self.refresh_views(box)
+        if box.origin is not None:
+            box.dirty = True
+            self.note_write(box)
+
+    def refresh_views(self, base):
+        for view in self.builder.views.get(id(base), []):
+            if view.view[0] is OPAQUE:
+                view.kind = "stale"
+            else:
+                view.node = F.getitem(Sym(base.node, "array"), view.view[1]).node
+
+    def note_write(self, box):
+        if self.pure_depth:
+            raise Unsupported("unsupported-syntax", "state write inside a data-dependent branch", self.site)
+        self.writes.append(("box", box))
+
+    def stmt_Raise(self, node, frame):
+        raise Unsupported("user-error", "the function raises on these inputs", self.site)
+
+    def stmt_Delete(self, node, frame):
+        for t in node.targets:
+            if isinstance(t, ast.Name) and t.id in frame.locals:
+                del frame.locals[t.id]
+            else:
+                raise Unsupported("unsupported-syntax", "del of a non-local", self.site)
+
+    def assign(self, target, value, frame):
+        if isinstance(target, ast.Name):
+            self.store_name(target.id, value, frame)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            items = self.iterate(value)
+            starred = [i for i, t in enumerate(target.elts) if isinstance(t, ast.Starred)]
+            if starred:
+                s = starred[0]
+                n_after = len(target.elts) - s - 1
+                parts = items[:s] + [list(items[s:len(items) - n_after])] + items[len(items) - n_after:]
+                for t, v in zip(target.elts, parts):
+                    self.assign(t.value if isinstance(t, ast.Starred) else t, v, frame)
+                return
+            if len(items) != len(target.elts):
+                raise Unsupported("user-error", f"cannot unpack {len(items)} values into {len(target.elts)}", self.site)
+            for t, v in zip(target.elts, items):
+                self.assign(t, v, frame)
+        elif isinstance(target, ast.Attribute):
+            self.setattr(self.eval(target.value, frame), target.attr, value)
+        elif isinstance(target, ast.Subscript):
+            self.setitem(self.eval(target.value, frame), self.eval(target.slice, frame), value)
+        else:
+            raise Unsupported("unsupported-syntax", f"assignment to {type(target).__name__}", self.site)
+
+    def store_name(self, name, value, frame):
+        if name in frame.global_names:
+            if self.pure_depth:
+                raise Unsupported("unsupported-syntax", "global write inside a data-dependent branch", self.site)
+            self.global_overlay[(id(frame.globals), name)] = value
+            self.writes.append(("global", frame.globals, name, value))
+        else:
+            frame.locals[name] = value
+
+    def setattr(self, obj, name, value):
+        if isinstance(obj, ObjRef):
+            if self.pure_depth:
+                raise Unsupported("unsupported-syntax", "attribute write inside a data-dependent branch", self.site)
+            self.overlay[(id(obj.obj), name)] = value
+            self.writes.append(("setattr", obj, name, value))
+            return
+        if isinstance(obj, (Sym, SymbolicTape)):
+            raise Unsupported("unsupported-syntax", f"setting attribute {name!r} on an array", self.site)
+        raise Unsupported("object-construction", f"setting attribute {name!r} on a {type(obj).__name__} "
+                                                 "created inside the function", self.site)
+
+    def setitem(self, obj, index, value):
+        if isinstance(obj, Sym):
+            if isinstance(obj, VarRef):
+                new = F.index_update(Sym(obj.node, "array"), _unwrap_obj(index), _raw(value))
+                obj.assign(new)
+                self.note_write(obj)
+                return
+            if obj.kind == "array":
+                v = value if isinstance(value, Sym) else value
+                new = F.index_update(Sym(obj.node, "array"), _unwrap_obj(index), _cast_like(v, obj))
+                self.write_box(obj, _as_kind(new, "array"))
+            else:
+                new = F.index_update(Sym(obj.node, "tensor"), _unwrap_obj(index), value)
+                self.write_box(obj, new)
+            return
+        if isinstance(obj, ObjRef):
+            if self.pure_depth:
+                raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
+            shadow = self.shadow(obj)
+            key = _dict_key(index)
+            shadow[key] = value
+            self.writes.append(("setitem", obj, key, value))
+            return
+        if isinstance(obj, (list, dict)):
+            obj[_dict_key(index)] = value
+            return
+        raise Unsupported("unsupported-syntax", f"item assignment on {type(obj).__name__}", self.site)

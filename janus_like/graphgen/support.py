@@ -1,0 +1,213 @@
+"""Shared pieces of the graph generator: tables, small value classes and helper functions."""
+from __future__ import annotations
+
+import ast
+import operator
+import types
+
+import numpy as np
+
+from ..ops import api as F
+from ..tensor import Tensor
+from .builder import SymbolicTape
+from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef
+
+MAX_DEPTH = 400
+MAX_UNROLL = 20000
+
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+           ast.MatMult: operator.matmul, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+           ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+           ast.Gt: operator.gt, ast.GtE: operator.ge}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+
+# builtins evaluated at generation time on concrete values (pure, deterministic)
+_PURE_BUILTINS = {id, vars, abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset,
+                  getattr, hasattr, hash, int, isinstance, issubclass, iter, len, list, map, max, min,
+                  next, ord, pow, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, type,
+                  zip, format}
+_LIBRARY_PREFIXES = ("numpy", "math", "builtins", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff",
+                     "janus_like.backend", "operator", "functools", "itertools", "collections", "typing")
+_INLINE_LIBRARY = ("janus_like.nn", "janus_like.optim")
+_LOG_FUNCTIONS = {"debug", "info", "warning", "error", "critical", "log", "exception"}
+_VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
+class Frame:
+    __slots__ = ("func", "locals", "globals", "cells", "filename", "global_names")
+
+    def __init__(self, func, globals_, filename):
+        self.func = func
+        self.locals = {}
+        self.globals = globals_
+        self.cells = {}
+        self.filename = filename
+        self.global_names = set()
+
+
+class ErrState:
+    """np.errstate(...) inside a jitted function: its settings travel with the nodes."""
+
+    __slots__ = ("settings",)
+
+    def __init__(self, settings):
+        self.settings = settings
+
+
+class ContainerMethod:
+    __slots__ = ("ref", "name")
+
+    def __init__(self, ref, name):
+        self.ref, self.name = ref, name
+
+
+def _truth_value(test):
+    """bool(x) as a graph value (x != 0 unless it is already boolean)."""
+    if test.dtype == np.bool_:
+        return test
+    return F.ne(Sym(test.node, "array"), 0)
+
+
+def _assigned_names(stmts):
+    names = set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                names.add(n.id)
+    return names
+
+
+def _is_immutable(v):
+    return v is None or isinstance(v, (int, float, complex, str, bytes, bool, np.generic, tuple, frozenset,
+                                       types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType))
+
+
+def _is_jit(v):
+    return getattr(type(v), "_janus_jit", False)
+
+
+def _is_tape_class(v):
+    from ..autodiff import GradientTape
+
+    return v is GradientTape
+
+
+def _tensor_fn():
+    from ..tensor import tensor
+
+    return tensor
+
+
+def _any_of(x, kinds):
+    """Whether a value, or anything in nested lists/tuples/sets/dicts, is an instance of `kinds`."""
+    if isinstance(x, kinds):
+        return True
+    if isinstance(x, (list, tuple, set)):
+        return any(_any_of(i, kinds) for i in x)
+    if isinstance(x, dict):
+        return any(_any_of(v, kinds) for v in x.values())
+    return False
+
+
+def _any_abstract(x):
+    return _any_of(x, (Sym, SymbolicTape))
+
+
+def _any_objref(x):
+    return _any_of(x, ObjRef)
+
+
+def _unwrap_obj(v):
+    if isinstance(v, ObjRef):
+        return v.obj
+    if isinstance(v, tuple):
+        return tuple(_unwrap_obj(i) for i in v)
+    if isinstance(v, list):
+        return [_unwrap_obj(i) for i in v]
+    return v
+
+
+def _identity(v):
+    if isinstance(v, ObjRef):
+        return v.obj
+    if isinstance(v, VarRef):
+        return v.var
+    return v
+
+
+def _dict_key(k):
+    if isinstance(k, Sym) and not isinstance(k, VarRef):
+        raise Unsupported("data-dependent-python", "a graph value used as a dict key", "")
+    return _identity(k)  # Variables and input objects key dicts by the object itself
+
+
+def _raw(v):
+    return Sym(v.node, "array") if isinstance(v, Sym) else v
+
+
+def _as_kind(v, kind):
+    if isinstance(v, Sym) and v.kind != kind:
+        return Sym(v.node, kind)
+    return v
+
+
+def _as_tensor_kind(out):
+    if isinstance(out, Sym):
+        return _as_kind(out, "tensor")
+    if isinstance(out, (list, tuple)):
+        return type(out)(_as_tensor_kind(o) for o in out)
+    return out
+
+
+def _as_array_kind(out):
+    return _as_kind(out, "array")
+
+
+def _cast_like(v, target):
+    return v
+
+
+def _is_basic_index(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return all(isinstance(i, (int, np.integer, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)
+               for i in items)
+
+
+def _concrete_type_probe(v):
+    if isinstance(v, ObjRef):
+        return v.obj
+    if isinstance(v, VarRef):
+        return v.var
+    if isinstance(v, Sym):
+        if v.kind == "tensor":
+            return Tensor.__new__(Tensor)
+        if v.kind == "py":
+            return np.zeros((), v.dtype).item()
+        return np.zeros(v.shape, v.dtype) if v.shape else np.zeros((), v.dtype)[()]
+    return v
+
+
+def _str_parts(v):
+    if isinstance(v, DeferredStr):
+        return list(v.parts)
+    if isinstance(v, str):
+        return [v]
+    return [(v, "s", "")]
+
+
+_MISSING = object()
