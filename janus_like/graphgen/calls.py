@@ -163,7 +163,7 @@ class CallsMixin:
         if func is len and args and isinstance(args[0], Sym) and self.builder.polymorphic:
             return self.builder.dim(args[0], 0)
         if func is len and args and isinstance(args[0], ObjRef):
-            return len(self.materialize(args[0], self.site))
+            return self.container_len(args[0])
         if func is isinstance and args and isinstance(args[0], (ObjRef, Sym)):
             return isinstance(_concrete_type_probe(args[0]), args[1])
         if func is type and len(args) == 1 and isinstance(args[0], (ObjRef, Sym)):

@@ -25,6 +25,20 @@ class ContainersMixin:
             return items if isinstance(target, list) else tuple(items)
         raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
 
+    def container_len(self, ref):
+        """len() of an input container: guards the length only (elements are read, and guarded,
+        where the code reads them, so their own profile decides what is speculated)."""
+        shadow = self.shadows.get(id(ref.obj))
+        if shadow is not None:
+            return len(shadow)
+        if isinstance(ref.obj, dict):
+            self.prog.check_keys(ref.slot, self.site)
+        elif isinstance(ref.obj, (list, tuple)):
+            self.prog.check_len(ref.slot, self.site)
+        else:
+            raise Unsupported("unsupported-call", f"len() of a {type(ref.obj).__name__}", self.site)
+        return len(ref.obj)
+
     def attributes(self, ref):
         """vars(obj) of an input object: every attribute, with a guard on the attribute names."""
         d = vars(ref.obj)

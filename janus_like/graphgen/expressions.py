@@ -31,7 +31,7 @@ class ExpressionsMixin:
     def expr_Subscript(self, node, frame):
         obj = self.eval(node.value, frame)
         index = self.eval(node.slice, frame)
-        return self.getitem(obj, index)
+        return self.getitem(obj, index, site_key(frame.filename, node))
 
     def expr_Slice(self, node, frame):
         parts = [None if p is None else self.eval(p, frame) for p in (node.lower, node.upper, node.step)]
@@ -238,7 +238,7 @@ class ExpressionsMixin:
             raise Unsupported("data-dependent-python", "string methods on a formatted graph value", self.site)
         return getattr(obj, name)
 
-    def getitem(self, obj, index):
+    def getitem(self, obj, index, ast_key=None):
         if isinstance(obj, Sym):
             out = F.getitem(obj, _unwrap_obj(index))
             if obj.kind == "array":
@@ -264,7 +264,7 @@ class ExpressionsMixin:
                 key = len(obj.obj) + key
                 self.prog.check_len(obj.slot, self.site)
             slot, _ = self.prog.item(obj.slot, key, value)
-            return self.classify(slot, self.site)
+            return self.classify(slot, self.site, ast_key)  # element values that varied become inputs
         if isinstance(index, Sym) and isinstance(obj, (list, tuple, dict)):
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
         if isinstance(obj, dict):

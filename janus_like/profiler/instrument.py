@@ -3,7 +3,7 @@
     if cond:            ->  if __jlp.b(KEY, cond):
     while cond:         ->  __jlp.enter(KEY) ... while __jlp.w(KEY, cond):
     for x in xs:        ->  for x in __jlp.it(KEY, xs):
-    obj.attr (load)     ->  __jlp.v(KEY, obj.attr)
+    obj.attr, x[i] (load) -> __jlp.v(KEY, obj.attr), __jlp.v(KEY, x[i])
     global_name (load)  ->  __jlp.v(KEY, global_name)
     f(args)             ->  __jlp.c(KEY, f)(args)      # callees are profiled too
 
@@ -220,6 +220,12 @@ class _Instrument(ast.NodeTransformer):
     def visit_Attribute(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):
+            return ast.copy_location(self.hook("v", node, node), node)
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):  # items read from input containers (inputs[t])
             return ast.copy_location(self.hook("v", node, node), node)
         return node
 
