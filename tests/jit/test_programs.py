@@ -231,3 +231,19 @@ def test_for_over_a_range_of_varying_length_becomes_a_loop_node():
     jf = side_by_side(lambda: (_shrink, {}), [lambda s, n=n: (np.ones(3), n) for n in ns])
     assert jf.stats()["graph_calls"] == 7, jf.explain()
     assert "loop" in str(jf.graphs()[0].graph)
+
+
+def _onehot_sum(inputs, w):
+    total = np.zeros(w.shape[1])
+    for t in range(len(inputs)):
+        total = total + w[inputs[t]]
+    return total
+
+
+def test_list_elements_seen_varying_in_warmup_are_graph_inputs_from_the_start():
+    r = np.random.default_rng(5)
+    seqs = [[int(v) for v in r.integers(0, 6, 4)] for _ in range(8)]
+    jf = side_by_side(lambda: (_onehot_sum, {"w": np.arange(18.0).reshape(6, 3)}),
+                      [lambda s, q=q: (q, s["w"]) for q in seqs])
+    st = jf.stats()
+    assert st["graphs_generated"] == 1 and st["regenerations"] == 0 and st["graph_calls"] == 5, jf.explain()
