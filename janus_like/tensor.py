@@ -19,6 +19,7 @@ import numpy as np
 
 from . import backend
 from .ops import api as F
+from .ops.methods import ArrayMethods
 from .ops import registry as _registry
 from .ops.registry import _tapes
 
@@ -36,7 +37,7 @@ def _unwrap(x):
     return x._data if isinstance(x, Tensor) else x
 
 
-class Tensor:
+class Tensor(ArrayMethods):
     """An array value. Operations return new tensors; `t[i] = v` is a functional update
     (the tensor object now holds the updated value, recorded on active tapes)."""
 
@@ -55,7 +56,6 @@ class Tensor:
     dtype = property(lambda self: self._data.dtype)
     ndim = property(lambda self: self._data.ndim)
     size = property(lambda self: self._data.size)
-    T = property(lambda self: F.transpose(self))
     device = property(lambda self: backend.device_of(self._data))
 
     def numpy(self):
@@ -130,15 +130,9 @@ class Tensor:
     def __ge__(self, o): return F.ge(self, o)
     def __eq__(self, o): return F.eq(self, o)
     def __ne__(self, o): return F.ne(self, o)
-    def __and__(self, o): return F.logical_and(self, o)
-    def __or__(self, o): return F.logical_or(self, o)
-    def __invert__(self): return F.logical_not(self)
-
-    def __getitem__(self, index):
-        return F.getitem(self, _unwrap_index(index))
 
     def __setitem__(self, index, value):
-        self._replace(F.index_update(self._snapshot(), _unwrap_index(index), value))
+        self._replace(F.index_update(self._snapshot(), index, value))
 
     # in-place operators are functional updates of this object
     def __iadd__(self, o): return self._inplace(F.add(self._snapshot(), o))
@@ -163,24 +157,6 @@ class Tensor:
         return self
 
     # ---------------------------------------------------------------- methods
-    def sum(self, axis=None, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
-    def mean(self, axis=None, keepdims=False): return F.mean(self, axis, keepdims)
-    def max(self, axis=None, keepdims=False): return F.max(self, axis, keepdims)
-    def min(self, axis=None, keepdims=False): return F.min(self, axis, keepdims)
-    def argmax(self, axis=None): return F.argmax(self, axis)
-    def argmin(self, axis=None): return F.argmin(self, axis)
-    def reshape(self, *shape): return F.reshape(self, shape[0] if len(shape) == 1 else shape)
-    def transpose(self, *axes): return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
-    def swapaxes(self, a, b): return F.swapaxes(self, a, b)
-    def squeeze(self, axis=None): return F.squeeze(self, axis)
-    def flatten(self): return F.reshape(self, (-1,))
-    ravel = flatten
-    def astype(self, dtype): return F.cast(self, dtype)
-    def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
-    def dot(self, o): return F.dot(self, o)
-    def exp(self): return F.exp(self)
-    def log(self): return F.log(self)
-    def tanh(self): return F.tanh(self)
     def copy(self): return F.reshape_like(self, self)
 
     # ---------------------------------------------------------------- NumPy protocol
@@ -203,10 +179,6 @@ class Tensor:
         if impl is not None:
             return impl(*args, **kwargs)
         return _constant_call(func, args, kwargs, func.__name__)
-
-
-def _unwrap_index(index):
-    return index
 
 
 def _write_out(out, result):
@@ -280,7 +252,7 @@ class Variable(Tensor):
 
     def __setitem__(self, index, value):
         new = self._data.copy()
-        new[_unwrap_index(index)] = _unwrap(value)
+        new[index] = _unwrap(value)
         self._data = new
 
     def __iadd__(self, o): return self.assign_add(o)

@@ -88,9 +88,9 @@ def softmax_cross_entropy(logits, labels):
     return loss, dlogits
 
 
-def conv2d_forward(x, w, b, padding):
-    """Cross-correlation, NCHW, stride 1, as im2col + one matmul. Returns the output and the
-    im2col matrix (C*kh*kw, N*Ho*Wo) for the backward pass.
+def conv2d_forward(x, w, b, padding, stride=1):
+    """Cross-correlation, NCHW, as im2col + one matmul. Returns the output and the im2col matrix
+    (C*kh*kw, N*Ho*Wo) for the backward pass.
 
     The columns are laid out (C, kh, kw | N, Ho, Wo) so the copy that builds them runs along
     whole image rows; the (N, Ho, Wo | C, kh, kw) layout copies 5 floats at a time and was 2-4x
@@ -99,14 +99,14 @@ def conv2d_forward(x, w, b, padding):
         x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
     n, c = x.shape[:2]
     o, _, kh, kw = w.shape
-    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))  # (N, C, Ho, Wo, kh, kw)
+    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
     ho, wo = windows.shape[2:4]
     cols = windows.transpose(1, 4, 5, 0, 2, 3).reshape(c * kh * kw, n * ho * wo)
     out = (w.reshape(o, -1) @ cols).reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
     return out + b[:, None, None], cols
 
 
-def conv2d_backward(dout, cols, x_shape, w, padding, need_dx=True):
+def conv2d_backward(dout, cols, x_shape, w, padding, need_dx=True, stride=1):
     """Gradients of conv2d_forward for (x, w, b) given dout (N, O, Ho, Wo); dx is None unless
     `need_dx` (the first layer's input gradient is never used)."""
     n, c, h, wd = x_shape
@@ -122,7 +122,7 @@ def conv2d_backward(dout, cols, x_shape, w, padding, need_dx=True):
     dx = np.zeros((c, n, h + 2 * padding, wd + 2 * padding), dtype=dout.dtype)
     for i in range(kh):
         for j in range(kw):
-            dx[:, :, i:i + ho, j:j + wo] += dcols[:, i, j]
+            dx[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride] += dcols[:, i, j]
     dx = dx.transpose(1, 0, 2, 3)
     return (dx[:, :, padding:padding + h, padding:padding + wd] if padding else dx), dw, db
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
 from ._cartpole import discounted_returns, merged_stats, run_episode, softmax_rows
 from ._common import Stepper, glorot_uniform, next_batch, sgd_
@@ -116,6 +116,7 @@ def janus_step(state, jit=None):
     v = {name: jl.Variable(state["params"][name].copy(), name=name) for name in NAMES}
     model = ActorCritic(*(v[name] for name in NAMES))
     lr, cap = state["lr"], state["config"]["cap"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def update(obs, actions, returns):
         with jl.GradientTape() as tape:
@@ -127,8 +128,7 @@ def janus_step(state, jit=None):
             entropy = -F.mean(F.sum(F.exp(logp) * logp, axis=1))
             loss = policy_loss + VALUE_COEF * value_loss - ENTROPY_COEF * entropy
         params = model.parameters()
-        for p, g in zip(params, tape.gradient(loss, params)):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
         return loss
 
     probs = model.probs if jit is None else jit(model.probs)

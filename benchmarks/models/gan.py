@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
 from ._common import glorot_uniform, he_normal, janus_stepper, next_batch, sgd_
 
@@ -167,20 +167,19 @@ def janus_step(state, jit=None):
     v = {name: jl.Variable(a.copy(), name=name) for name, a in state["params"].items()}
     generator, discriminator = _build_mlp(v, "g", 3), _build_mlp(v, "d", 3)
     lr = state["lr"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def train_step(real, z_d, z_g):
         fake = generator(z_d)  # outside the discriminator's tape: the generator is not updated here
         with jl.GradientTape() as d_tape:
             d_loss = F.mean(softplus(-discriminator(real))) + F.mean(softplus(discriminator(fake)))
         d_params = discriminator.parameters()
-        for p, g in zip(d_params, d_tape.gradient(d_loss, d_params)):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(d_tape.gradient(d_loss, d_params), d_params))
 
         with jl.GradientTape() as g_tape:
             g_loss = F.mean(softplus(-discriminator(generator(z_g))))
         g_params = generator.parameters()
-        for p, g in zip(g_params, g_tape.gradient(g_loss, g_params)):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(g_tape.gradient(g_loss, g_params), g_params))
         return d_loss + g_loss
 
     return janus_stepper(train_step, state["batches"], v, jit)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
 from . import _common as nn
 from ._common import glorot_uniform, he_normal, janus_stepper, next_batch, sgd_, softmax_cross_entropy
@@ -79,6 +79,7 @@ def janus_step(state, jit=None):
     v = {name: jl.Variable(state["params"][name].copy(), name=name) for name in NAMES}
     c1w, c1b, c2w, c2b, f1w, f1b, f2w, f2b, f3w, f3b = (v[name] for name in NAMES)
     lr = state["lr"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def train_step(x, y):
         with jl.GradientTape() as tape:
@@ -89,9 +90,7 @@ def janus_step(state, jit=None):
             h = F.relu(h @ f2w + f2b)
             loss = F.cross_entropy(h @ f3w + f3b, y)
         params = [c1w, c1b, c2w, c2b, f1w, f1b, f2w, f2b, f3w, f3b]
-        grads = tape.gradient(loss, params)
-        for p, g in zip(params, grads):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
         return loss
 
     return janus_stepper(train_step, state["batches"], v, jit)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
 from ._common import glorot_uniform, janus_stepper, next_batch, sgd_, sigmoid, softmax_cross_entropy
 
@@ -104,6 +104,7 @@ def janus_step(state, jit=None):
     v = {name: jl.Variable(state["params"][name].copy(), name=name) for name in NAMES}
     emb, w_x, w_h, b, w_out, b_out = (v[name] for name in NAMES)
     lr = state["lr"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def train_step(ids):
         batch, steps = ids.shape[0], ids.shape[1] - 1
@@ -119,9 +120,7 @@ def janus_step(state, jit=None):
                 loss = loss + F.cross_entropy(logits, ids[:, t + 1])
             loss = loss / steps
         params = [emb, w_x, w_h, b, w_out, b_out]
-        grads = tape.gradient(loss, params)
-        for p, g in zip(params, grads):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
         return loss
 
     return janus_stepper(train_step, state["batches"], v, jit)

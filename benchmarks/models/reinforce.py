@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
 from ._cartpole import discounted_returns, merged_stats, run_episode, softmax_rows
 from ._common import Stepper, glorot_uniform, next_batch, sgd_
@@ -97,14 +97,14 @@ def janus_step(state, jit=None):
     v = {name: jl.Variable(state["params"][name].copy(), name=name) for name in NAMES}
     policy = Policy(*(v[name] for name in NAMES))
     lr, cap = state["lr"], state["config"]["cap"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def update(obs, actions, returns):
         with jl.GradientTape() as tape:
             logp = F.log_softmax(policy.logits(obs))
             loss = -F.mean(logp[np.arange(actions.shape[0]), actions] * returns)
         params = policy.parameters()
-        for p, g in zip(params, tape.gradient(loss, params)):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
         return loss
 
     probs = policy.probs if jit is None else jit(policy.probs)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
-from ._common import glorot_uniform, he_normal, janus_stepper, next_batch, sgd_, softmax_cross_entropy
+from ._common import (conv2d_backward, conv2d_forward, glorot_uniform, he_normal, janus_stepper, next_batch, sgd_,
+                      softmax_cross_entropy)
 
 FULL = dict(batch=8, size=32, widths=(16, 32), blocks=2, classes=10, n_batches=4)
 QUICK = dict(batch=2, size=8, widths=(4, 8), blocks=1, classes=10, n_batches=2)
@@ -65,37 +66,6 @@ def make(seed, quick=False):
 
 
 # ------------------------------------------------------------------ hand-written NumPy
-def conv_forward(x, w, b, stride, padding):
-    """Cross-correlation (NCHW) as im2col + one matmul; returns the output and the columns."""
-    if padding:
-        x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    n, c = x.shape[:2]
-    o, _, kh, kw = w.shape
-    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
-    ho, wo = windows.shape[2:4]
-    cols = windows.transpose(1, 4, 5, 0, 2, 3).reshape(c * kh * kw, n * ho * wo)
-    out = (w.reshape(o, -1) @ cols).reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
-    return out + b[:, None, None], cols
-
-
-def conv_backward(dout, cols, x_shape, w, stride, padding, need_dx=True):
-    n, c, h, wd = x_shape
-    o, _, kh, kw = w.shape
-    ho, wo = dout.shape[2:]
-    d = dout.transpose(1, 0, 2, 3).reshape(o, -1)
-    dw = (d @ cols.T).reshape(w.shape)
-    db = d.sum(axis=1)
-    if not need_dx:
-        return None, dw, db
-    dcols = (w.reshape(o, -1).T @ d).reshape(c, kh, kw, n, ho, wo)
-    dx = np.zeros((c, n, h + 2 * padding, wd + 2 * padding), dtype=dout.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            dx[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride] += dcols[:, i, j]
-    dx = dx.transpose(1, 0, 2, 3)
-    return dx[:, :, padding:padding + h, padding:padding + wd], dw, db
-
-
 def numpy_step(state):
     p, lr = state["params"], state["lr"]
     cfg = state["config"]
@@ -103,21 +73,21 @@ def numpy_step(state):
     stages = [[f"s{stage}b{k}_" for k in range(cfg["blocks"])] for stage in range(2)]
 
     def block_forward(h, pre, tape):
-        a1, cols1 = conv_forward(h, p[pre + "w1"], p[pre + "b1"], 1, 1)
+        a1, cols1 = conv2d_forward(h, p[pre + "w1"], p[pre + "b1"], stride=1, padding=1)
         r1 = np.maximum(a1, 0)
-        a2, cols2 = conv_forward(r1, p[pre + "w2"], p[pre + "b2"], 1, 1)
+        a2, cols2 = conv2d_forward(r1, p[pre + "w2"], p[pre + "b2"], stride=1, padding=1)
         s = h + a2
         out = np.maximum(s, 0)
         tape.append((pre, h.shape, a1, r1.shape, cols1, cols2, s))
         return out
 
     tape = []
-    a0, cols0 = conv_forward(x, p["stem_w"], p["stem_b"], 1, 1)
+    a0, cols0 = conv2d_forward(x, p["stem_w"], p["stem_b"], stride=1, padding=1)
     h = np.maximum(a0, 0)
     for pre in stages[0]:
         h = block_forward(h, pre, tape)
     down_in_shape = h.shape
-    ad, colsd = conv_forward(h, p["down_w"], p["down_b"], 2, 1)
+    ad, colsd = conv2d_forward(h, p["down_w"], p["down_b"], stride=2, padding=1)
     h = np.maximum(ad, 0)
     for pre in stages[1]:
         h = block_forward(h, pre, tape)
@@ -132,19 +102,19 @@ def numpy_step(state):
     def block_backward(dout, record):
         pre, x_shape, a1, r1_shape, cols1, cols2, s = record
         ds = dout * (s > 0)
-        dr1, grads[pre + "w2"], grads[pre + "b2"] = conv_backward(ds, cols2, r1_shape, p[pre + "w2"], 1, 1)
+        dr1, grads[pre + "w2"], grads[pre + "b2"] = conv2d_backward(ds, cols2, r1_shape, p[pre + "w2"], stride=1, padding=1)
         da1 = dr1 * (a1 > 0)
-        dx, grads[pre + "w1"], grads[pre + "b1"] = conv_backward(da1, cols1, x_shape, p[pre + "w1"], 1, 1)
+        dx, grads[pre + "w1"], grads[pre + "b1"] = conv2d_backward(da1, cols1, x_shape, p[pre + "w1"], stride=1, padding=1)
         return dx + ds
 
     for record in reversed(tape[len(stages[0]):]):
         dh = block_backward(dh, record)
     dad = dh * (ad > 0)
-    dh, grads["down_w"], grads["down_b"] = conv_backward(dad, colsd, down_in_shape, p["down_w"], 2, 1)
+    dh, grads["down_w"], grads["down_b"] = conv2d_backward(dad, colsd, down_in_shape, p["down_w"], stride=2, padding=1)
     for record in reversed(tape[:len(stages[0])]):
         dh = block_backward(dh, record)
     da0 = dh * (a0 > 0)
-    _, grads["stem_w"], grads["stem_b"] = conv_backward(da0, cols0, x.shape, p["stem_w"], 1, 1, need_dx=False)
+    _, grads["stem_w"], grads["stem_b"] = conv2d_backward(da0, cols0, x.shape, p["stem_w"], stride=1, padding=1, need_dx=False)
     sgd_(p, grads, lr)
     return float(loss)
 
@@ -198,14 +168,13 @@ def janus_step(state, jit=None):
     v = {name: jl.Variable(a.copy(), name=name) for name, a in state["params"].items()}
     model = ResNet(v, cfg)
     lr = state["lr"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def train_step(x, y):
         with jl.GradientTape() as tape:
             loss = F.cross_entropy(model.forward(x), y)
         params = model.parameters()
-        grads = tape.gradient(loss, params)
-        for p, g in zip(params, grads):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
         return loss
 
     return janus_stepper(train_step, state["batches"], v, jit)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
 from ._common import glorot_uniform, janus_stepper, next_batch, sgd_, sigmoid, softmax_cross_entropy
-from .tree_rnn import Tree, random_tree
+from .tree_rnn import random_trees
 
 FULL = dict(vocab=500, embed=64, hidden=64, classes=5, leaves=(10, 22), n_trees=8)
 QUICK = dict(vocab=20, embed=6, hidden=8, classes=5, leaves=(3, 7), n_trees=4)
@@ -45,10 +45,7 @@ def make(seed, quick=False):
         "w_out": glorot_uniform(rng, (h, k), h, k),
         "b_out": np.zeros(k, np.float32),
     }
-    lo, hi = cfg["leaves"]
-    trees = [Tree(random_tree(rng, rng.integers(0, v, int(rng.integers(lo, hi + 1)))), int(rng.integers(0, k)))
-             for _ in range(cfg["n_trees"])]
-    return {"params": params, "batches": [(t,) for t in trees], "lr": LR, "step": 0, "config": cfg}
+    return {"params": params, "batches": random_trees(rng, cfg, v, k), "lr": LR, "step": 0, "config": cfg}
 
 
 def numpy_step(state):
@@ -137,18 +134,15 @@ def janus_step(state, jit=None):
     encoder = TreeLSTM(v["emb"], v["w_leaf"], v["b_leaf"], v["u"], v["b"])
     w_out, b_out = v["w_out"], v["b_out"]
     lr = state["lr"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def train_step(tree):
         with jl.GradientTape() as tape:
             h, _ = encoder.encode(tree.root)
             logits = F.reshape(h @ w_out + b_out, (1, -1))
             loss = F.cross_entropy(logits, tree.label)
-        # the list is built inside the step: a list captured from outside is not yet a gradient
-        # source the JIT can convert (it falls back to eager; see benchmarks/RESULTS.md)
         params = [encoder.emb, encoder.w_leaf, encoder.b_leaf, encoder.u, encoder.b, w_out, b_out]
-        grads = tape.gradient(loss, params)
-        for p, g in zip(params, grads):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
         return loss
 
     return janus_stepper(train_step, state["batches"], v, jit)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, optim
 
 from ._common import glorot_uniform, janus_stepper, next_batch, sgd_, softmax_cross_entropy
 
@@ -60,6 +60,15 @@ def available():
     return None
 
 
+def random_trees(rng, cfg, vocab, classes):
+    """`cfg["n_trees"]` labelled trees with `cfg["leaves"]` (lo, hi) leaves of random words, as
+    one-argument batches."""
+    lo, hi = cfg["leaves"]
+    trees = [Tree(random_tree(rng, rng.integers(0, vocab, int(rng.integers(lo, hi + 1)))), int(rng.integers(0, classes)))
+             for _ in range(cfg["n_trees"])]
+    return [(t,) for t in trees]
+
+
 def make(seed, quick=False):
     cfg = QUICK if quick else FULL
     rng = np.random.default_rng(seed)
@@ -71,10 +80,7 @@ def make(seed, quick=False):
         "w_out": glorot_uniform(rng, (h, k), h, k),
         "b_out": np.zeros(k, np.float32),
     }
-    lo, hi = cfg["leaves"]
-    trees = [Tree(random_tree(rng, rng.integers(0, v, int(rng.integers(lo, hi + 1)))), int(rng.integers(0, k)))
-             for _ in range(cfg["n_trees"])]
-    return {"params": params, "batches": [(t,) for t in trees], "lr": LR, "step": 0, "config": cfg}
+    return {"params": params, "batches": random_trees(rng, cfg, v, k), "lr": LR, "step": 0, "config": cfg}
 
 
 def numpy_step(state):
@@ -119,6 +125,7 @@ def janus_step(state, jit=None):
     v = {name: jl.Variable(state["params"][name].copy(), name=name) for name in NAMES}
     emb, w, b, w_out, b_out = (v[name] for name in NAMES)
     lr = state["lr"]
+    opt = optim.SGD(lr)  # plain SGD: var -= lr * grad
 
     def encode(node):
         if node.is_leaf:
@@ -133,9 +140,7 @@ def janus_step(state, jit=None):
             logits = F.reshape(h @ w_out + b_out, (1, -1))
             loss = F.cross_entropy(logits, tree.label)
         params = [emb, w, b, w_out, b_out]
-        grads = tape.gradient(loss, params)
-        for p, g in zip(params, grads):
-            p.assign_sub(lr * g)
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
         return loss
 
     return janus_stepper(train_step, state["batches"], v, jit)

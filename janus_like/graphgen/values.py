@@ -19,6 +19,7 @@ import operator
 import numpy as np
 
 from ..ops import api as F
+from ..ops.methods import ArrayMethods
 
 
 class Unsupported(Exception):
@@ -31,7 +32,7 @@ class Unsupported(Exception):
         self.site = site
 
 
-class Sym:
+class Sym(ArrayMethods):
     __slots__ = ("node", "kind", "origin", "dirty", "view", "__weakref__")
 
     def __init__(self, node, kind="tensor", origin=None):
@@ -46,7 +47,6 @@ class Sym:
     dtype = property(lambda self: np.dtype(self.node.aval[1]))
     ndim = property(lambda self: len(self.node.aval[0]))
     size = property(lambda self: int(np.prod(self.node.aval[0], dtype=np.int64)))
-    T = property(lambda self: F.transpose(self))
 
     def __repr__(self):
         return f"Sym(%{self.node.id}, {self.kind})"
@@ -94,29 +94,7 @@ class Sym:
     def __ge__(self, o): return _arith(operator.ge, F.ge, self, o)
     def __eq__(self, o): return _arith(operator.eq, F.eq, self, o)
     def __ne__(self, o): return _arith(operator.ne, F.ne, self, o)
-    def __and__(self, o): return F.logical_and(self, o)
-    def __or__(self, o): return F.logical_or(self, o)
-    def __invert__(self): return F.logical_not(self)
-    def __getitem__(self, index): return F.getitem(self, index)
 
-    def sum(self, axis=None, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
-    def mean(self, axis=None, keepdims=False): return F.mean(self, axis, keepdims)
-    def max(self, axis=None, keepdims=False): return F.max(self, axis, keepdims)
-    def min(self, axis=None, keepdims=False): return F.min(self, axis, keepdims)
-    def argmax(self, axis=None): return F.argmax(self, axis)
-    def argmin(self, axis=None): return F.argmin(self, axis)
-    def reshape(self, *shape): return F.reshape(self, shape[0] if len(shape) == 1 else shape)
-    def transpose(self, *axes): return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
-    def swapaxes(self, a, b): return F.swapaxes(self, a, b)
-    def squeeze(self, axis=None): return F.squeeze(self, axis)
-    def flatten(self): return F.reshape(self, (-1,))
-    ravel = flatten
-    def astype(self, dtype): return F.cast(self, dtype)
-    def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
-    def dot(self, o): return F.dot(self, o)
-    def exp(self): return F.exp(self)
-    def log(self): return F.log(self)
-    def tanh(self): return F.tanh(self)
 
     def copy(self):
         from ..ops.registry import P, bind

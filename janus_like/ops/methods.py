@@ -1,0 +1,36 @@
+"""NumPy-style methods shared by `Tensor` and the graph generator's symbolic values: both spell
+`x.sum(axis=1)`, `x.T`, `x.reshape(...)` the same way, through the functional API, so a method
+means the same op eagerly and inside a graph."""
+from __future__ import annotations
+
+from . import api as F
+
+
+class ArrayMethods:
+    __slots__ = ()
+
+    T = property(lambda self: F.transpose(self))
+
+    def __and__(self, o): return F.logical_and(self, o)
+    def __or__(self, o): return F.logical_or(self, o)
+    def __invert__(self): return F.logical_not(self)
+    def __getitem__(self, index): return F.getitem(self, index)
+
+    def sum(self, axis=None, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
+    def mean(self, axis=None, keepdims=False): return F.mean(self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return F.max(self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return F.min(self, axis, keepdims)
+    def argmax(self, axis=None): return F.argmax(self, axis)
+    def argmin(self, axis=None): return F.argmin(self, axis)
+    def reshape(self, *shape): return F.reshape(self, shape[0] if len(shape) == 1 else shape)
+    def transpose(self, *axes): return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+    def swapaxes(self, a, b): return F.swapaxes(self, a, b)
+    def squeeze(self, axis=None): return F.squeeze(self, axis)
+    def flatten(self): return F.reshape(self, (-1,))
+    ravel = flatten
+    def astype(self, dtype): return F.cast(self, dtype)
+    def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
+    def dot(self, o): return F.dot(self, o)
+    def exp(self): return F.exp(self)
+    def log(self): return F.log(self)
+    def tanh(self): return F.tanh(self)
