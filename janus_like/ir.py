@@ -74,6 +74,15 @@ def fmt_aval(aval) -> str:
     return f"{np.dtype(dtype).name}[{','.join(str(d) for d in shape)}]"
 
 
+def _block(label, nodes, result_word, result, indent) -> list[str]:
+    """A nested block of a conditional or loop node: its nodes, then what it produces."""
+    lines = [f"{indent}  {label}:"]
+    for m in nodes:
+        lines += format_node(m, indent + "    ")
+    lines.append(f"{indent}    {result_word} {_fmt_value(result)}")
+    return lines
+
+
 def format_node(n: Node, indent: str = "") -> list[str]:
     where = f"  @ {n.site}" if n.site else ""
     if n.op == ASSERT:
@@ -84,26 +93,14 @@ def format_node(n: Node, indent: str = "") -> list[str]:
     if n.op == CONST:
         return [f"{indent}%{n.id} = const {_fmt_value(n.params['value'])} : {fmt_aval(n.aval)}"]
     if n.op == COND:
-        lines = [f"{indent}%{n.id} = cond {_fmt_value(n.inputs[0])}{where}", f"{indent}  then:"]
-        for m in n.params["then_nodes"]:
-            lines += format_node(m, indent + "    ")
-        lines.append(f"{indent}    yield {_fmt_value(tuple(n.params['then_outs']))}")
-        lines.append(f"{indent}  else:")
-        for m in n.params["else_nodes"]:
-            lines += format_node(m, indent + "    ")
-        lines.append(f"{indent}    yield {_fmt_value(tuple(n.params['else_outs']))}")
-        return lines
+        return ([f"{indent}%{n.id} = cond {_fmt_value(n.inputs[0])}{where}"]
+                + _block("then", n.params["then_nodes"], "yield", tuple(n.params["then_outs"]), indent)
+                + _block("else", n.params["else_nodes"], "yield", tuple(n.params["else_outs"]), indent))
     if n.op == LOOP:
         phs = ", ".join(f"%{p.id}" for p in n.params["placeholders"])
-        lines = [f"{indent}%{n.id} = loop ({phs}) = {_fmt_value(n.inputs)}{where}", f"{indent}  while:"]
-        for m in n.params["cond_nodes"]:
-            lines += format_node(m, indent + "    ")
-        lines.append(f"{indent}    test {_fmt_value(n.params['cond'])}")
-        lines.append(f"{indent}  do:")
-        for m in n.params["body_nodes"]:
-            lines += format_node(m, indent + "    ")
-        lines.append(f"{indent}    next {_fmt_value(tuple(n.params['body_outs']))}")
-        return lines
+        return ([f"{indent}%{n.id} = loop ({phs}) = {_fmt_value(n.inputs)}{where}"]
+                + _block("while", n.params["cond_nodes"], "test", n.params["cond"], indent)
+                + _block("do", n.params["body_nodes"], "next", tuple(n.params["body_outs"]), indent))
     args = [_fmt_value(i) for i in n.inputs]
     for k, v in n.params.items():
         if k == "index" and isinstance(v, tuple):

@@ -28,7 +28,7 @@ class CompiledGraph:
         self.graph = gen.graph
         self.guard = gen.guard
         self.outputs = gen.outputs
-        self.assumptions = gen.prog_assumptions if hasattr(gen, "prog_assumptions") else gen.assumptions
+        self.assumptions = gen.assumptions
         self.mode = mode
         self.plan = compile_plan(gen.graph) if mode == "plan" else None
         self.uses_rng = gen.uses_rng

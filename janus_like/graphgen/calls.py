@@ -115,9 +115,7 @@ class CallsMixin:
         if isinstance(out_target, tuple):
             out_target = out_target[0]
         if not _any_abstract((args, kwargs)) and out_target is None:
-            if func in (np.asarray, np.array) or getattr(func, "__name__", "") in ("seterr", "errstate"):
-                pass
-            return self.lift(func(*args, **kwargs))
+            return self.lift(func(*args, **kwargs))  # constant folding
         if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
             from ..ops.registry import P, bind
 
@@ -135,8 +133,6 @@ class CallsMixin:
             if impl is None or kwargs:
                 raise Unsupported("unsupported-call", f"numpy.{func.__name__} with {sorted(kwargs)} has no graph op", self.site)
             result = impl(*args)
-        elif func is np.clip and out_target is None and "out" in kwargs:
-            result = _FUNCTIONS[func](*args, **kwargs)
         else:
             impl = _FUNCTIONS.get(func)
             if impl is None:
@@ -260,8 +256,6 @@ class CallsMixin:
 
     def bind_args(self, frame, fn_ast, func, args, kwargs):
         a = fn_ast.args
-        if a.posonlyargs or a.kwonlyargs and any(d is None for d in a.kw_defaults) and False:
-            pass
         params = [p.arg for p in a.posonlyargs + a.args]
         defaults = func.__defaults__ or ()
         bound = {}

@@ -12,7 +12,7 @@ import numpy as np
 from ..ops import api as F
 from .builder import OPAQUE, SymbolicTape
 from .values import ObjRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, _BINOPS, _Break, _Continue, _Return, _as_kind, _cast_like, _dict_key, _raw, _unwrap_obj
+from .support import ContainerMethod, _BINOPS, _Break, _Continue, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
 
 
 class StatementsMixin:
@@ -228,13 +228,8 @@ class StatementsMixin:
                 obj.assign(new)
                 self.note_write(obj)
                 return
-            if obj.kind == "array":
-                v = value if isinstance(value, Sym) else value
-                new = F.index_update(Sym(obj.node, "array"), _unwrap_obj(index), _cast_like(v, obj))
-                self.write_box(obj, _as_kind(new, "array"))
-            else:
-                new = F.index_update(Sym(obj.node, "tensor"), _unwrap_obj(index), value)
-                self.write_box(obj, new)
+            new = F.index_update(Sym(obj.node, obj.kind), _unwrap_obj(index), value)
+            self.write_box(obj, _as_kind(new, obj.kind))
             return
         if isinstance(obj, ObjRef):
             if self.pure_depth:

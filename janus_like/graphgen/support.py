@@ -178,10 +178,6 @@ def _as_array_kind(out):
     return _as_kind(out, "array")
 
 
-def _cast_like(v, target):
-    return v
-
-
 def _is_basic_index(index):
     items = index if isinstance(index, tuple) else (index,)
     return all(isinstance(i, (int, np.integer, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)

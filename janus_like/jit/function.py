@@ -102,6 +102,7 @@ class JitFunction:
         self._dims: dict = {}  # argument index -> axes of unknown size (see polymorphism.py)
         self._sizes: dict = {}  # (argument, axis) -> sizes seen
         self._no_poly: set = set()  # (argument, axis) whose graphs turned out to depend on the size
+        self._superseded: list = []  # per-size signatures a pending unknown-dimension graph replaces
         self.counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                              graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self.times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
@@ -281,7 +282,7 @@ class JitFunction:
                 self.times["generate_s"] += time.perf_counter() - start
                 return None
             self.times["generate_s"] += time.perf_counter() - start
-            for k in getattr(self, "_superseded", ()):  # one graph now serves those sizes
+            for k in self._superseded:  # one graph now serves those sizes
                 self._entries.pop(k, None)
             self._superseded = []
             entry.graphs.insert(0, g)
