@@ -122,8 +122,8 @@ class CallsMixin:
             return _as_kind(bind(P.arange, args[0]), "array")
         if func in (np.asarray, np.asanyarray) and len(args) == 1 and isinstance(args[0], Sym) and not kwargs:
             return args[0] if args[0].kind != "tensor" else Sym(args[0].node, "array")
-        if func is np.array and isinstance(args[0], Sym):
-            return _as_array_kind(F.reshape_like(args[0], args[0]))
+        if func is np.array and isinstance(args[0], Sym) and len(args) == 1 and not kwargs:
+            return _as_array_kind(Sym(args[0].node, "array").copy())  # np.array copies
         if func is np.copyto:
             dst, src = args[0], args[1]
             self.write_box(dst, self.inplace_value(dst, src))

@@ -247,3 +247,14 @@ def test_list_elements_seen_varying_in_warmup_are_graph_inputs_from_the_start():
                       [lambda s, q=q: (q, s["w"]) for q in seqs])
     st = jf.stats()
     assert st["graphs_generated"] == 1 and st["regenerations"] == 0 and st["graph_calls"] == 5, jf.explain()
+
+
+def _copy_then_write(x):
+    y = np.array(x)
+    x += 1.0
+    return y
+
+
+def test_np_array_of_an_argument_is_a_copy_not_a_view():
+    jf = side_by_side(lambda: (_copy_then_write, {}), [lambda s, i=i: (np.full(3, float(i)),) for i in range(6)])
+    assert jf.stats()["graph_calls"] == 3, jf.explain()
