@@ -12,7 +12,22 @@ import numpy as np
 
 import janus_like as jl
 from janus_like.executor import interpret
-from janus_like.tensor import Tensor, Variable
+from janus_like.tensor import Tensor
+
+
+def random_array(seed, shape, dtype=np.float64, scale=1.0):
+    """Deterministic normal samples for call sequences."""
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+def assumption_kinds(jf):
+    """Kinds of every assumption made by the graphs a `check()`ed JitFunction compiled."""
+    return {a.kind for g in jf.compiled for a in g.assumptions}
+
+
+def call_sequence(n, fn):
+    """`n` calls for side_by_side; call i gets its arguments from fn(state, i)."""
+    return [lambda s, i=i: fn(s, i) for i in range(n)]
 
 
 def assert_same(a, b, path="value", seen=None):

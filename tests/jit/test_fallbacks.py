@@ -10,15 +10,7 @@ import pytest
 import janus_like as jl
 from janus_like import F, nn
 
-from .harness import check, fallback_reasons, load_module, side_by_side
-
-
-def _arr(seed, shape, dtype=np.float64):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
-def _calls(n, fn):
-    return [lambda s, i=i: fn(s, i) for i in range(n)]
+from .harness import call_sequence, check, fallback_reasons, load_module, random_array, side_by_side
 
 
 def _site_of(fn, marker):
@@ -92,7 +84,7 @@ def _constructs_object(x):
     (_constructs_object, "object-construction"),
 ], ids=["try", "generator", "lambda", "library-call", "numpy-call", "object"])
 def test_unconvertible_code_stays_eager_with_reason_and_line(fn, reason):
-    jf = side_by_side(lambda: (fn, {}), _calls(7, lambda s, i: (np.abs(_arr(i, (3,))) + 0.1,)))
+    jf = side_by_side(lambda: (fn, {}), call_sequence(7, lambda s, i: (np.abs(random_array(i, (3,))) + 0.1,)))
     s = jf.stats()
     assert s["graph_calls"] == 0 and s["eager_calls"] == 4, jf.explain()
     _assert_fallback(jf, reason, _site_of(fn, "# MARK"))
@@ -107,7 +99,7 @@ def test_top_level_generator_function_runs_eagerly():
 
     jf = jl.jit(gen)
     for i in range(6):
-        x = _arr(i, (2,))
+        x = random_array(i, (2,))
         got, want = list(jf(x)), list(gen(x))
         assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
     assert jf.stats()["graph_calls"] == 0
@@ -125,7 +117,7 @@ def test_unconvertible_helper_only_on_some_signatures():
         return f, {}
 
     sizes = [2, 2, 2, 2, 5, 5, 2, 5]
-    jf = check(make, [lambda s, n=n, i=i: (_arr(i, (n,)),) for i, n in enumerate(sizes)])
+    jf = check(make, [lambda s, n=n, i=i: (random_array(i, (n,)),) for i, n in enumerate(sizes)])
     assert "unsupported-call" in fallback_reasons(jf)
     assert jf.stats()["graph_calls"] >= 2
 
@@ -142,7 +134,7 @@ def test_disable_env_var_gives_pure_eager(monkeypatch):
 
         return f, {"v": v}
 
-    jf = side_by_side(make, _calls(8, lambda s, i: (_arr(i, (2,)),)))
+    jf = side_by_side(make, call_sequence(8, lambda s, i: (random_array(i, (2,)),)))
     s = jf.stats()
     assert s["eager_calls"] == 8 and s["warmup_calls"] == 0 and s["graphs_generated"] == 0, jf.explain()
 
@@ -230,7 +222,7 @@ def test_logs_off_by_default(monkeypatch, capsys):
 
 
 def test_fallback_describe_names_reason_hint_and_site():
-    jf = side_by_side(lambda: (_try_fn, {}), _calls(5, lambda s, i: (np.ones(2),)))
+    jf = side_by_side(lambda: (_try_fn, {}), call_sequence(5, lambda s, i: (np.ones(2),)))
     fb = next(fb for fb in jf.fallbacks() if fb.reason == "try")
     text = fb.describe()
     assert text.startswith(f"[try] at {_site_of(_try_fn, '# MARK')}"), text
@@ -250,8 +242,8 @@ def test_jitted_function_calling_jitted_function():
 
         return outer, {}
 
-    w = _arr(3, (3, 3)) * 0.5
-    jf = check(make, _calls(7, lambda s, i: (_arr(i, (2, 3)), w)))
+    w = random_array(3, (3, 3)) * 0.5
+    jf = check(make, call_sequence(7, lambda s, i: (random_array(i, (2, 3)), w)))
     assert jf.stats()["graph_calls"] == 4
 
 
@@ -266,9 +258,9 @@ def test_inner_jitted_function_keeps_working_standalone():
         return inner(x, w) * 2.0
 
     jo = jl.jit(outer)
-    w = _arr(3, (3, 3))
+    w = random_array(3, (3, 3))
     for i in range(6):
-        x = _arr(i, (2, 3))
+        x = random_array(i, (2, 3))
         np.testing.assert_allclose(jo(x, w), outer(x, w))
         np.testing.assert_allclose(inner(x, w), lambda_free_inner(x, w))
     assert inner.stats()["graph_calls"] >= 1 and jo.stats()["graph_calls"] >= 1
@@ -291,7 +283,7 @@ def test_bound_method_jit():
         obj = _Scaler(2.0)
         return obj.apply, {"obj": obj}
 
-    jf = check(make, _calls(7, lambda s, i: (_arr(i, (3,)),)))
+    jf = check(make, call_sequence(7, lambda s, i: (random_array(i, (3,)),)))
     assert jf.__self__ is not None
     assert jf.stats()["graph_calls"] == 4
 
@@ -311,7 +303,7 @@ def test_module_instance_passed_to_jit():
         m = _MLP(np.random.default_rng(0))
         return m, {"m": m}
 
-    jf = check(make, _calls(7, lambda s, i: (_arr(i, (4, 3)).astype(np.float32),)))
+    jf = check(make, call_sequence(7, lambda s, i: (random_array(i, (4, 3)).astype(np.float32),)))
     assert jf.stats()["graph_calls"] == 4
 
 
@@ -330,7 +322,7 @@ def test_module_training_step_through_jitted_module():
 
         return step, {"m": m}
 
-    jf = check(make, _calls(7, lambda s, i: (_arr(i, (4, 3)).astype(np.float32), _arr(i, (4, 2)).astype(np.float32))),
+    jf = check(make, call_sequence(7, lambda s, i: (random_array(i, (4, 3)).astype(np.float32), random_array(i, (4, 2)).astype(np.float32))),
                min_graph_calls=0)
     # a jitted module called from a jitted function is not converted yet (its bound `self` is a
     # concrete object): the step stays eager with a named reason, and results are eager's
@@ -359,7 +351,7 @@ def test_jitted_bound_method_called_from_jitted_function_sees_attribute_changes(
         def c(s):
             if i == 5:
                 s["obj"].k = 10.0
-            return (_arr(i, (3,)),)
+            return (random_array(i, (3,)),)
         return c
 
     check(make, [call(i) for i in range(8)], min_graph_calls=0)
@@ -377,7 +369,7 @@ def test_jit_decorated_method_called_from_jitted_function():
 
         return outer, {"acc": acc}
 
-    jf = check(make, _calls(7, lambda s, i: (s["acc"], _arr(i, (2,)))), min_graph_calls=0)
+    jf = check(make, call_sequence(7, lambda s, i: (s["acc"], random_array(i, (2,)))), min_graph_calls=0)
     s = jf.stats()
     assert s["graph_calls"] == 4 or (s["eager_calls"] == 4 and jf.fallbacks()), jf.explain()
 
@@ -410,7 +402,7 @@ def test_jit_decorator_on_method():
     Acc, Eager = _accumulator_classes()
     a, b = Acc(), Eager()
     for i in range(7):
-        x = _arr(i, (2,))
+        x = random_array(i, (2,))
         assert a.add(x) == b.add(x)
         np.testing.assert_array_equal(a.total, b.total)
     assert a.add.stats()["graph_calls"] == 4, a.add.explain()
@@ -423,7 +415,7 @@ def test_jit_decorator_on_method_two_instances_share_cache():
     e1, e2 = Eager(), Eager()
     a2.scale = e2.scale = 0.5
     for i in range(10):
-        x = _arr(i, (2,))
+        x = random_array(i, (2,))
         (a, e) = (a1, e1) if i % 2 else (a2, e2)
         assert a.add(x) == e.add(x)
     np.testing.assert_array_equal(a1.total, e1.total)
@@ -469,7 +461,7 @@ def test_interpreter_mode_matches_eager():
         return f, {"v": jl.Variable(np.zeros(3))}
 
     signs = [1, 1, 1, 1, -1, -1, 1]
-    jf = side_by_side(make, [lambda s, sg=sg, i=i: (np.abs(_arr(i, (3,))) * sg, s["v"]) for i, sg in enumerate(signs)],
+    jf = side_by_side(make, [lambda s, sg=sg, i=i: (np.abs(random_array(i, (3,))) * sg, s["v"]) for i, sg in enumerate(signs)],
                       mode="interpret")
     assert jf.stats()["graph_calls"] >= 1
 
@@ -491,5 +483,5 @@ def test_identical_functions_in_two_files_each_profiled(tmp_path):
     first = load_module(tmp_path, _DUP_SRC, "dup")
     second = load_module(tmp_path, _DUP_SRC, "dup")
     for mod in (first, second):
-        jf = side_by_side(lambda mod=mod: (mod.f, {}), _calls(8, lambda s, i: (np.abs(_arr(i, (2,))),)))
+        jf = side_by_side(lambda mod=mod: (mod.f, {}), call_sequence(8, lambda s, i: (np.abs(random_array(i, (2,))),)))
         assert jf.stats()["graph_calls"] == 5, jf.explain()

@@ -1,25 +1,14 @@
 """State under the JIT: every kind of write a function can make, committed all-or-nothing after the
-graph ran, and exceptions from user code that surface exactly as eager and leave nothing behind.
+graph ran (effects — RNG, print, exceptions — are in test_effects.py).
 
 Each test compares eager and jit side by side after every call (result, printed text, reachable
 state, arguments, global RNG) and checks that graphs really ran.
 """
 import numpy as np
-import pytest
 
 import janus_like as jl
-from janus_like import F
 
-from .harness import LiveGlobals, check, fallback_reasons, load_module
-
-
-def _arr(seed, shape, dtype=np.float64):
-    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
-
-
-
-def _calls(n, fn):
-    return [lambda s, i=i: fn(s, i) for i in range(n)]
+from .harness import LiveGlobals, call_sequence, check, fallback_reasons, load_module, random_array
 
 
 # ------------------------------------------------------------------ Variables
@@ -37,7 +26,7 @@ def test_variable_assign_assign_add_assign_sub():
 
         return f, {"v": v, "w": w, "c": c}
 
-    check(make, _calls(8, lambda s, i: (_arr(i, (3,), np.float32),)), min_graph_calls=5)
+    check(make, call_sequence(8, lambda s, i: (random_array(i, (3,), np.float32),)), min_graph_calls=5)
 
 
 def test_variable_augmented_ops_and_item_assignment():
@@ -52,7 +41,7 @@ def test_variable_augmented_ops_and_item_assignment():
 
         return f, {"v": jl.Variable(np.ones(4))}
 
-    check(make, _calls(7, lambda s, i: (s["v"], _arr(i, (4,)))), min_graph_calls=4)
+    check(make, call_sequence(7, lambda s, i: (s["v"], random_array(i, (4,)))), min_graph_calls=4)
 
 
 def test_variable_argument_assign_and_returned():
@@ -64,7 +53,7 @@ def test_variable_argument_assign_and_returned():
 
         return f, {"v": jl.Variable(np.zeros(2))}
 
-    jf = check(make, _calls(7, lambda s, i: (s["v"], _arr(i, (2,)))))
+    jf = check(make, call_sequence(7, lambda s, i: (s["v"], random_array(i, (2,)))))
     assert jf.stats()["graph_calls"] == 4
 
 
@@ -80,7 +69,7 @@ def test_variable_read_after_write_in_same_call():
 
         return f, {"v": v}
 
-    check(make, _calls(6, lambda s, i: (_arr(i, (3,)),)))
+    check(make, call_sequence(6, lambda s, i: (random_array(i, (3,)),)))
 
 
 # ------------------------------------------------------------------ attributes, globals
@@ -103,7 +92,7 @@ def test_setattr_on_object_argument():
 
         return f, {"c": _Counter()}
 
-    jf = check(make, _calls(8, lambda s, i: (s["c"], _arr(i, (3,)))), min_graph_calls=0)
+    jf = check(make, call_sequence(8, lambda s, i: (s["c"], random_array(i, (3,)))), min_graph_calls=0)
     assert jf.stats()["calls"] == 8
 
 
@@ -117,7 +106,7 @@ def test_setattr_python_float_attribute():
         c.scale = 1.0
         return f, {"c": c}
 
-    check(make, _calls(8, lambda s, i: (s["c"], _arr(i, (3,)))), min_graph_calls=0)
+    check(make, call_sequence(8, lambda s, i: (s["c"], random_array(i, (3,)))), min_graph_calls=0)
 
 
 def test_setattr_counter_int_attribute_stays_int():
@@ -128,7 +117,7 @@ def test_setattr_counter_int_attribute_stays_int():
 
         return f, {"c": _Counter()}
 
-    jf = check(make, _calls(8, lambda s, i: (s["c"], _arr(i, (3,)))))
+    jf = check(make, call_sequence(8, lambda s, i: (s["c"], random_array(i, (3,)))))
     assert jf.stats()["graph_calls"] >= 3, jf.explain()
 
 
@@ -145,7 +134,7 @@ def test_attribute_augmented_assignment_on_array_attribute():
 
         return f, {"c": c, "alias": alias}
 
-    check(make, _calls(7, lambda s, i: (s["c"], _arr(i, (3,)))))
+    check(make, call_sequence(7, lambda s, i: (s["c"], random_array(i, (3,)))))
 
 
 _GLOBALS_SRC = """
@@ -181,7 +170,7 @@ def test_global_statement_writes_module_globals(tmp_path):
         mod = load_module(tmp_path, _GLOBALS_SRC, "globals_prog")
         return mod.f, {"globals": LiveGlobals(mod, ["ACC", "LAST", "LOG", "BUF"])}
 
-    jf = check(make, _calls(8, lambda s, i: (_arr(i, (2,)),)))
+    jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (2,)),)))
     assert jf.stats()["graph_calls"] >= 3, jf.explain()
 
 
@@ -190,7 +179,7 @@ def test_global_int_counter_stays_int(tmp_path):
         mod = load_module(tmp_path, _GLOBALS_SRC, "globals_prog")
         return mod.g, {"globals": LiveGlobals(mod, ["COUNT"])}
 
-    jf = check(make, _calls(8, lambda s, i: (_arr(i, (2,)),)))
+    jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (2,)),)))
     assert jf.stats()["graph_calls"] >= 3, jf.explain()
 
 
@@ -204,7 +193,7 @@ def test_inplace_add_on_argument():
 
         return f, {"x": np.zeros(3), "y": np.ones(3)}
 
-    check(make, _calls(7, lambda s, i: (s["x"], s["y"])))
+    check(make, call_sequence(7, lambda s, i: (s["x"], s["y"])))
 
 
 def test_slice_assignment_on_argument():
@@ -217,7 +206,7 @@ def test_slice_assignment_on_argument():
 
         return f, {"x": np.arange(5.0)}
 
-    check(make, _calls(7, lambda s, i: (s["x"], _arr(i, (2,)))))
+    check(make, call_sequence(7, lambda s, i: (s["x"], random_array(i, (2,)))))
 
 
 def test_fancy_index_add_with_repeated_indices():
@@ -230,7 +219,7 @@ def test_fancy_index_add_with_repeated_indices():
         return f, {"x": np.zeros(5)}
 
     idx = np.array([0, 1, 1, 3, 3, 3])
-    check(make, _calls(7, lambda s, i: (s["x"], idx, _arr(i, (6,)))))
+    check(make, call_sequence(7, lambda s, i: (s["x"], idx, random_array(i, (6,)))))
 
 
 def test_fancy_index_setitem_2d_rows():
@@ -243,7 +232,7 @@ def test_fancy_index_setitem_2d_rows():
         return f, {"t": np.zeros((4, 3))}
 
     rows = np.array([2, 0, 2])
-    check(make, _calls(7, lambda s, i: (s["t"], rows, _arr(i, (3, 3)))))
+    check(make, call_sequence(7, lambda s, i: (s["t"], rows, random_array(i, (3, 3)))))
 
 
 def test_copyto_and_ufunc_out():
@@ -256,7 +245,7 @@ def test_copyto_and_ufunc_out():
 
         return f, {"a": np.zeros(4), "b": np.ones(4), "c": np.zeros(4)}
 
-    check(make, _calls(7, lambda s, i: (s["a"], s["b"], s["c"])))
+    check(make, call_sequence(7, lambda s, i: (s["a"], s["b"], s["c"])))
 
 
 def test_inplace_dtype_cast_int_array():
@@ -268,7 +257,7 @@ def test_inplace_dtype_cast_int_array():
 
         return f, {"x": np.arange(4)}
 
-    calls = _calls(6, lambda s, i: (s["x"], 2)) + [lambda s: (s["x"], 0.5)] * 2 + _calls(2, lambda s, i: (s["x"], 1))
+    calls = call_sequence(6, lambda s, i: (s["x"], 2)) + [lambda s: (s["x"], 0.5)] * 2 + call_sequence(2, lambda s, i: (s["x"], 1))
     check(make, calls)
 
 
@@ -281,7 +270,7 @@ def test_clip_with_out_on_dict_values():
 
         return f, {}
 
-    check(make, _calls(7, lambda s, i: ({"a": _arr(i, (3,)) * 3, "b": _arr(i + 50, (2, 2)) * 3},)))
+    check(make, call_sequence(7, lambda s, i: ({"a": random_array(i, (3,)) * 3, "b": random_array(i + 50, (2, 2)) * 3},)))
 
 
 def test_write_through_basic_slice_view():
@@ -295,7 +284,7 @@ def test_write_through_basic_slice_view():
 
         return f, {"x": np.zeros((3, 2))}
 
-    check(make, _calls(7, lambda s, i: (s["x"],)))
+    check(make, call_sequence(7, lambda s, i: (s["x"],)))
 
 
 def test_write_through_transposed_view_falls_back():
@@ -307,7 +296,7 @@ def test_write_through_transposed_view_falls_back():
 
         return f, {"x": np.zeros((2, 3))}
 
-    jf = check(make, _calls(6, lambda s, i: (s["x"],)), min_graph_calls=0)
+    jf = check(make, call_sequence(6, lambda s, i: (s["x"],)), min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 or "view-write" in fallback_reasons(jf), jf.explain()
 
 
@@ -324,7 +313,7 @@ def test_list_append_and_dict_setitem_on_arguments():
 
         return f, {"log": [], "cache": {}}
 
-    jf = check(make, _calls(8, lambda s, i: (s["log"], s["cache"], _arr(i, (2,)))), min_graph_calls=0)
+    jf = check(make, call_sequence(8, lambda s, i: (s["log"], s["cache"], random_array(i, (2,)))), min_graph_calls=0)
     # the list grows every call: a new length every time, so graphs may keep missing; the results
     # must still match
     assert jf.stats()["calls"] == 8
@@ -342,7 +331,7 @@ def test_dict_item_set_and_list_extend_fixed_structure():
 
         return f, {"state": {"h": np.zeros(3), "n": 0.0}, "buf": [np.zeros(3)]}
 
-    jf = check(make, _calls(8, lambda s, i: (s["state"], s["buf"], _arr(i, (3,)))))
+    jf = check(make, call_sequence(8, lambda s, i: (s["state"], s["buf"], random_array(i, (3,)))))
     assert jf.stats()["graph_calls"] >= 2, jf.explain()
 
 
@@ -354,7 +343,7 @@ def test_dict_item_counter_stays_python_int():
 
         return f, {"state": {"n": 0}}
 
-    check(make, _calls(8, lambda s, i: (s["state"], _arr(i, (3,)))))
+    check(make, call_sequence(8, lambda s, i: (s["state"], random_array(i, (3,)))))
 
 
 def test_returned_varying_python_int_stays_int():
@@ -364,7 +353,7 @@ def test_returned_varying_python_int_stays_int():
 
         return f, {}
 
-    check(make, [lambda s, i=i: (i, _arr(i, (2,))) for i in range(8)])
+    check(make, [lambda s, i=i: (i, random_array(i, (2,))) for i in range(8)])
 
 
 def test_local_containers_are_not_state():
@@ -380,7 +369,7 @@ def test_local_containers_are_not_state():
 
         return f, {}
 
-    check(make, _calls(6, lambda s, i: ([_arr(i, (2,)), _arr(i + 1, (2,))],)))
+    check(make, call_sequence(6, lambda s, i: ([random_array(i, (2,)), random_array(i + 1, (2,))],)))
 
 
 # ------------------------------------------------------------------ tensors
@@ -394,7 +383,7 @@ def test_functional_tensor_setitem():
 
         return f, {"t": jl.tensor(np.zeros(4))}
 
-    check(make, _calls(7, lambda s, i: (s["t"], float(i))))
+    check(make, call_sequence(7, lambda s, i: (s["t"], float(i))))
 
 
 _TENSOR_OF_GRAPH_VALUE_BUG = ("jl.tensor(x) on a graph value inside a jitted function builds an object-dtype Tensor "
@@ -410,7 +399,7 @@ def test_tensor_setitem_on_local_copy():
 
         return f, {}
 
-    check(make, _calls(6, lambda s, i: (_arr(i, (3,)),)))
+    check(make, call_sequence(6, lambda s, i: (random_array(i, (3,)),)))
 
 
 # ------------------------------------------------------------------ return values
@@ -421,7 +410,7 @@ def test_returning_views_of_arguments():
 
         return f, {"x": np.arange(6.0).reshape(2, 3)}
 
-    jf = check(make, _calls(6, lambda s, i: (s["x"],)))
+    jf = check(make, call_sequence(6, lambda s, i: (s["x"],)))
     # a returned basic-slice view must still be a view of the argument, as eagerly
     out = jf(np.arange(6.0).reshape(2, 3))
     assert out[0].base is not None
@@ -434,7 +423,7 @@ def test_returned_view_is_writable_alias_of_argument():
 
         return f, {}
 
-    jf = check(make, _calls(5, lambda s, i: (np.arange(4.0),)))
+    jf = check(make, call_sequence(5, lambda s, i: (np.arange(4.0),)))
     x = np.arange(4.0)
     v = jf(x)
     v[0] = 99.0
@@ -449,7 +438,7 @@ def test_returning_the_same_array_twice():
 
         return f, {}
 
-    jf = check(make, _calls(6, lambda s, i: (_arr(i, (3,)),)))
+    jf = check(make, call_sequence(6, lambda s, i: (random_array(i, (3,)),)))
     a, b, c, d = jf(np.ones(3))
     assert a is b, "the same computed array returned twice must be one object, as eagerly"
 
@@ -462,7 +451,7 @@ def test_returning_the_argument_itself_after_write():
 
         return f, {}
 
-    jf = check(make, _calls(6, lambda s, i: (np.zeros(3),)))
+    jf = check(make, call_sequence(6, lambda s, i: (np.zeros(3),)))
     x = np.zeros(3)
     assert jf(x) is x
 
@@ -475,7 +464,7 @@ def test_returning_constants_and_python_values():
 
         return f, {}
 
-    check(make, _calls(6, lambda s, i: (_arr(i, (2,)), 3)))
+    check(make, call_sequence(6, lambda s, i: (random_array(i, (2,)), 3)))
 
 
 def test_returned_constant_is_fresh_each_call():
@@ -487,340 +476,10 @@ def test_returned_constant_is_fresh_each_call():
 
         return f, {}
 
-    calls = _calls(6, lambda s, i: (_arr(i, (1,)),))
+    calls = call_sequence(6, lambda s, i: (random_array(i, (1,)),))
     jf = check(make, calls)
     a, b = jf(np.ones(1))
     a[0] = 5.0
     b[0] = 5.0
     a2, b2 = jf(np.ones(1))
     assert a2[0] == 0.0 and b2[0] == 1.0
-
-
-# ------------------------------------------------------------------ the NumPy global RNG
-def test_global_rng_consumed_like_eager():
-    def make():
-        def f(x):
-            a = np.random.randn(3)
-            b = np.random.rand(2, 3)
-            c = np.random.normal(0.0, 2.0, size=3)
-            u = np.random.uniform(-1, 1, 3)
-            return x + a + b.sum(axis=0) + c + u
-
-        return f, {}
-
-    jf = check(make, _calls(8, lambda s, i: (_arr(i, (3,)),)))
-    assert jf.stats()["graph_calls"] == 5
-
-
-def test_global_rng_scalar_draws():
-    def make():
-        def f(x):
-            r = np.random.rand()
-            n = np.random.randn()
-            return x * r + n
-
-        return f, {}
-
-    check(make, _calls(7, lambda s, i: (_arr(i, (2,)),)))
-
-
-def test_global_rng_restored_when_assumption_fails():
-    """A call whose branch speculation fails mid-graph must not consume random numbers twice."""
-    def make():
-        def f(x):
-            noise = np.random.randn(3)
-            if np.sum(x) > 0:
-                out = x + noise
-            else:
-                out = x - noise
-            return out
-
-        return f, {}
-
-    signs = [1, 1, 1, 1, -1, 1, -1, -1, 1, -1]
-    check(make, [lambda s, sg=sg, i=i: (np.abs(_arr(i, (3,))) * sg,) for i, sg in enumerate(signs)])
-
-
-def test_rng_seed_inside_function():
-    def make():
-        def f(x):
-            np.random.seed(3)
-            return x + np.random.randn(*x.shape)
-
-        return f, {}
-
-    check(make, _calls(6, lambda s, i: (_arr(i, (2,)),)), min_graph_calls=0)
-
-
-
-def test_explicit_generator_passed_to_dropout():
-    def make():
-        gen = np.random.default_rng(11)
-
-        def f(x, rng):
-            h = F.dropout(x, 0.3, rng)
-            return F.relu(h) * 2.0
-
-        return f, {"gen": gen}
-
-    jf = check(make, _calls(8, lambda s, i: (jl.tensor(_arr(i, (4, 5)).astype(np.float32)), s["gen"])))
-    assert jf.stats()["graph_calls"] == 5
-
-
-def test_dropout_on_plain_array_argument():
-    def make():
-        def f(x, rng):
-            return F.dropout(x, 0.5, rng) + 1.0
-
-        return f, {"gen": np.random.default_rng(4)}
-
-    check(make, _calls(7, lambda s, i: (_arr(i, (6,)), s["gen"])))
-
-
-def test_explicit_generator_restored_when_assumption_fails():
-    def make():
-        gen = np.random.default_rng(5)
-
-        def f(x, rng):
-            h = F.dropout(x, 0.5, rng)
-            if np.sum(x) > 0:
-                h = h * 2.0
-            else:
-                h = h - 1.0
-            return h
-
-        return f, {"gen": gen}
-
-    signs = [1, 1, 1, 1, -1, 1, -1, -1, 1]
-    check(make, [lambda s, sg=sg, i=i: (jl.tensor(np.abs(_arr(i, (3,))) * sg), s["gen"]) for i, sg in enumerate(signs)])
-
-
-def test_nn_dropout_module_with_generator():
-    def make():
-        layer = jl.nn.Dropout(0.25, rng=np.random.default_rng(2))
-
-        def f(x):
-            return layer(x)
-
-        return f, {"layer": layer}
-
-    check(make, _calls(7, lambda s, i: (jl.tensor(_arr(i, (3, 3)).astype(np.float32)),)))
-
-
-# ------------------------------------------------------------------ print
-def test_print_once_in_order_after_commit():
-    def make():
-        v = jl.Variable(np.zeros(2))
-
-        def f(x, step):
-            print("start", step)
-            v.assign_add(x)
-            loss = np.sum(v * v)
-            print(f"step {step}: loss={float(loss):.4f} mean={np.mean(x)} {v!r} {loss}")
-            print("done", end="|")
-            return loss
-
-        return f, {"v": v}
-
-    jf = check(make, _calls(8, lambda s, i: (_arr(i, (2,)), 7)))
-    assert jf.stats()["graph_calls"] == 5
-
-
-def test_print_of_arrays_and_tensors():
-    def make():
-        def f(x, t):
-            y = np.tanh(x)
-            print(y, t, t * 2.0, y.shape, str(y.dtype), sep=" / ")
-            print("sum:", np.sum(y), "as float:", float(np.sum(y)))
-            return y
-
-        return f, {}
-
-    check(make, _calls(6, lambda s, i: (_arr(i, (3,)), jl.tensor(_arr(i + 9, (2,))))))
-
-
-def test_print_tensor_made_from_graph_value():
-    def make():
-        def f(x):
-            print(jl.tensor(np.tanh(x)))
-            return x
-
-        return f, {}
-
-    check(make, _calls(6, lambda s, i: (_arr(i, (3,)),)))
-
-
-def test_print_that_raises_leaves_later_writes_undone():
-    def make():
-        v = jl.Variable(np.zeros(2))
-
-        def f(x):
-            print(f"sum={np.sum(x):d}")  # a float has no 'd' format: ValueError eagerly, before the write
-            v.assign_add(x)
-            return v
-
-        return f, {"v": v}
-
-    check(make, _calls(6, lambda s, i: (_arr(i, (2,)),)), min_graph_calls=0)
-
-
-def test_print_not_emitted_when_call_raises():
-    def make():
-        def f(x, idx):
-            print("before", np.sum(x))
-            return x[idx]
-
-        return f, {}
-
-    calls = _calls(5, lambda s, i: (_arr(i, (3,)), 1)) + [lambda s: (_arr(9, (3,)), 7)] + _calls(2, lambda s, i: (_arr(i, (3,)), 2))
-    check(make, calls)
-
-
-# ------------------------------------------------------------------ exceptions from user code
-def test_shape_mismatch_raises_like_eager_and_leaves_state():
-    def make():
-        v = jl.Variable(np.zeros(3))
-
-        def f(x, w):
-            v.assign_add(np.ones(3))
-            return x @ w
-
-        return f, {"v": v}
-
-    good = lambda s, i: (_arr(i, (2, 3)), _arr(i, (3, 4)))  # noqa: E731
-    calls = _calls(5, good) + [lambda s: (_arr(1, (2, 3)), _arr(2, (5, 4)))] + _calls(3, good)
-    jf = check(make, calls)
-    assert jf.stats()["graph_calls"] >= 4
-
-
-def test_index_error_after_state_write_leaves_state_untouched():
-    """Eager: the write happens, then the IndexError. The graph must do the same (commit nothing
-    from an abandoned graph, and let the eager re-run make its partial write)."""
-    def make():
-        def f(x, buf, i):
-            buf[0] = buf[0] + 1.0
-            return x[i]
-
-        return f, {"buf": np.zeros(2)}
-
-    calls = _calls(5, lambda s, i: (_arr(i, (4,)), s["buf"], 2)) + [lambda s: (_arr(0, (4,)), s["buf"], 9)] \
-        + _calls(3, lambda s, i: (_arr(i, (4,)), s["buf"], 1))
-    check(make, calls)
-
-
-def test_explicit_raise_on_some_calls():
-    class Bad(ValueError):
-        pass
-
-    def make():
-        v = jl.Variable(np.zeros(2))
-
-        def f(x, limit):
-            v.assign_add(x)
-            if limit < 0:
-                raise Bad(f"negative limit {limit}")
-            return v * limit
-
-        return f, {"v": v}
-
-    calls = _calls(5, lambda s, i: (_arr(i, (2,)), 2)) + [lambda s: (_arr(5, (2,)), -1)] + _calls(3, lambda s, i: (_arr(i, (2,)), 2))
-    check(make, calls)
-
-
-def test_exception_from_data_dependent_check():
-    """`assert` on a computed value that fails only on some calls."""
-    def make():
-        def f(x):
-            y = np.tanh(x)
-            assert np.sum(y) > -10.0, "sum too small"
-            return y * 2.0
-
-        return f, {}
-
-    calls = _calls(5, lambda s, i: (_arr(i, (3,)),)) + [lambda s: (np.full(3, -100.0) * np.arange(1, 4),)]
-    calls += [lambda s: (np.full(30, -100.0),)] + _calls(2, lambda s, i: (_arr(i, (3,)),))
-    check(make, calls)
-
-
-def test_exception_from_callee_key_error():
-    def make():
-        def lookup(d, k):
-            return d[k] * 2.0
-
-        def f(d, k):
-            return lookup(d, k) + 1.0
-
-        return f, {}
-
-    d = {"a": np.ones(2), "b": np.zeros(2)}
-    calls = [lambda s: (d, "a")] * 5 + [lambda s: (d, "zz")] + [lambda s: (d, "b"), lambda s: (d, "a")]
-    check(make, calls)
-
-
-def test_divide_by_zero_warning_values_match():
-    def make():
-        def f(x):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.log(x) / x
-
-        return f, {}
-
-    check(make, _calls(6, lambda s, i: (np.array([0.0, 1.0, -1.0, 2.0 + i]),)))
-
-
-def test_value_merged_from_cond_keeps_alias_to_argument():
-    def make():
-        def f(x):
-            v = x * 1.0
-            if np.sum(x) > 0:
-                v = v * 2.0
-            else:
-                v = x  # v aliases the argument in this arm
-            v += 1.0  # eagerly: writes x when the else arm ran
-            return v
-
-        return f, {}
-
-    signs = [1, -1, 1, -1, -1, 1]
-    # found by test_generated_programs: the merged value used to lose its alias to x, so the write
-    # was dropped. Now either a graph that writes x, or a named fallback.
-    jf = check(make, [lambda s, sg=sg: (np.full(2, float(sg)),) for sg in signs], min_graph_calls=0)
-    assert jf.stats()["graph_calls"] > 0 or jf.fallbacks(), jf.explain()
-
-
-def test_print_before_write_shows_old_state():
-    class Obj:
-        def __init__(self):
-            self.a = np.zeros(2)
-            self.items = [1]
-
-    def make():
-        v = jl.Variable(np.zeros(2))
-
-        def f(x, o):
-            print("before", v, o.a, o.items)
-            v.assign_add(x)
-            o.a += x
-            o.items.append(2)
-            print("after", v, o.a, o.items)
-            return x
-
-        return f, {"v": v, "o": Obj()}
-
-    check(make, _calls(6, lambda s, i: (np.ones(2), s["o"])))
-
-
-def test_print_before_write_variable_only_value_copy():
-    """Printing a computed value (not the state object itself) before the write is fine."""
-    def make():
-        v = jl.Variable(np.zeros(2))
-
-        def f(x):
-            print("before", np.sum(v * 1.0))
-            v.assign_add(x)
-            print("after", np.sum(v * 1.0))
-            return x
-
-        return f, {"v": v}
-
-    check(make, _calls(6, lambda s, i: (np.ones(2),)))
