@@ -12,6 +12,14 @@ import sys
 import types
 
 
+def numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def find_jit():
     """`janus_like.jit` when it exists and is a decorator, else None.
 
@@ -110,7 +118,7 @@ def versions() -> dict:
 
     out = {"numpy": numpy.__version__, "janus_like": janus_like.__version__,
            "jit": find_jit() is not None}
-    for name in ("torch", "jax", "jaxlib"):
+    for name in ("torch", "jax", "jaxlib", "numba"):
         mod = sys.modules.get(name)
         if mod is None and name == "torch":
             mod = torch_or_none()

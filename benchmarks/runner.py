@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -33,10 +34,10 @@ from . import frameworks
 from .models import MODELS, load
 from .models._common import numpy_stepper
 
-SYSTEMS = ("eager", "jit", "numpy", "torch", "torch_compile", "jax")
+SYSTEMS = ("eager", "jit", "native", "numpy", "torch", "torch_compile", "jax")
 # Relative tolerance on the loss, per system, against eager janus_like. jit and hand NumPy do the
 # same float32 arithmetic up to reordering; other frameworks use other kernels (e.g. logsumexp).
-LOSS_RTOL = {"jit": 1e-4, "numpy": 1e-4, "torch": 1e-3, "torch_compile": 1e-3, "jax": 1e-3}
+LOSS_RTOL = {"jit": 1e-4, "native": 1e-4, "numpy": 1e-4, "torch": 1e-3, "torch_compile": 1e-3, "jax": 1e-3}
 LOSS_ATOL = 1e-6
 
 # warm-up: the JIT profiles 3 calls, then generates one graph per new signature; the tree models
@@ -59,8 +60,11 @@ def build_systems(module, seed, quick, wanted, jit):
     ones that cannot. Every stepper starts from its own `module.make(seed, quick)`."""
     steppers, skipped = {}, {}
     for name in wanted:
-        if name == "jit" and jit is None:
+        if name in ("jit", "native") and jit is None:
             skipped[name] = "janus_like.jit is not available"
+            continue
+        if name == "native" and not frameworks.numba_available():
+            skipped[name] = "numba is not installed (pip install 'janus_like[native]')"
             continue
         if name in ("torch", "torch_compile") and frameworks.torch_or_none() is None:
             skipped[name] = "torch is not installed"
@@ -76,8 +80,12 @@ def build_systems(module, seed, quick, wanted, jit):
         try:
             if name == "eager":
                 steppers[name] = module.janus_step(state)
-            elif name == "jit":
-                steppers[name] = module.janus_step(state, jit=jit)
+            elif name == "jit":  # the NumPy plan only: native compilation is its own system
+                steppers[name] = module.janus_step(state, jit=functools.partial(jit, native="off"))
+            elif name == "native":  # each graph compiled with Numba at its first run
+                stepper = module.janus_step(state, jit=functools.partial(jit, native="always"))
+                stepper.system = "native"
+                steppers[name] = stepper
             elif name == "numpy":
                 steppers[name] = numpy_stepper(module, state)
             elif name == "torch_compile":
@@ -309,6 +317,14 @@ def format_notes(records):
                          f"{d.get('fallbacks', 0)} fallbacks, {d.get('regenerations', 0)} regenerations, "
                          f"{d.get('graphs_generated', 0)} graphs generated, "
                          f"{d.get('guard_failures', 0)} guard failures")
+        nstats = rec["systems"].get("native", {}).get("stats") or {}
+        if nstats:
+            parts = nstats.values() if all(isinstance(v, dict) for v in nstats.values()) else [nstats]
+            native = sum(p.get("native_graphs", 0) for p in parts)
+            total = sum(p.get("graphs_cached", 0) for p in parts)
+            compile_s = sum(p.get("native_compile_s", 0.0) for p in parts)
+            notes.append(f"native {rec['model']}: {native} of {total} graphs run natively "
+                         f"(compile/load {compile_s:.1f} s, in the warm-up column)")
         stats = jit.get("stats")
         if stats is not None:
             text = json.dumps(stats, default=str, sort_keys=True)
@@ -391,7 +407,8 @@ def _threads(n):
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m benchmarks.runner", description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {','.join(MODELS)}")
-    p.add_argument("--systems", default=",".join(SYSTEMS), help="comma-separated, from " + ",".join(SYSTEMS))
+    p.add_argument("--systems", help="comma-separated, from " + ",".join(SYSTEMS) + " (default: all; with --quick "
+                   "all but native, whose Numba compilation takes seconds to minutes per graph when not cached)")
     p.add_argument("--quick", action="store_true", help="small model sizes, few steps: a smoke run")
     p.add_argument("--repeats", type=int, help="timed blocks per system (median taken)")
     p.add_argument("--steps", type=int, help="calls per timed block (default: about --block-s seconds)")
@@ -411,6 +428,8 @@ def parse_args(argv):
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if args.systems is None:
+        args.systems = ",".join(s for s in SYSTEMS if not (args.quick and s == "native"))
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     for m in args.models:
         if m not in MODELS:
@@ -425,7 +444,7 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    jit = frameworks.find_jit() if "jit" in args.systems else None
+    jit = frameworks.find_jit() if {"jit", "native"} & set(args.systems) else None
     started = time.perf_counter()
     records = []
     with _threads(args.threads) as threads_in_force:

@@ -18,12 +18,13 @@ import numpy as np
 from .. import ir
 from .codegen import compile_plan
 from .interpreter import AssertFailed, interpret
+from .tiering import Tier
 
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
 
 
 class CompiledGraph:
-    def __init__(self, gen, mode: str = "plan"):
+    def __init__(self, gen, mode: str = "plan", native: str = "off"):
         self.gen = gen
         self.graph = gen.graph
         self.guard = gen.guard
@@ -31,6 +32,7 @@ class CompiledGraph:
         self.assumptions = gen.assumptions
         self.mode = mode
         self.plan = compile_plan(gen.graph) if mode == "plan" else None
+        self.tier = Tier(gen.graph, native if self.plan is not None else "off")
         self.uses_rng = gen.uses_rng
         self.generators = [n.params["rng"] for n in gen.graph.all_nodes() if n.op == "random_uniform"]
         self.runs = 0
@@ -38,6 +40,14 @@ class CompiledGraph:
         self.last_slots = None
 
     def body(self, slots):
+        tier = self.tier
+        if tier.run is not None and "raise" not in np.geterr().values():
+            try:
+                return tier(slots)
+            except TypeError:  # argument types the native function was not compiled for
+                tier.mismatch()
+        elif tier.pending and tier.due(self.runs, self.time_s):
+            tier.adopt(self.plan, slots)
         if self.plan is not None:
             return self.plan(slots)
         return interpret(self.graph, slots)

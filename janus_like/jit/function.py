@@ -29,6 +29,7 @@ from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..tensor import Tensor
+from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
 from .polymorphism import probe_args, signature, sizes_of, varying_dims
 
@@ -77,7 +78,7 @@ class JitFunction:
     _janus_jit = True
 
     def __init__(self, fn, warmup: int = 3, max_graphs: int = 8, regen_after: int = 2, mode: str = "plan",
-                 bound=None, reassociate: bool = True):
+                 bound=None, reassociate: bool = True, native=None):
         if isinstance(fn, types.MethodType):
             bound, fn = fn.__self__, fn.__func__
         elif not isinstance(fn, types.FunctionType) and callable(fn) and not isinstance(fn, type):
@@ -94,6 +95,7 @@ class JitFunction:
         self.regen_after = regen_after
         self.mode = mode
         self.reassociate = reassociate
+        self.native = resolve_policy(native, reassociate)
         self.profile = Profile()
         self._hooks = Hooks(self.profile)
         self._entries: dict = {}
@@ -274,7 +276,7 @@ class JitFunction:
         if self._dims and any(i < len(args) for i in self._dims):
             try:
                 gen = self._generate_polymorphic(entry, args, name)
-                g = ex.CompiledGraph(gen, self.mode)
+                g = ex.CompiledGraph(gen, self.mode, self.native)
             except Unsupported as exc:  # whatever the reason: back to one graph per size
                 self._give_up_dims(args, f"{exc.reason}: {exc.detail}")
                 for k in [k for k, e in self._entries.items() if e is entry]:
@@ -293,7 +295,7 @@ class JitFunction:
             gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed)).generate(args)
             optimize(gen.graph, self.reassociate)
             gen.outputs.plan_copies()
-            g = ex.CompiledGraph(gen, self.mode)
+            g = ex.CompiledGraph(gen, self.mode, self.native)
         except Unsupported as exc:
             return self._failed(entry, exc)
         except RecursionError:
@@ -400,6 +402,9 @@ class JitFunction:
         regenerations, guard/assert failures, plus times in each mode (seconds)."""
         out = dict(self.counters)
         out["graphs_cached"] = self._total_graphs()
+        graphs = self.graphs()
+        out["native_graphs"] = sum(1 for g in graphs if g.tier.run is not None)
+        out["native_compile_s"] = round(sum(g.tier.compile_s for g in graphs), 6)
         out.update({k: round(v, 6) for k, v in self.times.items()})
         return out
 
@@ -418,6 +423,8 @@ class JitFunction:
         for i, g in enumerate(self.graphs()):
             asserts = g.graph.asserts
             lines.append(f"  graph {i}: {g.graph.size()} nodes ({len(asserts)} asserts), ran {g.runs} times")
+            if g.tier.note and not g.tier.pending:
+                lines.append(f"    {g.tier.note}")
             for a in g.assumptions[:40]:
                 lines.append(f"    assume {a.describe()}" + (f"  [failed {a.failures}x]" if a.failures else ""))
             if len(g.assumptions) > 40:
@@ -457,7 +464,7 @@ _REGISTRY: list = []
 
 
 def jit(fn=None, *, warmup: int = 3, max_graphs: int = 8, regen_after: int = 2, mode: str = "plan",
-        reassociate: bool = True):
+        reassociate: bool = True, native=None):
     """Speculatively compile `fn` (function, bound method, or callable object such as an
     nn.Module). Usable as `@jit` or `@jit(warmup=2)`.
 
@@ -466,7 +473,11 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = 8, regen_after: int = 2, 
     "plan" (generated code) or "interpret" (reference interpreter). `reassociate` (default on)
     allows passes that change the order of floating-point additions (folding per-time-step weight
     gradients into one matmul, merging embedding scatter-adds); those results match eager up to
-    rounding. `reassociate=False` gives bit-identical results.
+    rounding. `reassociate=False` gives bit-identical results. `native` ("auto", "always", "off";
+    default $JANUS_LIKE_NATIVE or "auto"; needs the optional Numba, reassociating mode only)
+    compiles a graph to one native function once its plan time has paid for the compilation
+    ("auto") or at its first run ("always"), and keeps it only when it agrees with the plan and is
+    faster (see `executor/tiering.py`).
 
         >>> import numpy as np, janus_like
         >>> @janus_like.jit
@@ -477,8 +488,9 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = 8, regen_after: int = 2, 
         True
     """
     if fn is None:
-        return lambda f: JitFunction(f, warmup, max_graphs, regen_after, mode, reassociate=reassociate)
-    return JitFunction(fn, warmup, max_graphs, regen_after, mode, reassociate=reassociate)
+        return lambda f: JitFunction(f, warmup, max_graphs, regen_after, mode, reassociate=reassociate,
+                                     native=native)
+    return JitFunction(fn, warmup, max_graphs, regen_after, mode, reassociate=reassociate, native=native)
 
 
 def explain(fn) -> str:

@@ -1,0 +1,466 @@
+"""Whole-graph native compilation with Numba (optional): one machine-code function per graph.
+
+A graph of many tiny ops (a batch-1 MLP, a tree walked node by node, a char-RNN step) spends its
+time in NumPy's per-call dispatch, not in arithmetic. Here the whole graph becomes one Python
+function in the subset Numba compiles, so every op is a native loop with no interpreter between
+them:
+
+    def native(s0, s1, s4):
+        v4 = s0 @ s4
+        v6 = np.add(v4, s1)
+        v7 = np.tanh(v6)
+        if bool(v7[0, 0] > np.float32(0.0)) != True: raise NativeAssert(0)
+        return (v7, ...)
+
+Not a drop-in replacement for the NumPy plan, so it is only *chosen*, per graph, by
+`NativeCandidate` in `executor/__init__.py`: after the graph has run as a plan a few times, the
+native function is compiled, run on the same inputs as the plan, compared with it (shapes,
+dtypes, values within float32 reassociation tolerance) and timed against it; it replaces the plan
+only when it agrees and is faster. Differences it may have, and why they are acceptable in
+reassociating mode only: sums accumulate in another order than NumPy's pairwise sums, and
+transcendental functions come from another math library (ulp-level). No floating-point
+warnings are raised (calls made under `np.seterr(..., 'raise')` use the plan).
+
+`translate(graph)` raises `NativeUnsupported` (with the op) for what the subset lacks: loops and
+conditionals, Python objects, RNG draws, batched (3-D) products, most advanced-index writes.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import operator
+import os
+import sys
+import types
+
+import numpy as np
+
+from .. import ir
+from ..ops.indexing import build_index
+
+
+class NativeUnsupported(Exception):
+    """The graph uses something the native subset does not translate."""
+
+
+class NativeAssert(Exception):
+    """Raised inside native code when assert node number args[0] fails."""
+
+
+# the generated module's header: names its source refers to, importable so Numba's cache can
+# reload a compiled graph in a later process
+_HEADER = ("import numpy as np\n"
+           "from janus_like.executor.native import NativeAssert\n"
+           "from janus_like.executor.native_kernels import red_rows, take2, scatter2, scatter_rows\n\n\n")
+
+
+_UNARY = {"neg": "np.negative", "exp": "np.exp", "log": "np.log", "tanh": "np.tanh", "sqrt": "np.sqrt",
+          "abs": "np.abs", "sin": "np.sin", "cos": "np.cos", "sign": "np.sign", "logical_not": "np.logical_not"}
+_ARITH = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "np.true_divide",
+          "pow": "np.power", "maximum": "np.maximum", "minimum": "np.minimum"}
+_COMPARE = {"lt": "np.less", "le": "np.less_equal", "gt": "np.greater", "ge": "np.greater_equal",
+            "eq": "np.equal", "ne": "np.not_equal", "logical_and": "np.logical_and", "logical_or": "np.logical_or"}
+# Python arithmetic on Python numbers (ints are int64 in native code)
+_PY_OPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+           operator.floordiv: "//", operator.mod: "%", operator.lt: "<", operator.le: "<=", operator.gt: ">",
+           operator.ge: ">=", operator.eq: "==", operator.ne: "!="}
+_PY_DIVS = (operator.truediv, operator.floordiv, operator.mod)
+
+
+def available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _dt(dtype) -> str:
+    return f"np.{np.dtype(dtype).name}"
+
+
+class _Translator:
+    def __init__(self, graph: ir.Graph):
+        self.graph = graph
+        self.lines: list[str] = []
+        self.args: list[str] = []  # parameter names, in order
+        self.arg_slots: list = []  # ("slot", k) or ("const", value) per parameter
+        self.asserts: list = []
+        self.names: dict = {}  # node id -> expression name
+
+    # ------------------------------------------------------------------ operands
+    def ref(self, x) -> str:
+        if isinstance(x, ir.Node):
+            return self.names[x.id]
+        return self.literal(x)
+
+    def literal(self, value, dtype=None) -> str:
+        if isinstance(value, (bool, np.bool_)):
+            return repr(bool(value))
+        if isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(float(value)):
+            if dtype is not None:
+                return f"{_dt(dtype)}({float(value) if np.dtype(dtype).kind == 'f' else int(value)!r})"
+            return repr(value.item() if isinstance(value, np.generic) else value)
+        if isinstance(value, (float, np.floating)):  # inf / nan
+            text = "np.nan" if math.isnan(value) else ("np.inf" if value > 0 else "-np.inf")
+            return f"{_dt(dtype)}({text})" if dtype is not None else text
+        if isinstance(value, np.ndarray):
+            name = f"c{len(self.args)}"
+            self.args.append(name)
+            self.arg_slots.append(("const", value))
+            return name
+        raise NativeUnsupported(f"constant of type {type(value).__name__}")
+
+    @staticmethod
+    def rank(x) -> int | None:
+        if isinstance(x, ir.Node):
+            return None if x.aval is None else len(x.aval[0])
+        return np.ndim(x)
+
+    @staticmethod
+    def dtype(x):
+        if isinstance(x, ir.Node):
+            return None if x.aval is None else np.dtype(x.aval[1])
+        return None
+
+    def operand(self, x, cast_to) -> str:
+        """A scalar operand cast to `cast_to`, so Numba computes in the dtype NumPy's promotion
+        rules (NEP 50: Python scalars are weak) gave this node."""
+        if self.rank(x) == 0 and cast_to is not None:
+            if isinstance(x, ir.Node):
+                return f"{_dt(cast_to)}({self.ref(x)})"
+            return self.literal(x, cast_to)
+        return self.ref(x)
+
+    # ------------------------------------------------------------------ emission
+    def emit_graph(self) -> str:
+        for n in self.graph.nodes:
+            if n.errstate is not None and any(v == "raise" for v in n.errstate.values()):
+                raise NativeUnsupported("np.errstate(..., 'raise') in the graph")
+            self.node(n)
+        outs = ", ".join(self.ref(o) for o in self.graph.outputs if isinstance(o, ir.Node))
+        body = "\n".join("    " + line for line in self.lines)
+        return f"def native({', '.join(self.args)}):\n{body}\n    return ({outs}{',' if outs else ''})\n"
+
+    def put(self, n, expr: str):
+        name = f"v{n.id}"
+        self.lines.append(f"{name} = {expr}")
+        self.names[n.id] = name
+
+    def node(self, n):
+        op, ins = n.op, n.inputs
+        shape = None if n.aval is None else tuple(n.aval[0])
+        if shape is not None and any(not isinstance(d, int) for d in shape):
+            raise NativeUnsupported(f"'{op}' with a run-time dimension")
+        if op == ir.INPUT:
+            name = f"s{n.params['slot']}"
+            self.args.append(name)
+            self.arg_slots.append(("slot", n.params["slot"]))
+            self.names[n.id] = name
+        elif op == ir.CONST:
+            value = n.params["value"]
+            if isinstance(value, np.ndarray):
+                self.names[n.id] = self.literal(value)
+            else:
+                self.put(n, self.literal(value))
+        elif op == ir.ASSERT:
+            self.lines.append(f"if bool({self.ref(ins[0])}) != {n.params['expect']!r}: "
+                              f"raise NativeAssert({len(self.asserts)})")
+            self.asserts.append(n.params["assumption"])
+        elif op == ir.TO_PY:
+            if n.params["type"] not in (int, float, bool):
+                raise NativeUnsupported(f"conversion to {n.params['type'].__name__}")
+            self.put(n, f"{n.params['type'].__name__}({self.ref(ins[0])})")
+        elif op == ir.PY_OP and n.params["fn"] in _PY_OPS and len(ins) == 2:
+            a, b = self.ref(ins[0]), self.ref(ins[1])
+            if n.params["fn"] in _PY_DIVS:  # Python raises where NumPy's error model gives inf
+                self.lines.append(f"if {b} == 0: raise ZeroDivisionError('division by zero')")
+            self.put(n, f"({a} {_PY_OPS[n.params['fn']]} {b})")
+        elif op == ir.PY_OP and n.params["fn"] is operator.neg:
+            self.put(n, f"(-{self.ref(ins[0])})")
+        elif op in _UNARY:
+            self.put(n, f"{_UNARY[op]}({self.operand(ins[0], n.dtype)})")
+        elif op in _ARITH:
+            a, b = (self.operand(i, n.dtype) for i in ins)
+            self.put(n, f"{_ARITH[op]}({a}, {b})")
+        elif op in _COMPARE:
+            common = self._common(ins)
+            a, b = (self.operand(i, common) for i in ins)
+            self.put(n, f"{_COMPARE[op]}({a}, {b})")
+        else:
+            handler = getattr(self, f"op_{op}", None)
+            if handler is None:
+                raise NativeUnsupported(f"op '{op}'")
+            self.put(n, handler(n, *ins, **n.params))
+
+    def _common(self, ins):
+        dts = [self.dtype(i) for i in ins if self.rank(i) and self.dtype(i) is not None]
+        return np.result_type(*dts) if dts else None
+
+    # ------------------------------------------------------------------ ops with parameters
+    def op_where(self, n, c, a, b):
+        return f"np.where({self.ref(c)}, {self.operand(a, n.dtype)}, {self.operand(b, n.dtype)})"
+
+    def op_relu(self, n, x):
+        return f"np.maximum({self.ref(x)}, {_dt(n.dtype)}(0))"
+
+    def op_sigmoid(self, n, x):
+        one = f"{_dt(n.dtype)}(1)"
+        return f"{one} / ({one} + np.exp(np.negative({self.ref(x)})))"
+
+    def op_clip(self, n, x, lo=None, hi=None, **_):
+        out = self.ref(x)
+        if lo is not None:
+            out = f"np.maximum({out}, {self.operand(lo, n.dtype)})"
+        if hi is not None:
+            out = f"np.minimum({out}, {self.operand(hi, n.dtype)})"
+        return out
+
+    def op_cast(self, n, x, dtype):
+        return f"{_dt(dtype)}({self.ref(x)})" if self.rank(x) == 0 else f"{self.ref(x)}.astype({_dt(dtype)})"
+
+    def _product(self, n, a, b):
+        if not (self.rank(a) in (1, 2) and self.rank(b) in (1, 2)):
+            raise NativeUnsupported(f"'{n.op}' of ranks {self.rank(a)} and {self.rank(b)}")
+        if self.dtype(a) != self.dtype(b) or self.dtype(a).kind != "f":
+            raise NativeUnsupported(f"'{n.op}' of {self.dtype(a)} and {self.dtype(b)}")
+        return f"np.dot(np.ascontiguousarray({self.ref(a)}), np.ascontiguousarray({self.ref(b)}))"
+
+    op_matmul = op_dot = _product
+
+    def _shape_of(self, x, shape):
+        return "(" + "".join(f"{d}, " for d in shape) + ")"
+
+    def _reshape(self, x, shape):
+        if self.rank(x) == 0:
+            return f"np.full({self._shape_of(x, shape)}, {self.ref(x)})"
+        if len(shape) == 0:
+            return f"{self.ref(x)}.ravel()[0]" if self.rank(x) else self.ref(x)
+        return f"np.ascontiguousarray({self.ref(x)}).reshape({self._shape_of(x, shape)})"
+
+    def op_reshape(self, n, x, shape):
+        return self._reshape(x, n.aval[0])
+
+    def op_reshape_like(self, n, x, like):
+        return self._reshape(x, n.aval[0])
+
+    def op_expand_dims(self, n, x, axis):
+        return self._reshape(x, n.aval[0])
+
+    def op_squeeze(self, n, x, axis=None):
+        return self._reshape(x, n.aval[0])
+
+    def op_transpose(self, n, x, axes=None):
+        if self.rank(x) < 2:
+            return self.ref(x)
+        axes = tuple(range(self.rank(x)))[::-1] if axes is None else tuple(a % self.rank(x) for a in axes)
+        return f"np.transpose({self.ref(x)}, {self._shape_of(x, axes)})"
+
+    def _broadcast(self, n, x):
+        if tuple(n.aval[0]) == () or self.rank(x) == 0:
+            return f"np.full({self._shape_of(x, n.aval[0])}, {self.operand(x, n.dtype)})"
+        return f"np.broadcast_to({self.ref(x)}, {self._shape_of(x, n.aval[0])})"
+
+    def op_broadcast_like(self, n, x, like):
+        return self._broadcast(n, x)
+
+    def op_broadcast_to(self, n, x, shape):
+        return self._broadcast(n, x)
+
+    def op_ones_like(self, n, x, dtype=None):
+        return f"np.ones({self._shape_of(x, n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(1)"
+
+    def op_zeros_like(self, n, x, dtype=None):
+        return f"np.zeros({self._shape_of(x, n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(0)"
+
+    def op_concatenate(self, n, *xs, axis=0):
+        parts = ", ".join(f"np.ascontiguousarray({self.ref(x)})" for x in xs)
+        return f"np.concatenate(({parts},), axis={axis % self.rank(xs[0])})"
+
+    def _reduce(self, n, x, axes, kind):
+        """Reduce `axes` of x: move them last, view as (rows, n), reduce each row."""
+        rank = self.rank(x)
+        if rank == 0:
+            return f"{_dt(n.dtype)}({self.ref(x)})"
+        axes = tuple(range(rank)) if axes is None else tuple(a % rank for a in (axes if isinstance(axes, tuple) else (axes,)))
+        shape = tuple(x.aval[0])
+        keep = [a for a in range(rank) if a not in axes]
+        inner = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        outer = int(np.prod([shape[a] for a in keep], dtype=np.int64))
+        if inner == 0 or outer == 0:
+            raise NativeUnsupported(f"'{n.op}' of an empty array")
+        moved = self.ref(x) if keep + list(axes) == list(range(rank)) else \
+            f"np.transpose({self.ref(x)}, {self._shape_of(x, keep + list(axes))})"
+        src = x.dtype
+        if kind == 0 and n.dtype != src:  # sum(dtype=...) or sum of ints/bools
+            moved = f"{moved}.astype({_dt(n.dtype)})"
+        expr = f"red_rows(np.ascontiguousarray({moved}).reshape(({outer}, {inner})), {kind})"
+        if n.op == "mean":
+            expr = f"np.true_divide({expr}, {_dt(n.dtype)}({inner}))" if n.dtype == src else \
+                f"np.true_divide({expr}.astype({_dt(n.dtype)}), {inner})"
+        return f"{expr}[0]" if n.aval[0] == () else f"{expr}.reshape({self._shape_of(x, n.aval[0])})"
+
+    def op_sum(self, n, x, axis=None, keepdims=False, dtype=None):
+        return self._reduce(n, x, axis, 0)
+
+    def op_mean(self, n, x, axis=None, keepdims=False):
+        return self._reduce(n, x, axis, 0)
+
+    def op_max(self, n, x, axis=None, keepdims=False):
+        return self._reduce(n, x, axis, 1)
+
+    def op_min(self, n, x, axis=None, keepdims=False):
+        return self._reduce(n, x, axis, 2)
+
+    def op_sum_to(self, n, g, like):
+        shape = tuple(n.aval[0])
+        gshape = tuple(g.aval[0])
+        if gshape == shape:
+            return self.ref(g) if n.dtype == g.dtype else f"{self.ref(g)}.astype({_dt(n.dtype)})"
+        lead = len(gshape) - len(shape)
+        axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
+        return self._reduce(n, g, axes, 0)
+
+    # ------------------------------------------------------------------ indexing
+    def _index(self, template, operands, drop_none=False) -> str:
+        items, single = template
+        parts = []
+        for item in items:
+            if type(item) is tuple:
+                if item[0] == "slot":
+                    parts.append(self.ref(operands[item[1]]))
+                else:
+                    a, b, c = ("" if v is None else repr(v) for v in item[1:])
+                    parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
+            elif item is None:
+                if not drop_none:
+                    parts.append("None")
+            elif item is Ellipsis:
+                parts.append("...")
+            else:
+                parts.append(repr(item))
+        if single and len(parts) == 1:
+            return parts[0]
+        return ", ".join(parts) + ("," if len(parts) == 1 else "")
+
+    def _array_slots(self, template, operands):
+        return [operands[i[1]] for i in template[0] if type(i) is tuple and i[0] == "slot"
+                and self.rank(operands[i[1]])]
+
+    def op_getitem(self, n, x, *operands, index):
+        arrays = self._array_slots(index, operands)
+        if len(arrays) <= 1 and not (arrays and None in index[0]):
+            return f"{self.ref(x)}[{self._index(index, operands)}]"
+        items = index[0]
+        if (len(items) == 2 and len(arrays) == 2 and self.rank(x) == 2 and all(self.rank(a) == 1 for a in arrays)):
+            i, j = (self.ref(operands[it[1]]) for it in items)
+            return f"take2({self.ref(x)}, {i}, {j})"
+        raise NativeUnsupported(f"getitem {index}")
+
+    def op_getitem_grad(self, n, g, x, *operands, index, unique=False):
+        out = f"np.zeros({self._shape_of(x, x.aval[0])}, {_dt(n.dtype)})"
+        arrays = self._array_slots(index, operands)
+        items = index[0]
+        tmp = f"t{n.id}"
+        if not arrays:
+            probe = np.empty(x.aval[0], np.int8)[build_index((tuple(i for i in items if i is not None), False),
+                                                             [np.zeros((), np.int64)] * len(operands))]
+            target = self._index((tuple(i for i in items if i is not None), False), operands)
+            value = self.ref(g) if probe.shape == () else self._reshape(g, probe.shape)
+            self.lines.append(f"{tmp} = {out}")
+            self.lines.append(f"{tmp}[{target}] = {value}")
+            return tmp
+        if len(items) == 1 and len(arrays) == 1 and type(items[0]) is tuple:
+            idx = arrays[0]
+            rows = int(np.prod(idx.aval[0], dtype=np.int64))
+            rest = tuple(x.aval[0][1:])
+            return (f"scatter_rows({out}, np.ascontiguousarray({self.ref(idx)}).reshape(({rows},)), "
+                    f"np.ascontiguousarray({self.ref(g)}).reshape({self._shape_of(g, (rows,) + rest)}))"
+                    f".reshape({self._shape_of(x, x.aval[0])})")
+        if len(items) == 2 and len(arrays) == 2 and self.rank(x) == 2 and all(self.rank(a) == 1 for a in arrays):
+            i, j = (self.ref(operands[it[1]]) for it in items)
+            return f"scatter2({out}, {i}, {j}, np.ascontiguousarray({self.ref(g)}))"
+        raise NativeUnsupported(f"getitem_grad {index}")
+
+    def op_index_update(self, n, x, v, *operands, index):
+        if self._array_slots(index, operands) or None in index[0]:
+            raise NativeUnsupported(f"index_update {index}")
+        tmp = f"t{n.id}"
+        self.lines.append(f"{tmp} = {self.ref(x)}.copy()")
+        self.lines.append(f"{tmp}[{self._index(index, operands)}] = {self.operand(v, n.dtype)}")
+        return tmp
+
+
+def translate(graph: ir.Graph):
+    """(module source, parameter sources, assumptions) of the native function for `graph`."""
+    for n in graph.all_nodes():
+        if n.op in (ir.COND, ir.LOOP, ir.RANDOM, ir.TUPLE_GET, ir.LOOP_VAR) or n.op == "random_uniform":
+            raise NativeUnsupported(f"op '{n.op}'")
+    tr = _Translator(graph)
+    return _HEADER + tr.emit_graph(), tr.arg_slots, tr.asserts
+
+
+def cache_dir() -> str:
+    """Where generated modules (and Numba's compiled code next to them) are kept:
+    $JANUS_LIKE_CACHE_DIR, else ~/.cache/janus_like/native."""
+    return os.environ.get("JANUS_LIKE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "janus_like",
+                                                                 "native")
+
+
+def _load(src: str):
+    """The module for `src`, written once under its content hash (an unchanged file keeps
+    Numba's on-disk cache valid, so a later process loads machine code instead of compiling)."""
+    digest = hashlib.sha256(src.encode()).hexdigest()[:20]
+    name = f"jl_native_{digest}"
+    path = os.path.join(cache_dir(), name + ".py")
+    try:
+        if not os.path.exists(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w") as f:
+                f.write(src)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # Numba's cache finds the function through its module
+        spec.loader.exec_module(module)
+        return module, True
+    except OSError:  # no writable cache: compile from memory, without the disk cache
+        module = types.ModuleType(name)
+        exec(compile(src, f"<janus_like native {digest}>", "exec"), module.__dict__)
+        return module, False
+
+
+def compile_native(graph: ir.Graph):
+    """A callable `run(slots) -> list of outputs` (raising AssertFailed like the plan), compiled
+    with Numba on its first call. Raises NativeUnsupported for graphs outside the subset."""
+    import numba
+
+    from .interpreter import AssertFailed
+
+    src, arg_slots, asserts = translate(graph)
+    module, on_disk = _load(src)
+    fn = numba.njit(module.native, boundscheck=True, error_model="numpy", nogil=True, cache=on_disk)
+    getters = list(arg_slots)
+    outputs = graph.outputs
+    literal = [None if isinstance(o, ir.Node) else o for o in outputs]
+    all_nodes = all(isinstance(o, ir.Node) for o in outputs)
+
+    def run(slots):
+        args = [slots[v] if k == "slot" else v for k, v in getters]
+        for i, a in enumerate(args):  # one type for 0-d arrays and scalars (they compute alike)
+            if type(a) is np.ndarray and a.ndim == 0:
+                args[i] = a[()]
+        try:
+            values = fn(*args)
+        except NativeAssert as exc:
+            raise AssertFailed(asserts[exc.args[0]]) from None
+        if all_nodes:
+            return list(values)
+        it = iter(values)
+        return [next(it) if isinstance(o, ir.Node) else lit for o, lit in zip(outputs, literal)]
+
+    run.source = src
+    run.dispatcher = fn
+    return run
