@@ -227,15 +227,16 @@ class _Translator:
 
     op_matmul = op_dot = _product
 
-    def _shape_of(self, x, shape):
-        return "(" + "".join(f"{d}, " for d in shape) + ")"
+    @staticmethod
+    def _tuple(items):
+        return "(" + "".join(f"{d}, " for d in items) + ")"
 
     def _reshape(self, x, shape):
         if self.rank(x) == 0:
-            return f"np.full({self._shape_of(x, shape)}, {self.ref(x)})"
+            return f"np.full({self._tuple(shape)}, {self.ref(x)})"
         if len(shape) == 0:
             return f"{self.ref(x)}.ravel()[0]" if self.rank(x) else self.ref(x)
-        return f"np.ascontiguousarray({self.ref(x)}).reshape({self._shape_of(x, shape)})"
+        return f"np.ascontiguousarray({self.ref(x)}).reshape({self._tuple(shape)})"
 
     def op_reshape(self, n, x, shape):
         return self._reshape(x, n.aval[0])
@@ -253,12 +254,12 @@ class _Translator:
         if self.rank(x) < 2:
             return self.ref(x)
         axes = tuple(range(self.rank(x)))[::-1] if axes is None else tuple(a % self.rank(x) for a in axes)
-        return f"np.transpose({self.ref(x)}, {self._shape_of(x, axes)})"
+        return f"np.transpose({self.ref(x)}, {self._tuple(axes)})"
 
     def _broadcast(self, n, x):
         if tuple(n.aval[0]) == () or self.rank(x) == 0:
-            return f"np.full({self._shape_of(x, n.aval[0])}, {self.operand(x, n.dtype)})"
-        return f"np.broadcast_to({self.ref(x)}, {self._shape_of(x, n.aval[0])})"
+            return f"np.full({self._tuple(n.aval[0])}, {self.operand(x, n.dtype)})"
+        return f"np.broadcast_to({self.ref(x)}, {self._tuple(n.aval[0])})"
 
     def op_broadcast_like(self, n, x, like):
         return self._broadcast(n, x)
@@ -267,10 +268,10 @@ class _Translator:
         return self._broadcast(n, x)
 
     def op_ones_like(self, n, x, dtype=None):
-        return f"np.ones({self._shape_of(x, n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(1)"
+        return f"np.ones({self._tuple(n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(1)"
 
     def op_zeros_like(self, n, x, dtype=None):
-        return f"np.zeros({self._shape_of(x, n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(0)"
+        return f"np.zeros({self._tuple(n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(0)"
 
     def op_concatenate(self, n, *xs, axis=0):
         parts = ", ".join(f"np.ascontiguousarray({self.ref(x)})" for x in xs)
@@ -289,7 +290,7 @@ class _Translator:
         if inner == 0 or outer == 0:
             raise NativeUnsupported(f"'{n.op}' of an empty array")
         moved = self.ref(x) if keep + list(axes) == list(range(rank)) else \
-            f"np.transpose({self.ref(x)}, {self._shape_of(x, keep + list(axes))})"
+            f"np.transpose({self.ref(x)}, {self._tuple(keep + list(axes))})"
         src = x.dtype
         if kind == 0 and n.dtype != src:  # sum(dtype=...) or sum of ints/bools
             moved = f"{moved}.astype({_dt(n.dtype)})"
@@ -297,7 +298,7 @@ class _Translator:
         if n.op == "mean":
             expr = f"np.true_divide({expr}, {_dt(n.dtype)}({inner}))" if n.dtype == src else \
                 f"np.true_divide({expr}.astype({_dt(n.dtype)}), {inner})"
-        return f"{expr}[0]" if n.aval[0] == () else f"{expr}.reshape({self._shape_of(x, n.aval[0])})"
+        return f"{expr}[0]" if n.aval[0] == () else f"{expr}.reshape({self._tuple(n.aval[0])})"
 
     def op_sum(self, n, x, axis=None, keepdims=False, dtype=None):
         return self._reduce(n, x, axis, 0)
@@ -321,7 +322,7 @@ class _Translator:
         return self._reduce(n, g, axes, 0)
 
     # ------------------------------------------------------------------ indexing
-    def _index(self, template, operands, drop_none=False) -> str:
+    def _index(self, template, operands) -> str:
         items, single = template
         parts = []
         for item in items:
@@ -332,8 +333,7 @@ class _Translator:
                     a, b, c = ("" if v is None else repr(v) for v in item[1:])
                     parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
             elif item is None:
-                if not drop_none:
-                    parts.append("None")
+                parts.append("None")
             elif item is Ellipsis:
                 parts.append("...")
             else:
@@ -357,7 +357,7 @@ class _Translator:
         raise NativeUnsupported(f"getitem {index}")
 
     def op_getitem_grad(self, n, g, x, *operands, index, unique=False):
-        out = f"np.zeros({self._shape_of(x, x.aval[0])}, {_dt(n.dtype)})"
+        out = f"np.zeros({self._tuple(x.aval[0])}, {_dt(n.dtype)})"
         arrays = self._array_slots(index, operands)
         items = index[0]
         tmp = f"t{n.id}"
@@ -374,8 +374,8 @@ class _Translator:
             rows = int(np.prod(idx.aval[0], dtype=np.int64))
             rest = tuple(x.aval[0][1:])
             return (f"scatter_rows({out}, np.ascontiguousarray({self.ref(idx)}).reshape(({rows},)), "
-                    f"np.ascontiguousarray({self.ref(g)}).reshape({self._shape_of(g, (rows,) + rest)}))"
-                    f".reshape({self._shape_of(x, x.aval[0])})")
+                    f"np.ascontiguousarray({self.ref(g)}).reshape({self._tuple((rows,) + rest)}))"
+                    f".reshape({self._tuple(x.aval[0])})")
         if len(items) == 2 and len(arrays) == 2 and self.rank(x) == 2 and all(self.rank(a) == 1 for a in arrays):
             i, j = (self.ref(operands[it[1]]) for it in items)
             return f"scatter2({out}, {i}, {j}, np.ascontiguousarray({self.ref(g)}))"

@@ -87,11 +87,11 @@ class Tier:
             except native.NativeUnsupported as exc:
                 self._reject(f"unsupported: {exc}")
                 return False
-            nodes = len(self.graph.nodes)
-            if nodes > AUTO_MAX_NODES and not _is_cached(src):
+            nodes, cached = len(self.graph.nodes), _is_cached(src)
+            if nodes > AUTO_MAX_NODES and not cached:
                 self._reject(f"{nodes} nodes: over the limit of {AUTO_MAX_NODES} (compiling would take minutes)")
                 return False
-            self._budget = estimate_compile_s(nodes, _is_cached(src))
+            self._budget = estimate_compile_s(nodes, cached)
         return self.policy == "always" or plan_s >= self._budget
 
     def adopt(self, plan, slots):

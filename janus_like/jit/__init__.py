@@ -5,7 +5,8 @@ generates graphs (graphgen), runs them (executor) and falls back to eager on any
 assumption, so its results always equal eager execution.
 """
 from .assumptions import REASONS, Assumption, Fallback  # noqa: F401
-from .function import JitFunction, explain, jit  # noqa: F401
+from .explain import explain  # noqa: F401
+from .function import JitFunction, jit  # noqa: F401
 
 
 def run_path(path, argv=None, *, report=None, **options):

@@ -415,29 +415,9 @@ class JitFunction:
         return list(self._fallbacks.values())
 
     def explain(self) -> str:
-        name = getattr(self.__wrapped__, "__qualname__", "fn")
-        s = self.stats()
-        lines = [f"janus_like.jit({name}): {s['calls']} calls — {s['warmup_calls']} warm-up, "
-                 f"{s['graph_calls']} as graph, {s['eager_calls']} eager, {s['fallbacks']} fallbacks; "
-                 f"{s['graphs_generated']} graphs generated, {s['regenerations']} regenerations"]
-        for i, g in enumerate(self.graphs()):
-            asserts = g.graph.asserts
-            lines.append(f"  graph {i}: {g.graph.size()} nodes ({len(asserts)} asserts), ran {g.runs} times")
-            if g.tier.note and not g.tier.pending:
-                lines.append(f"    {g.tier.note}")
-            for a in g.assumptions[:40]:
-                lines.append(f"    assume {a.describe()}" + (f"  [failed {a.failures}x]" if a.failures else ""))
-            if len(g.assumptions) > 40:
-                lines.append(f"    ... {len(g.assumptions) - 40} more assumptions")
-        for e in self._entries.values():
-            if e.eager_reason is not None:
-                lines.append(f"  eager for a signature: {e.eager_reason.describe()}")
-        fbs = self.fallbacks()
-        if fbs:
-            lines.append("  fallbacks:")
-            for fb in fbs:
-                lines.append(f"    {fb.count}x {fb.describe()}")
-        return "\n".join(lines)
+        from .explain import describe
+
+        return describe(self)
 
 
 class _BoundJit:
@@ -493,11 +473,4 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = 8, regen_after: int = 2, 
     return JitFunction(fn, warmup, max_graphs, regen_after, mode, reassociate=reassociate, native=native)
 
 
-def explain(fn) -> str:
-    """Readable account of what the JIT did with `fn`: graphs, assumptions, fallbacks."""
-    if not getattr(type(fn), "_janus_jit", False):
-        return f"{getattr(fn, '__qualname__', fn)!s} is not jitted"
-    return fn.explain()
-
-
-__all__ = ["jit", "explain", "JitFunction", "REASONS"]
+__all__ = ["jit", "JitFunction", "REASONS"]
