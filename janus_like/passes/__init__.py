@@ -14,10 +14,11 @@ from .batch import batch_matmuls
 from .cse import cse
 from .dce import dce
 from .fold import fold_accumulations
+from .lift import lift_row_blocks
 from .simplify import simplify, sum_to_reshape, unique_scatters
 
 PIPELINE = [simplify, cse, dce]
-REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, cse, dce]
+REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, lift_row_blocks, cse, dce]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -29,4 +30,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "sum_to_reshape", "fold_accumulations"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "sum_to_reshape", "fold_accumulations", "lift_row_blocks"]

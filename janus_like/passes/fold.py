@@ -112,8 +112,30 @@ def _node(op, inputs, params, aval, site):
     return ir.Node(op, tuple(inputs), params, aval, site)
 
 
+def _program_order(graph):
+    """A sort key for folded terms: the earliest position among a term's operands (looking
+    through transposes). Backward passes accumulate in reverse time order; sorting by the
+    forward values puts the concatenated pieces in time order, the order in which the forward
+    pass already concatenated them (batched products), so CSE and row-block lifting can share
+    those concatenations."""
+    position = {n.id: i for i, n in enumerate(graph.nodes)}
+    end = len(position)
+
+    def key(term):
+        around = []
+        for x in term.inputs:
+            if isinstance(x, ir.Node):
+                around.append(x)
+                if x.op == "transpose" and isinstance(x.inputs[0], ir.Node):
+                    around.append(x.inputs[0])
+        return min((position.get(x.id, end) for x in around), default=end)
+
+    return key
+
+
 def fold_accumulations(graph: ir.Graph) -> ir.Graph:
     uses = _uses(graph)
+    order = _program_order(graph)
     consumed: set = set()
     mapping = {}
     new_nodes = []  # (position node, nodes to insert before it)
@@ -122,8 +144,8 @@ def fold_accumulations(graph: ir.Graph) -> ir.Graph:
             continue
         inner: list = []
         leaves = _leaves(n, uses, inner)
-        mms = [x for x in leaves if _is_matmul2d(x, uses, n.aval)]
-        scatters = [x for x in leaves if _is_scatter_rows(x, uses)]
+        mms = sorted((x for x in leaves if _is_matmul2d(x, uses, n.aval)), key=order)
+        scatters = sorted((x for x in leaves if _is_scatter_rows(x, uses)), key=order)
         groups = []
         if len(mms) >= 2 and _worth_folding(mms, n):
             groups.append(("matmul", mms))

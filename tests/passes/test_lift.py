@@ -1,0 +1,180 @@
+"""Row-block lifting: per-block row-wise chains become one op on the whole array; results stay
+those of eager (within float32 reassociation) and of the reference interpreter."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import janus_like as jl
+from janus_like import F, ir
+from janus_like.executor import interpret
+from janus_like.passes import lift_row_blocks
+
+F32 = np.dtype(np.float32)
+
+
+def _count(graph, op):
+    return sum(1 for n in graph.all_nodes() if n.op == op)
+
+
+def _blocked_graph(rows=(2, 3, 1), width=4, shared_full=False):
+    """x (sum(rows), width) cut into row blocks; exp(block + b), its row max, a bias-gradient-like
+    sum over rows per block accumulated in an add-tree, and the concatenation of the blocks."""
+    total = sum(rows)
+    x = ir.Node(ir.INPUT, (), {"slot": 0, "name": "x"}, ((total, width), F32))
+    b = ir.Node(ir.INPUT, (), {"slot": 1, "name": "b"}, (((rows[0], width) if shared_full else (width,)), F32))
+    nodes, outs, acc, start = [x, b], [], None, 0
+    for r in rows:
+        cut = ir.Node("getitem", (x,), {"index": ((("s", start, start + r, None),), True)}, ((r, width), F32))
+        y = ir.Node("add", (cut, b), {}, ((r, width), F32))
+        e = ir.Node("exp", (y,), {}, ((r, width), F32))
+        m = ir.Node("max", (e,), {"axis": -1, "keepdims": True}, ((r, 1), F32))
+        d = ir.Node("div", (e, m), {}, ((r, width), F32))
+        s = ir.Node("sum_to", (d, b), {}, ((width,), F32)) if not shared_full else d
+        nodes += [cut, y, e, m, d] + ([s] if s is not d else [])
+        outs.append(d)
+        if not shared_full:
+            acc = s if acc is None else ir.Node("add", (acc, s), {}, ((width,), F32))
+            if acc is not s:
+                nodes.append(acc)
+        start += r
+    cat = ir.Node("concatenate", tuple(outs), {"axis": 0}, ((total, width), F32))
+    nodes.append(cat)
+    g = ir.Graph("blocks", nodes, [cat] + ([acc] if acc is not None else []), 2)
+    ir.verify(g)
+    return g
+
+
+def test_pass_lifts_block_chains_and_removes_the_concatenation():
+    rng = np.random.default_rng(0)
+    slots = [rng.standard_normal((6, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)]
+    before = interpret(_blocked_graph(), slots)
+    g = lift_row_blocks(_blocked_graph())
+    ir.verify(g)
+    after = interpret(g, slots)
+    for a, b in zip(before, after):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    live = jl.passes.dce(g)
+    assert _count(live, "exp") == 1 and _count(live, "max") == 1 and _count(live, "div") == 1
+    assert _count(live, "concatenate") == 0  # the blocks of the lifted result, in order, are the result
+    assert _count(live, "sum_to") == 1  # three per-block bias sums -> one
+
+
+def test_pass_leaves_a_full_height_shared_operand_alone():
+    # every block adds the same (2, 4) array: lifting would need it repeated over the rows
+    rng = np.random.default_rng(1)
+    slots = [rng.standard_normal((6, 4)).astype(np.float32), rng.standard_normal((2, 4)).astype(np.float32)]
+    g = _blocked_graph(rows=(2, 2, 2), shared_full=True)
+    before = interpret(g, slots)
+    g = lift_row_blocks(g)
+    ir.verify(g)
+    for a, b in zip(before, interpret(g, slots)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert _count(g, "add") == 3 and _count(g, "exp") == 3
+
+
+def _lm(reassociate, vocab=64, hidden=32, batch=8):
+    r = np.random.default_rng(0)
+    emb = jl.Variable(r.standard_normal((vocab, hidden)).astype(np.float32) * 0.3)
+    wh = jl.Variable(r.standard_normal((hidden, hidden)).astype(np.float32) * 0.2)
+    wo = jl.Variable(r.standard_normal((hidden, vocab)).astype(np.float32) * 0.2)
+    bo = jl.Variable(np.zeros(vocab, np.float32))
+    params = [emb, wh, wo, bo]
+
+    def step(ids):
+        with jl.GradientTape() as tape:
+            h = np.zeros((ids.shape[0], hidden), np.float32)
+            loss = 0.0
+            for t in range(ids.shape[1] - 1):
+                h = np.tanh(F.embedding(emb, ids[:, t]) + h @ wh)
+                loss = loss + F.cross_entropy(h @ wo + bo, ids[:, t + 1])
+            loss = loss / (ids.shape[1] - 1)
+        for p, g in zip(params, tape.gradient(loss, params)):
+            p.assign_sub(0.5 * g)
+        return loss
+
+    return (jl.jit(step, reassociate=reassociate) if reassociate is not None else step), params
+
+
+def test_language_model_cross_entropy_runs_once_for_all_steps_and_matches_eager():
+    ids = np.random.default_rng(2).integers(0, 64, (8, 7))
+    fast, p_fast = _lm(True)
+    eager, p_eager = _lm(None)
+    for call in range(6):
+        np.testing.assert_allclose(float(fast(ids)), float(eager(ids)), rtol=1e-5)
+        for a, b in zip(p_fast, p_eager):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-4, atol=1e-6)
+    cg = fast.graphs()[0]
+    exact, _ = _lm(False)
+    for _ in range(4):
+        exact(ids)
+    # 6 steps: six exps (softmax) per step chain in exact mode, one in the lifted graph
+    assert _count(cg.graph, "exp") == 1 < _count(exact.graphs()[0].graph, "exp")
+    assert fast.stats()["graph_calls"] == 3
+    # the plan agrees with the reference interpreter on the same inputs
+    for a, b in zip(cg.plan(list(cg.last_slots)), interpret(cg.graph, list(cg.last_slots))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+OPS = ("bias", "exp_norm", "tanh", "scale_rows", "square", "gather", "recurrent", "full_height")
+
+
+def _program(ops, blocks, rows):
+    r = np.random.default_rng(3)
+    m = jl.Variable(r.standard_normal((blocks * rows, 5)).astype(np.float32))
+    b = jl.Variable(r.standard_normal(5).astype(np.float32))
+    full = r.standard_normal((rows, 5)).astype(np.float32)
+
+    def f(idx):
+        with jl.GradientTape() as tape:
+            outs, loss, carry = [], 0.0, 0.0
+            for t in range(blocks):
+                x = m[t * rows:(t + 1) * rows]
+                for op in ops:
+                    if op == "bias":
+                        x = x + b
+                    elif op == "exp_norm":
+                        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+                        x = e / np.sum(e, axis=-1, keepdims=True)
+                    elif op == "tanh":
+                        x = np.tanh(x)
+                    elif op == "scale_rows":
+                        x = x * np.mean(x, axis=1, keepdims=True)
+                    elif op == "square":
+                        x = x * x - 0.5
+                    elif op == "gather":
+                        loss = loss + np.mean(x[np.arange(rows), idx[t]])
+                    elif op == "recurrent":
+                        carry = np.tanh(x + carry)  # depends on the previous block: not liftable
+                        x = carry
+                    else:
+                        x = x + full  # a full-height operand shared by all blocks: not liftable
+                outs.append(x)
+                loss = loss + np.sum(x * x)
+        gm, gb = tape.gradient(loss, [m, b])
+        m.assign_sub(0.01 * gm)
+        if gb is not None:  # b is unused unless the program has a "bias" op
+            b.assign_sub(0.01 * gb)
+        return np.concatenate(outs), loss
+
+    return f, (m, b)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops=st.lists(st.sampled_from(OPS), min_size=1, max_size=5), blocks=st.integers(2, 4),
+       rows=st.integers(1, 3), seed=st.integers(0, 2**16))
+def test_generated_block_programs_match_eager(ops, blocks, rows, seed):
+    idx = np.random.default_rng(seed).integers(0, 5, (blocks, rows))
+    eager, s_eager = _program(tuple(ops), blocks, rows)
+    f, s_jit = _program(tuple(ops), blocks, rows)
+    fast = jl.jit(f, reassociate=True)
+    for _ in range(5):
+        (ye, le), (yj, lj) = eager(idx), fast(idx)
+        np.testing.assert_allclose(np.asarray(yj), np.asarray(ye), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(float(lj), float(le), rtol=1e-4, atol=1e-5)
+        for a, b in zip(s_jit, s_eager):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+    assert fast.stats()["graph_calls"] >= 2
+    cg = fast.graphs()[0]
+    ir.verify(cg.graph)
+    for a, b in zip(cg.plan(list(cg.last_slots)), interpret(cg.graph, list(cg.last_slots))):
+        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-6)
