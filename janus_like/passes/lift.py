@@ -23,6 +23,7 @@ import numpy as np
 from .. import ir
 from ..ops.registry import REGISTRY
 from .batch import _dependency_graph, _refs
+from .dce import dce
 from .fold import _leaves, _uses
 from .simplify import substitute
 
@@ -227,68 +228,107 @@ def _lift(group, fam):
 
 
 def lift_row_blocks(graph: ir.Graph) -> ir.Graph:
-    for _ in range(200):
-        changed = _lift_round(graph)
+    for _ in range(8):
+        changed = _lift_all(graph)
         changed = _permuted_products(graph) or changed
         if not changed:
             break
+        dce(graph)  # the replaced block ops and stale cuts must not be found again
     _whole_concatenations(graph)
     _sum_over_blocks(graph)
     return graph
 
 
-def _lift_round(graph) -> bool:
-    nodes = graph.nodes
-    fam = _find_families(nodes)
+class _Rewrite:
+    """Insertions and replacements on the top-level node list, applied at the end. Positions are
+    tuples: a node inserted after anchor position p gets p + (seq,), which sorts after p and
+    before p's successor."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+        self.key = {n.id: (i,) for i, n in enumerate(nodes)}
+        self.users: dict = {}
+        for n in nodes:
+            for r in _refs(n):
+                self.users.setdefault(r.id, []).append(n)
+        self.added: list = []
+        self.removed: set = set()
+        self.mapping: dict = {}
+        self.seq = 0
+
+    def insert_after(self, anchor_key, new):
+        for m in new:
+            self.seq += 1
+            self.key[m.id] = anchor_key + (self.seq,)
+            self.added.append(m)
+            for r in _refs(m):
+                self.users.setdefault(r.id, []).append(m)
+
+    def replace(self, old, new):
+        """Uses of `old` now read `new` (a node placed after all of old's operands)."""
+        self.mapping[old.id] = new
+        self.removed.add(old.id)
+        for u in self.users.get(old.id, ()):
+            if any(i is old for i in u.inputs):
+                u.inputs = tuple(new if i is old else i for i in u.inputs)
+            self.users.setdefault(new.id, []).append(u)
+
+    def finish(self, graph):
+        if not self.mapping:
+            return False
+        everything = [n for n in self.nodes if n.id not in self.removed] + \
+            [n for n in self.added if n.id not in self.removed]
+        everything.sort(key=lambda n: self.key[n.id])
+        graph.nodes[:] = everything
+        substitute(graph, self.mapping)  # uses inside conditionals/loops, and graph outputs
+        # a lifted op goes after its last operand; when that is after a use of a replaced node
+        # (an index operand defined late), re-order topologically
+        key = self.key
+        if any(key[r.id] >= key[n.id] for n in everything for r in _refs(n) if r.id in key):
+            _reorder(graph)
+        return True
+
+
+def _lift_all(graph) -> bool:
+    """Lift every complete group of block consumers; the slices of a lifted op form a new family
+    whose consumers are examined next (a worklist), so whole chains lift in one call."""
+    fam = _find_families(graph.nodes)
     if not fam.member:
         return False
-    groups: dict = {}
-    for n in nodes:
-        members = [x for x in n.inputs if isinstance(x, ir.Node) and x.id in fam.member]
-        if not members:
-            continue
-        base_id, k = fam.member[members[0].id]
-        a, b = fam.bounds[base_id][k]
-        d = _describe(n, fam, b - a)
-        if d is not None:
-            key, k = d
-            groups.setdefault((key, base_id), {}).setdefault(k, n)
-    position = {n.id: i for i, n in enumerate(nodes)}
-    first_use: dict = {}
-    for i, n in enumerate(nodes):
-        for r in _refs(n):
-            first_use.setdefault(r.id, i)
-    mapping, inserts, removed = {}, {}, set()
-    reorder = False
-    for (key, base_id), by_k in groups.items():
-        bounds = fam.bounds[base_id]
-        if len(by_k) != len(bounds) or any(c.id in removed for c in by_k.values()):
-            continue
-        group = [by_k[k] for k in range(len(bounds))]
-        if not _aligned(group, fam):
-            continue
-        new, slices = _lift(group, fam)
-        # the new nodes go after their last operand; when that is after a use of the group (an
-        # index operand defined late), the graph is re-ordered topologically below
-        operands = {i.id for m in new for i in m.inputs if isinstance(i, ir.Node) and i.id in position}
-        after = max(position[i] for i in operands)
-        reorder |= after >= min(first_use.get(c.id, len(nodes)) for c in group)
-        inserts.setdefault(nodes[after].id, []).extend(new + slices)
-        for c, s in zip(group, slices):
-            mapping[c.id] = s
-            removed.add(c.id)
-    if not mapping:
-        return False
-    out = []
-    for n in nodes:
-        if n.id not in removed:
-            out.append(n)
-        out += inserts.get(n.id, [])
-    graph.nodes[:] = out
-    substitute(graph, mapping)
-    if reorder:
-        _reorder(graph)
-    return True
+    rw = _Rewrite(graph.nodes)
+    work = list(fam.blocks)
+    while work:
+        base_id = work.pop()
+        groups: dict = {}
+        for member in fam.blocks[base_id]:
+            for n in rw.users.get(member.id, ()):
+                if n.id in rw.removed or n.id not in rw.key:
+                    continue
+                first = next(x for x in n.inputs if isinstance(x, ir.Node) and x.id in fam.member) \
+                    if any(isinstance(x, ir.Node) and x.id in fam.member for x in n.inputs) else None
+                if first is None:
+                    continue
+                owner, k = fam.member[first.id]
+                a, b = fam.bounds[owner][k]
+                d = _describe(n, fam, b - a)
+                if d is not None:
+                    groups.setdefault((d[0], owner), {}).setdefault(d[1], n)
+        for (_, owner), by_k in groups.items():
+            bounds = fam.bounds[owner]
+            if len(by_k) != len(bounds) or any(c.id in rw.removed for c in by_k.values()):
+                continue
+            group = [by_k[k] for k in range(len(bounds))]
+            if not _aligned(group, fam):
+                continue
+            new, slices = _lift(group, fam)
+            operands = [i for m in new for i in m.inputs if isinstance(i, ir.Node) and i.id in rw.key]
+            rw.insert_after(max(rw.key[i.id] for i in operands), new + slices)
+            for c, piece in zip(group, slices):
+                rw.replace(c, piece)
+            lifted = new[-1]
+            fam.add(lifted, {bounds[k]: piece for k, piece in enumerate(slices)})
+            work.append(lifted.id)
+    return rw.finish(graph)
 
 
 def _reorder(graph):
@@ -319,6 +359,10 @@ def _permuted_products(graph) -> bool:
     match the pieces -> matmul(Z, W) cut at Z's boundaries. (Batching concatenated a backward
     pass's per-step operands in reverse time order before they were lifted.)"""
     fam = _find_families(graph.nodes)
+    if not any(n.op == "matmul" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].op == "concatenate"
+               and all(isinstance(x, ir.Node) and x.id in fam.member for x in n.inputs[0].inputs)
+               for n in graph.nodes):
+        return False
     users: dict = {}
     for n in graph.all_nodes():
         for r in _refs(n):
