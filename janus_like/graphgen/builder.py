@@ -17,6 +17,8 @@ from ..ops import api as F
 from ..tensor import Tensor
 from .values import Sym, Unsupported, VarRef
 
+LOOP_GRAD = "loop-grad"  # a tape entry standing for a whole loop node (see loop_grad.py)
+
 
 _PY_RESULT_OPS = {"reduced_count", "dim_of"}  # ops whose run-time result is a Python number
 OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
@@ -268,7 +270,11 @@ class SymbolicTape:
                     raise GradientError(f"gradient of a non-scalar target (shape {t.shape}) needs output_gradients")
                 seed = F.ones_like(t)
             _acc(grads, _key(t), seed)
-        for op, keys, snaps, params, out_node, out_kind in reversed(self.entries):
+        for entry in reversed(self.entries):
+            if entry[0] == LOOP_GRAD:  # a loop node: its own backward loop
+                entry[1].backward(grads, _acc)
+                continue
+            op, keys, snaps, params, out_node, out_kind = entry
             g = grads.get(out_node)
             if g is None:
                 continue

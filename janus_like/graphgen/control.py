@@ -12,6 +12,7 @@ from .. import ir
 from ..source import site_key
 from ..jit.assumptions import Assumption
 from .builder import OPAQUE, SymbolicTape
+from .loop_grad import LoopGradient
 from .values import ObjRef, Sym, Unsupported, VarRef
 from .support import ErrState, _Break, _Continue, _MISSING, _assigned_names, _truth_value
 
@@ -152,9 +153,8 @@ class ControlFlowMixin:
         (its test is the condition) or, with `counter=(target, start, stop, step)`, a
         `for target in range(start, stop, step)` whose bounds are graph values."""
         kind = "while" if counter is None else "for"
-        if self.builder.tapes:
-            raise Unsupported("varying-trip-count", f"a {kind} loop with a graph-valued trip count inside a "
-                                                    "GradientTape", self.site)
+        tapes = list(self.builder.tapes)
+        grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
         if node.orelse:
             raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
         target = counter[0] if counter is not None else None
@@ -179,9 +179,12 @@ class ControlFlowMixin:
         outer = self.builder.block
         self.pure_depth += 1
         self.branch_frames.append(frame)
+        if grad is not None:
+            grad.watch_carried(placeholders, [v.kind for _, v in carried])
         try:
             cond_block, body_block = [], []
             self.builder.block = cond_block
+            self.builder.tapes = []  # the test is not differentiated
             if counter is None:
                 test = self.eval(node.test, frame)
                 if not isinstance(test, Sym):
@@ -191,6 +194,7 @@ class ControlFlowMixin:
             else:
                 pred = self.builder.py_op(operator.lt, Sym(count_ph, "py"), counter[2])
             self.builder.block = body_block
+            self.builder.tapes = [grad.tape] if grad is not None else []
             try:
                 self.exec_block(node.body, frame)
             except (_Break, _Continue):
@@ -201,6 +205,7 @@ class ControlFlowMixin:
             self.pure_depth -= 1
             self.branch_frames.pop()
             self.builder.block = outer
+            self.builder.tapes = tapes
         outs = []
         for (name, v), ph in zip(carried, placeholders):
             new = frame.locals[name]
@@ -217,12 +222,19 @@ class ControlFlowMixin:
             placeholders.append(count_ph)
             outs.append(next_count.node)
             inputs.append(start.node if isinstance(start, Sym) else start)
+        if grad is not None:
+            grad.check_body(body_block)
+            grad.add_stack(placeholders, body_block, outs, inputs)
         loop = self.builder.add(ir.Node(ir.LOOP, tuple(inputs), {
             "placeholders": placeholders, "cond_nodes": cond_block, "cond": pred.node,
             "body_nodes": body_block, "body_outs": outs, "max_iter": self.max_unroll * 50}))
+        results = []
         for i, (name, v) in enumerate(carried):
             out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
             frame.locals[name] = Sym(out, v.kind)
+            results.append(out)
+        if grad is not None:
+            grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
         if counter is not None:  # the loop variable after the loop is not modelled
             stale = Sym(count_ph, "py")
             stale.kind = "stale"

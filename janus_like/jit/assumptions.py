@@ -67,8 +67,9 @@ REASONS = {r.id: r for r in [
     Reason("data-dependent-python", "a Python-level value depends on array contents in a way that cannot be speculated",
            "keep the value as an array, or compute it outside the function"),
     Reason("varying-trip-count", "a loop whose trip count is a graph value could not become a loop node",
-           "keep loop variables' shapes and dtypes fixed, avoid break/continue in it, and do not "
-           "differentiate through it (no gradients through loop nodes yet)"),
+           "keep loop variables' types, shapes and dtypes fixed (an array that becomes a Tensor in the "
+           "loop changes type), avoid break/continue in it, and, when differentiating through it, "
+           "nested control flow and random draws in its body"),
     Reason("unprofiled-branch", "a branch on a graph value was never reached during the profiled warm-up calls",
            "increase warmup= so the profiler sees that code"),
     Reason("op-error", "an op would fail on the speculated shapes", "the eager call reports the error"),
