@@ -159,6 +159,10 @@ class ControlFlowMixin:
             raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
         target = counter[0] if counter is not None else None
         names = sorted(_assigned_names(node.body) - ({target} if target else set()))
+        # names first bound inside the body (an inner loop's target, a temporary) are local to
+        # an iteration; after the loop they are stale (eager would hold the last iteration's)
+        local_names = [n for n in names if frame.locals.get(n, _MISSING) is _MISSING]
+        names = [n for n in names if n not in local_names]
         carried = []
         for name in names:
             v = frame.locals.get(name, _MISSING)
@@ -214,6 +218,10 @@ class ControlFlowMixin:
                                   self.site)
             outs.append(new.node)
         self.set_site(node, frame)
+        for name in local_names:
+            stale = Sym(ir.Node(ir.LOOP_VAR, (), {"name": name}, ((), np.dtype(object)), self.site), "py")
+            stale.kind = "stale"
+            frame.locals[name] = stale
         for name, value in before.items():
             if name not in dict(carried) and name != target and frame.locals.get(name, _MISSING) is not value:
                 raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
