@@ -141,7 +141,7 @@ def _generated(ops):
     return make
 
 
-@settings(max_examples=12, deadline=None)
+@settings(deadline=None)  # examples: the HYPOTHESIS_PROFILE (ci: 25)
 @given(ops=st.lists(st.sampled_from(BODY_OPS), min_size=1, max_size=4),
        counts=st.lists(st.integers(1, 5), min_size=6, max_size=9), seed=st.integers(0, 2**16))
 def test_generated_loop_bodies_match_eager(ops, counts, seed):
