@@ -55,6 +55,19 @@ class Node:
         return None if self.aval is None else self.aval[1]
 
 
+def numpy_typed(x) -> bool:
+    """True when node x's run-time value is a NumPy array or scalar: never a Python number
+    (whose weak type would change the dtype an elementwise op promotes to, and which has no
+    array methods)."""
+    from .ops.registry import REGISTRY
+
+    if not isinstance(x, Node) or x.aval is None:
+        return False
+    if x.op == CONST:
+        return isinstance(x.params["value"], (np.ndarray, np.generic))
+    return (x.op in REGISTRY and x.op not in ("dim_of", "reduced_count")) or len(x.aval[0]) > 0
+
+
 def _fmt_value(v) -> str:
     if isinstance(v, Node):
         return f"%{v.id}"
@@ -122,6 +135,9 @@ class Graph:
     nodes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)  # nodes whose values leave the graph
     n_inputs: int = 0
+    # generated for unknown dimensions: avals hold the generation-time sizes, which other calls
+    # do not share, so nothing may be specialized on them (passes and code generation check this)
+    polymorphic: bool = False
 
     def __str__(self):
         lines = [f"graph {self.name}({self.n_inputs} inputs) {{"]

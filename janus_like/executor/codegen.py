@@ -19,6 +19,7 @@ import os
 import numpy as np
 
 from .. import ir
+from ..ops.indexing import is_basic
 from ..ops.registry import REGISTRY
 from .interpreter import AssertFailed
 
@@ -32,7 +33,8 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
 
 
 class _Emitter:
-    def __init__(self):
+    def __init__(self, static_shapes=True):
+        self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
         self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool}
         self._kernels: dict = {}
@@ -89,14 +91,63 @@ class _Emitter:
             axes = n.params.get("axes")
             return f"{self.arg(x)}.transpose({'' if axes is None else self.const(tuple(axes))})"
         if n.op == "reshape" and isinstance(x, ir.Node):
+            if ir.numpy_typed(x):  # the method: np.reshape is a Python-level wrapper around it
+                return f"{self.arg(x)}.reshape({self.const(tuple(n.params['shape']))})"
             return f"np.reshape({self.arg(x)}, {self.const(tuple(n.params['shape']))})"
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
+        shaped = _known(n) if self.static_shapes else None
+        if n.op in ("broadcast_like", "broadcast_to") and shaped is not None and isinstance(x, ir.Node):
+            if x.aval is not None and x.aval[0] == () and ir.numpy_typed(x) and int(np.prod(shaped)) <= 4096:
+                # a scalar spread over a small shape: np.full costs a fraction of broadcast_to
+                return f"np.full({self.const(shaped)}, {self.arg(x)}, {self.const(np.dtype(x.aval[1]))})"
+            return f"np.broadcast_to({self.arg(x)}, {self.const(shaped)})"
+        if shaped is not None and (array_in or (n.op in ("expand_dims", "reshape_like") and ir.numpy_typed(x))):
+            expr = self.inline_shaped(n, x, shaped)
+            if expr is not None:
+                return expr
         if n.op in ("sum", "mean", "max", "min") and array_in:
             kw = [f"axis={self.const(n.params.get('axis'))}", f"keepdims={n.params.get('keepdims', False)!r}"]
             if n.op == "sum" and n.params.get("dtype") is not None:
                 kw.append(f"dtype={self.const(n.params['dtype'])}")
             return f"{self.arg(x)}.{n.op}({', '.join(kw)})"
+        return None
+
+    def inline_shaped(self, n, x, out_shape) -> str | None:
+        """Ops whose registry kernels are Python functions (expand_dims, broadcast_to, sum_to,
+        mean, ...) emitted as the NumPy method calls they come down to, with shapes and axes
+        worked out from the avals once, at compile time. Same values and dtypes: on graphs of
+        small arrays these kernels' Python overhead was the larger part of the step."""
+        a = self.arg(x)
+        op = n.op
+        if op in ("expand_dims", "reshape_like", "squeeze"):
+            return f"{a}.reshape({self.const(out_shape)})"
+        if op == "sum_to":
+            g_shape, like = _known(x), n.inputs[1]
+            if g_shape is None or not isinstance(like, ir.Node) or _known(like) is None:
+                return None
+            shape = _known(like)
+            lead = len(g_shape) - len(shape)
+            axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and g_shape[i + lead] != 1)
+            expr = a
+            if axes:
+                expr = f"{expr}.sum(axis={self.const(axes)}, keepdims=True)"
+                if lead:
+                    expr += f".reshape({self.const(shape)})"
+            dt, gt = np.dtype(like.aval[1]), np.dtype(x.aval[1])
+            if gt != dt and np.issubdtype(dt, np.inexact):
+                expr += f".astype({self.const(dt)})"
+            return expr
+        if op == "mean" and np.dtype(x.aval[1]) in (np.dtype(np.float32), np.dtype(np.float64)):
+            # ndarray.mean is a Python function: sum, then divide by the count (numpy's _mean
+            # divides by an intp in float64 and rounds back, which for one division is the same)
+            axis = n.params.get("axis")
+            nd = len(x.aval[0])
+            axes = tuple(range(nd)) if axis is None else tuple(i % nd for i in (axis if isinstance(axis, tuple) else (axis,)))
+            count = int(np.prod([x.aval[0][i] for i in axes], dtype=np.int64))
+            if count == 0:
+                return None
+            return f"np.add.reduce({a}, axis={self.const(axis)}, keepdims={bool(n.params.get('keepdims', False))!r}) / {count}"
         return None
 
     def emit(self, nodes, indent, reuse=None):
@@ -131,6 +182,17 @@ class _Emitter:
         expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
         if expr is not None:
             self.lines.append(f"{pad}{v} = {expr}")
+            return
+        if n.op == "getitem_grad" and self.static_shapes and _known(n.inputs[1]) is not None and isinstance(n.inputs[0], ir.Node):
+            # zeros of x's shape receiving g at the index (assigned when unique, else add.at)
+            x, g = n.inputs[1], n.inputs[0]
+            dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
+            idx = self.index_code(n.params["index"], n.inputs[2:])
+            zeros = f"{pad}{v} = np.zeros({self.const(_known(x))}, {self.const(dt)}); "
+            if n.params.get("unique") or is_basic(n.params["index"]):
+                self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
+            else:
+                self.lines.append(f"{zeros}np.add.at({v}, ({idx}), {self.arg(g)})")
             return
         if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
                 and len(n.inputs[0].aval[0]) >= 1:
@@ -177,6 +239,13 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
         else:
             self.lines.append(f"{pad}{v} = {self.kernel(n)}({args})")
+
+
+def _known(n):
+    """The static shape of node n when every dimension is a known int, else None."""
+    if not isinstance(n, ir.Node) or n.aval is None or not all(type(d) is int for d in n.aval[0]):
+        return None
+    return tuple(n.aval[0])
 
 
 # ufuncs that can write into a dead operand's buffer; exact: same kernel, same dtype, same shape
@@ -279,7 +348,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     within noise of sequential execution, so it is opt-in."""
     if parallel is None:
         parallel = os.environ.get("JANUS_LIKE_PARALLEL", "") not in ("", "0")
-    em = _Emitter()
+    em = _Emitter(static_shapes=not graph.polymorphic)
     async_nodes = plan_async(graph) if parallel else {}
     busy = {}  # the operands of a product on the worker stay untouched until it is collected
     for n in graph.nodes:

@@ -69,7 +69,7 @@ class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin,
 
     def generate(self, args):
         old = set_builder(self.builder)
-        self.builder.polymorphic = bool(self.unknown_dims)
+        self.builder.polymorphic = self.builder.graph.polymorphic = bool(self.unknown_dims)
         try:
             arg_values = []
             for i, a in enumerate(args):

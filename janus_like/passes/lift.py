@@ -228,6 +228,8 @@ def _lift(group, fam):
 
 
 def lift_row_blocks(graph: ir.Graph) -> ir.Graph:
+    if graph.polymorphic:  # block boundaries would be those of one size only
+        return graph
     for _ in range(8):
         changed = _lift_all(graph)
         changed = _permuted_products(graph) or changed

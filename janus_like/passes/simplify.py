@@ -3,7 +3,11 @@
 * `sum_to(g, like)`, `broadcast_like(g, like)` and `reshape_like(g, like)` where g already has
   like's shape (and, for sum_to, a dtype it keeps) are the identity;
 * `cast(x, dtype)` to x's own dtype is the identity;
-* `stop_gradient(x)` is the identity once the graph exists (gradients are already nodes).
+* `stop_gradient(x)` is the identity once the graph exists (gradients are already nodes);
+* an elementwise op's operand `broadcast_like(x, like)` is x when the op's result keeps its shape
+  (the op broadcasts by itself) and x is NumPy-typed (a Python number's weak type would change
+  the result dtype);
+* `x * 1` and `x / 1` (a mean's gradient over a batch of one) are x when the dtype stays.
 """
 from __future__ import annotations
 
@@ -73,10 +77,51 @@ def substitute(graph: ir.Graph, mapping: dict) -> None:
     graph.outputs[:] = [resolve(o) for o in graph.outputs]
 
 
+def _unbroadcast_operands(n):
+    """An elementwise op broadcasts by itself: an operand `broadcast_like(x, like)` (or
+    `broadcast_to`) can be x when the result's shape stays the same."""
+    from ..ops.registry import REGISTRY
+
+    op = REGISTRY.get(n.op)
+    if op is None or not op.elementwise or n.aval is None:
+        return False
+    changed = False
+    for k, b in enumerate(n.inputs):
+        if not (isinstance(b, ir.Node) and b.op in ("broadcast_like", "broadcast_to") and ir.numpy_typed(b.inputs[0])):
+            continue
+        x = b.inputs[0]
+        others = [i.aval[0] if isinstance(i, ir.Node) else np.shape(i) for j, i in enumerate(n.inputs) if j != k]
+        if any(o is None for o in others) or np.dtype(x.aval[1]) != np.dtype(b.aval[1]):
+            continue
+        try:
+            shape = np.broadcast_shapes(tuple(x.aval[0]), *[tuple(o) for o in others])
+        except ValueError:
+            continue
+        if shape == tuple(n.aval[0]):
+            n.inputs = n.inputs[:k] + (x,) + n.inputs[k + 1:]
+            changed = True
+    return changed
+
+
+def _times_one(n):
+    """x * 1, 1 * x and x / 1 are x (bit for bit, -0.0 and NaN included) when the dtype stays."""
+    if n.op not in ("mul", "div") or len(n.inputs) != 2 or n.aval is None:
+        return None
+    a, b = n.inputs
+    for x, one in ((a, b), (b, a)) if n.op == "mul" else ((a, b),):
+        if type(one) is int and one == 1 and isinstance(x, ir.Node) and x.aval is not None \
+                and tuple(x.aval[0]) == tuple(n.aval[0]) and np.dtype(x.aval[1]) == np.dtype(n.aval[1]) \
+                and np.issubdtype(np.dtype(x.aval[1]), np.inexact) and ir.numpy_typed(x):
+            return x
+    return None
+
+
 def simplify(graph: ir.Graph) -> ir.Graph:
     mapping = {}
     for n in graph.all_nodes():
-        target = _identity(n)
+        if not graph.polymorphic:
+            _unbroadcast_operands(n)
+        target = _identity(n) or _times_one(n)
         if target is not None:
             mapping[n.id] = target
     if mapping:

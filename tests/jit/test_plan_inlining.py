@@ -1,0 +1,111 @@
+"""Ops the plan emits as NumPy method calls with shapes worked out from the avals (expand_dims,
+reshape_like, broadcasts, sum_to, mean, getitem_grad) give exactly the interpreter's values,
+dtypes and types; polymorphic graphs keep the run-time kernels; the exact simplifications
+(an elementwise op's broadcast operand, `x * 1`) change no bit."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from janus_like import ir
+from janus_like.executor import compile_plan, interpret
+from janus_like.passes import simplify
+
+from .harness import assert_same
+
+F32 = np.dtype(np.float32)
+
+
+def _in(slot, shape, dtype=F32):
+    return ir.Node(ir.INPUT, (), {"slot": slot, "name": f"a{slot}"}, (tuple(shape), np.dtype(dtype)))
+
+
+def _op(op, *inputs, shape, dtype=F32, **params):
+    return ir.Node(op, tuple(inputs), params, (tuple(shape), np.dtype(dtype)))
+
+
+def _check(nodes, outputs, slots, polymorphic=False):
+    g = ir.Graph("g", list(nodes), list(outputs), sum(1 for n in nodes if n.op == ir.INPUT), polymorphic)
+    ir.verify(g)
+    plan = compile_plan(g)
+    for r, f in zip(interpret(g, slots), plan(slots)):
+        assert_same(r, f, "plan vs interpreter")
+        assert type(r) is type(f)
+    return plan.source
+
+
+def _subshape(draw_shape, keep):
+    return tuple(d if k else 1 for d, k in zip(draw_shape, keep))
+
+
+@settings(deadline=None)
+@given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3), keep=st.lists(st.booleans(), min_size=3, max_size=3),
+       lead=st.integers(0, 2), dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 99))
+def test_sum_to_and_mean_match_the_interpreter(shape, keep, lead, dtype, seed):
+    rng = np.random.default_rng(seed)
+    full = tuple([2] * lead) + tuple(shape)
+    target = _subshape(shape, keep)
+    x = _in(0, full, dtype)
+    like = _in(1, target, np.float32)
+    st_ = _op("sum_to", x, like, shape=target, dtype=np.float32 if dtype == np.float32 else np.float64)
+    m_all = _op("mean", x, shape=(), dtype=dtype, axis=None, keepdims=False)
+    m_last = _op("mean", x, shape=full[:-1] + (1,), dtype=dtype, axis=-1, keepdims=True)
+    means = [m_all, m_last]
+    if len(full) > 1:
+        means.append(_op("mean", x, shape=full[1:], dtype=dtype, axis=(0,), keepdims=False))
+    slots = [rng.standard_normal(full).astype(dtype), np.zeros(target, np.float32)]
+    src = _check([x, like, st_] + means, [st_] + means, slots)
+    assert "np.add.reduce(" in src  # the means are inline
+
+
+def test_reshapes_broadcasts_and_scatters_are_emitted_inline_and_exact():
+    rng = np.random.default_rng(0)
+    x = _in(0, (4, 3))
+    s = _op("sum", x, shape=(), axis=None, keepdims=False)  # a NumPy scalar
+    e = _op("expand_dims", s, shape=(1,), axis=0)
+    r = _op("reshape_like", x, _in(1, (3, 4)), shape=(3, 4))
+    b_small = _op("broadcast_like", s, x, shape=(4, 3))  # scalar over a small shape: np.full
+    b_big = ir.Node("broadcast_to", (s,), {"shape": (80, 80)}, ((80, 80), F32))  # large: a view
+    idx = _in(2, (4,), np.int64)
+    rows = ir.Node(ir.CONST, (), {"value": np.arange(4)}, ((4,), np.dtype(np.int64)))
+    g = _op("getitem", x, rows, idx, shape=(4,), index=((("slot", 0), ("slot", 1)), False))
+    scat = _op("getitem_grad", g, x, rows, idx, shape=(4, 3), index=((("slot", 0), ("slot", 1)), False))
+    scat_u = _op("getitem_grad", g, x, rows, idx, shape=(4, 3), index=((("slot", 0), ("slot", 1)), False), unique=True)
+    rep = _in(3, (5,), np.int64)
+    scat_rep = _op("getitem_grad", _op("getitem", x, rep, shape=(5, 3), index=((("slot", 0),), True)), x, rep,
+                   shape=(4, 3), index=((("slot", 0),), True))
+    nodes = [x, r.inputs[1], s, e, r, b_small, b_big, idx, rows, g, scat, scat_u, rep, scat_rep.inputs[0], scat_rep]
+    slots = [rng.standard_normal((4, 3)).astype(np.float32), np.zeros((3, 4), np.float32),
+             np.array([2, 0, 1, 2]), np.array([0, 3, 3, 1, 3])]
+    src = _check(nodes, [e, r, b_small, b_big, scat, scat_u, scat_rep], slots)
+    assert ".reshape(" in src and "np.full(" in src and "np.broadcast_to(" in src and "np.add.at(" in src
+
+
+def test_polymorphic_graphs_keep_the_run_time_kernels():
+    x = _in(0, (4, 3))
+    like = _in(1, (1, 3))
+    st_ = _op("sum_to", x, like, shape=(1, 3))
+    m = _op("mean", x, shape=(), axis=None, keepdims=False)
+    src = _check([x, like, st_, m], [st_, m], [np.ones((4, 3), np.float32), np.ones((1, 3), np.float32)],
+                 polymorphic=True)
+    assert "np.add.reduce" not in src and ".sum(axis=" not in src
+
+
+def test_elementwise_op_drops_a_broadcast_operand_and_times_one_but_keeps_python_numbers():
+    x = _in(0, (4, 3))
+    v = _in(1, (3,))
+    b = _op("broadcast_like", v, x, shape=(4, 3))
+    y = _op("mul", b, x, shape=(4, 3))
+    one = _op("div", y, 1, shape=(4, 3))
+    half = ir.Node(ir.PY_OP, (), {"fn": lambda: 0.5}, ((), np.dtype(np.float64)))
+    bp = _op("broadcast_like", half, x, shape=(4, 3), dtype=np.float64)
+    z = _op("add", bp, x, shape=(4, 3), dtype=np.float64)  # a float64 array: must stay one
+    g = ir.Graph("g", [x, v, b, y, one, half, bp, z], [one, z], 2)
+    slots = [np.ones((4, 3), np.float32), np.arange(3, dtype=np.float32)]
+    before = interpret(g, slots)
+    simplify(g)
+    ir.verify(g)
+    assert y.inputs[0] is v  # the op broadcasts by itself
+    assert g.outputs[0] is y  # y / 1 is y
+    assert z.inputs[0] is bp  # a Python float's weak type would make the sum float32
+    for r, f in zip(before, interpret(g, slots)):
+        assert_same(r, f, "simplified")
