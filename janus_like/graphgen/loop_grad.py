@@ -97,10 +97,10 @@ class LoopGradient:
         self.builder.assert_(ran, True, Assumption("trip_count", self.site, "at least one iteration"))
         self.last = last
         local = {m.id for m in self.body_nodes} | {p.id for p in self.saved}
+        keys = {k for _, keys, _, _, _, _ in self.tape.entries for k in keys if k is not None}
+        outside = {k for k in keys if not (isinstance(k, ir.Node) and k.id in local)}
+        carried_keys = {v.node for v in self.carried_in}
         for outer in tapes:
-            keys = {k for _, keys, _, _, _, _ in self.tape.entries for k in keys if k is not None}
-            outside = {k for k in keys if not (isinstance(k, ir.Node) and k.id in local)}
-            carried_keys = {v.node for v in self.carried_in}
             if (outside | carried_keys) & outer.watched or (outer.watch_vars and
                                                             any(isinstance(k, tuple) for k in outside)):
                 outer.entries.append((LOOP_GRAD, self))

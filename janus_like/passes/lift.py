@@ -438,7 +438,7 @@ def _sum_over_blocks(graph):
                 if isinstance(x, ir.Node):
                     parts_of.setdefault(x.id, []).append((n, k))
     uses = _uses(graph)
-    mapping, done, position = {}, set(), {}
+    mapping, done = {}, set()
     for n in reversed(graph.nodes):
         if n.op != "add" or n.id in done or n.aval is None:
             continue
