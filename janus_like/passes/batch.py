@@ -3,7 +3,8 @@
 An LSTM language model computes `h_t @ W_out` at every time step, and its backward pass
 `dlogits_t @ W_outᵀ`; none of those products depends on another, so k products of (n, d)·(d, m)
 are one product of (k·n, d)·(d, m), followed by row slices (views). Column-vector code
-(`np.dot(W, h_t)`, as in NumPy tutorials) shares the left operand and is batched by columns. Nobody has to rewrite the
+(`np.dot(W, h_t)`, as in NumPy tutorials) shares the left operand and is batched by columns;
+products of vectors `h_t @ W` (batch size 1) are stacked into one product whose rows they are. Nobody has to rewrite the
 model to batch over time. Independence is decided on the dataflow graph (dependency
 bitsets in one pass); the nodes are then re-ordered topologically with networkx, keeping the original order as far
 as possible and never reordering effects (asserts, RNG draws). A bigger matrix product may round
@@ -19,8 +20,28 @@ MIN_MACS = 16384  # multiply-accumulates per product below which batching does n
 
 
 def _macs(n):
-    (rows, inner), cols = n.inputs[0].aval[0], n.inputs[1].aval[0][1]
+    a, cols = n.inputs[0].aval[0], n.inputs[1].aval[0][1]
+    rows, inner = (1, a[0]) if len(a) == 1 else a
     return rows * inner * cols
+
+
+def _stack_vectors(batch, mapping, position):
+    """k products `v_i @ W` of vectors (batch size 1, as in a character RNN) -> one
+    `stack(v) @ W`; product i is row i of it. Returns the new nodes with their positions (after
+    the last vector); the rows of the product are a block family for row-block lifting."""
+    parts = [m.inputs[0] for m in batch]
+    shared, site, dt = batch[0].inputs[1], batch[0].site, parts[0].aval[1]
+    d, cols = parts[0].aval[0][0], shared.aval[0][1]
+    after = max(position[p.id] for p in parts if p.id in position)
+    rows = [ir.Node("expand_dims", (p,), {"axis": 0}, ((1, d), dt), site) for p in parts]
+    cat = ir.Node("concatenate", tuple(rows), {"axis": 0}, ((len(parts), d), dt), site)
+    mm = ir.Node("matmul", (cat, shared), {}, ((len(parts), cols), batch[0].aval[1]), site)
+    out = [(after, r) for r in rows] + [(after, cat), (after, mm)]
+    for k, m in enumerate(batch):
+        piece = ir.Node("getitem", (mm,), {"index": ((k,), True)}, m.aval, m.site)
+        out.append((after, piece))
+        mapping[m.id] = piece
+    return out
 
 
 def _refs(n):
@@ -86,6 +107,9 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
                 and len(a.aval[0]) == 2 and len(b.aval[0]) == 2:
             groups.setdefault(("right", b.id, a.aval[1], b.aval[1]), []).append(n)  # x_t @ W
             groups.setdefault(("left", a.id, a.aval[1], b.aval[1]), []).append(n)  # W @ x_t
+        elif isinstance(a, ir.Node) and isinstance(b, ir.Node) and a.aval and b.aval and n.op == "matmul" \
+                and len(a.aval[0]) == 1 and len(b.aval[0]) == 2 and not graph.polymorphic:
+            groups.setdefault(("vector", b.id, a.aval[1], b.aval[1]), []).append(n)  # h_t @ W, h_t a vector
     claimed: set = set()
     groups = {k: v for k, v in groups.items() if len(v) >= min_group}
     if not groups:
@@ -109,6 +133,11 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
             else:
                 batches.append([m])
         for batch in batches:
+            if side == "vector":
+                if len(batch) >= min_group and len(batch) * _macs(batch[0]) >= MIN_MACS:
+                    claimed.update(m.id for m in batch)
+                    extra += _stack_vectors(batch, mapping, position)
+                continue
             if len(batch) < min_group or _macs(batch[0]) < MIN_MACS:
                 continue  # tiny products: a concatenation and k slices cost more than k calls
             claimed.update(m.id for m in batch)

@@ -15,6 +15,11 @@ blocks (a bias gradient accumulated over time steps) becomes one `sum_to`. Row-w
 elementwise ops, reductions and `sum_to` that keep axis 0, basic indexing that keeps axis 0,
 the row gather `x[arange(n), idx]` and its gradient, and `x @ W`. Lifted products and
 reductions may round differently from the pieces, so this pass runs with `reassociate=True`.
+
+Batch-1 models (a character RNN) have rows instead of blocks: batching stacks their vector
+products, and the product's rows `Y[k]` form a *squeezed* family, lifted through elementwise ops
+and `row @ W`; a row reshaped to (1, n) for the loss is the block `Y[k:k+1]`, and lifting goes
+on over blocks (`families.py` finds both kinds).
 """
 from __future__ import annotations
 
@@ -24,70 +29,11 @@ from .. import ir
 from ..ops.registry import REGISTRY
 from .batch import _dependency_graph, _refs
 from .dce import dce
+from .families import _FULL, _find_families, _row_cut, _shape
 from .fold import _leaves, _uses
 from .simplify import substitute
 
 _REDUCTIONS = {"sum", "mean", "max", "min"}
-_FULL = ("s", None, None, None)
-
-
-def _shape(x):
-    if not isinstance(x, ir.Node) or x.aval is None:
-        return None
-    shape = x.aval[0]
-    return tuple(shape) if all(type(d) is int for d in shape) else None
-
-
-def _row_cut(n):
-    """(start, stop) when n is `base[a:b]` (a basic slice of axis 0 only), else None."""
-    if n.op != "getitem" or len(n.inputs) != 1 or _shape(n.inputs[0]) is None or _shape(n) is None:
-        return None
-    items, single = n.params["index"]
-    if not items or type(items[0]) is not tuple or items[0][0] != "s" or items[0][3] not in (None, 1):
-        return None
-    if any(i != _FULL for i in items[1:]):
-        return None
-    base = _shape(n.inputs[0])
-    if not base:
-        return None
-    start, stop, _ = slice(items[0][1], items[0][2]).indices(base[0])
-    return (start, stop) if stop > start else None
-
-
-class _Families:
-    """Arrays whose row blocks are all in use: base node -> boundaries and the block nodes."""
-
-    def __init__(self):
-        self.member = {}  # node id -> (base id, k)
-        self.bounds = {}  # base id -> ((a_0, b_0), ...)
-        self.blocks = {}  # base id -> [node, ...] in block order
-        self.base = {}  # base id -> base node
-
-    def add(self, base, cuts):
-        """cuts: {(a, b): node}; registered when the blocks tile the base's rows in order."""
-        order = sorted(cuts)
-        if len(order) < 2 or order[0][0] != 0 or order[-1][1] != _shape(base)[0]:
-            return False
-        if any(x[1] != y[0] for x, y in zip(order, order[1:])):
-            return False
-        self.bounds[base.id] = tuple(order)
-        self.blocks[base.id] = [cuts[c] for c in order]
-        self.base[base.id] = base
-        for k, c in enumerate(order):
-            self.member[cuts[c].id] = (base.id, k)
-        return True
-
-
-def _find_families(nodes) -> _Families:
-    cuts: dict = {}
-    for n in nodes:
-        cut = _row_cut(n)
-        if cut is not None:
-            cuts.setdefault(n.inputs[0].id, (n.inputs[0], {}))[1].setdefault(cut, n)
-    fam = _Families()
-    for base, blocks in cuts.values():
-        fam.add(base, blocks)
-    return fam
 
 
 def _key(v):
@@ -116,10 +62,15 @@ def _describe(n, fam, rows):
     row-wise in that block. The key holds everything that must agree across the blocks: op,
     params, which operands are blocked or shared (and which shared value), result type."""
     out_shape = _shape(n)
-    if out_shape is None or not out_shape or out_shape[0] != rows or n.op in ir.STRUCTURAL:
+    if out_shape is None or n.op in ir.STRUCTURAL:
         return None
     op = REGISTRY.get(n.op)
     if op is None or op.stateful:
+        return None
+    first = next(x for x in n.inputs if isinstance(x, ir.Node) and x.id in fam.member)
+    if fam.member[first.id][0][1]:  # rows of a squeezed family: the op must keep the row's shape
+        return _describe_squeezed(n, fam, out_shape)
+    if not out_shape or out_shape[0] != rows:
         return None
     gather = n.op in ("getitem", "getitem_grad") and _is_gather(n)
     first_index = 1 if n.op == "getitem" else 2  # where a gather's index operands start
@@ -128,8 +79,8 @@ def _describe(n, fam, rows):
         if isinstance(x, ir.Node) and x.id in fam.member:
             base, k = fam.member[x.id]
             k_seen.add(k)
-            if _shape(x)[0] != rows:
-                return None
+            if base[1] or _shape(x)[0] != rows:
+                return None  # a squeezed row does not line up with a block's rows
             desc.append(("m", fam.bounds[base]))
         elif gather and j == first_index and _is_arange(x, rows):
             desc.append(("arange",))
@@ -144,6 +95,35 @@ def _describe(n, fam, rows):
         return None
     params = tuple(sorted((p, _key(v)) for p, v in n.params.items()))
     return (n.op, params, tuple(desc), n.aval[1], out_shape[1:], _errstate_key(n)), k_seen.pop()
+
+
+def _describe_squeezed(n, fam, out_shape):
+    """Consumers of single rows `base[k]`: elementwise ops whose result has the row's shape
+    (shared operands broadcast over the rows when stacked), and `row @ W`."""
+    desc, k_seen = [], set()
+    for x in n.inputs:
+        if isinstance(x, ir.Node) and x.id in fam.member:
+            fid, k = fam.member[x.id]
+            if not fid[1] or _shape(x) != out_shape:
+                return None
+            k_seen.add(k)
+            desc.append(("m", fam.bounds[fid], True))
+        else:
+            shape = () if not isinstance(x, ir.Node) else _shape(x)
+            if shape is None:
+                return None
+            desc.append(("s", x.id if isinstance(x, ir.Node) else ("py", _key(x))))
+    kinds = [d[0] for d in desc]
+    if len(k_seen) != 1:
+        return None
+    if REGISTRY[n.op].elementwise:
+        ok = all(len(_shape(x) if isinstance(x, ir.Node) else ()) <= len(out_shape) for x in n.inputs)
+    else:
+        ok = n.op == "matmul" and kinds == ["m", "s"] and len(out_shape) == 1 and len(_shape(n.inputs[1])) == 2
+    if not ok:
+        return None
+    params = tuple(sorted((p, _key(v)) for p, v in n.params.items()))
+    return (n.op, params, tuple(desc), n.aval[1], out_shape, _errstate_key(n), "row"), k_seen.pop()
 
 
 def _broadcasts_by_row(n, desc, out_shape) -> bool:
@@ -198,9 +178,9 @@ def _lift(group, fam):
     inputs, extra = [], []
     for j, x in enumerate(first.inputs):
         if isinstance(x, ir.Node) and x.id in fam.member:
-            base_id, _ = fam.member[x.id]
-            bounds = fam.bounds[base_id]
-            inputs.append(fam.base[base_id])
+            fid, _ = fam.member[x.id]
+            bounds = fam.bounds[fid]
+            inputs.append(fam.base[fid])
         elif isinstance(x, ir.Node) and x.op == ir.CONST and _is_gather(first) and _is_arange(x, _shape(x)[0]) \
                 and j == (1 if first.op == "getitem" else 2):
             total = sum(_shape(c.inputs[j])[0] for c in group)
@@ -217,14 +197,15 @@ def _lift(group, fam):
         else:
             inputs.append(x)
     total = bounds[-1][1]
-    shape = (total,) + tuple(_shape(first)[1:])
+    squeezed = fid[1]
+    shape = (total,) + tuple(_shape(first)[0 if squeezed else 1:])
     lifted = ir.Node(first.op, tuple(inputs), dict(first.params), (shape, first.aval[1]), first.site,
                      errstate=first.errstate)
     slices = []
     for (a, b), c in zip(bounds, group):
-        index = ((("s", a, b, None),), True)
+        index = ((a,), True) if squeezed else ((("s", a, b, None),), True)
         slices.append(ir.Node("getitem", (lifted,), {"index": index}, c.aval, c.site))
-    return extra + [lifted], slices
+    return extra + [lifted], slices, squeezed
 
 
 def lift_row_blocks(graph: ir.Graph) -> ir.Graph:
@@ -300,9 +281,11 @@ def _lift_all(graph) -> bool:
     rw = _Rewrite(graph.nodes)
     work = list(fam.blocks)
     while work:
-        base_id = work.pop()
+        fid_now = work.pop()
+        if fid_now is None:
+            continue
         groups: dict = {}
-        for member in fam.blocks[base_id]:
+        for member in fam.blocks[fid_now]:
             for n in rw.users.get(member.id, ()):
                 if n.id in rw.removed or n.id not in rw.key:
                     continue
@@ -322,15 +305,47 @@ def _lift_all(graph) -> bool:
             group = [by_k[k] for k in range(len(bounds))]
             if not _aligned(group, fam):
                 continue
-            new, slices = _lift(group, fam)
+            new, slices, squeezed = _lift(group, fam)
             operands = [i for m in new for i in m.inputs if isinstance(i, ir.Node) and i.id in rw.key]
             rw.insert_after(max(rw.key[i.id] for i in operands), new + slices)
             for c, piece in zip(group, slices):
                 rw.replace(c, piece)
             lifted = new[-1]
-            fam.add(lifted, {bounds[k]: piece for k, piece in enumerate(slices)})
-            work.append(lifted.id)
+            work.append(fam.add(lifted, {bounds[k]: piece for k, piece in enumerate(slices)}, squeezed))
+        converted = _convert_views(fid_now, fam, rw)
+        if converted is not None:
+            work.append(converted)
     return rw.finish(graph)
+
+
+def _convert_views(fid, fam, rw):
+    """Rows reshaped to one-row blocks (`base[k]` -> (1, n)) are `base[k:k+1]`, and one-row
+    blocks reshaped to rows are `base[k]`: the same views, but now a family of the other kind
+    (a batch-1 model's logits are rows of the batched product, its loss works on (1, n))."""
+    base, squeezed, bounds = fam.base[fid], fid[1], fam.bounds[fid]
+    if not squeezed and any(b - a != 1 for a, b in bounds):
+        return None
+    row_shape = _shape(base)[1:]
+    want = (1,) + row_shape if squeezed else row_shape
+    found = {}
+    for k, member in enumerate(fam.blocks[fid]):
+        for u in rw.users.get(member.id, ()):
+            if u.id in rw.removed or u.id not in rw.key or u.op not in ("reshape", "reshape_like", "expand_dims",
+                                                                        "squeeze"):
+                continue
+            if u.inputs[0] is member and _shape(u) == want:
+                found.setdefault(k, u)
+    if len(found) != len(bounds):
+        return None
+    pieces = {}
+    for k, u in found.items():
+        a, b = bounds[k]
+        index = ((("s", a, b, None),), True) if squeezed else ((a,), True)
+        piece = ir.Node("getitem", (base,), {"index": index}, u.aval, u.site)
+        rw.insert_after(rw.key[base.id], [piece])
+        rw.replace(u, piece)
+        pieces[(a, b)] = piece
+    return fam.add(base, pieces, not squeezed)
 
 
 def _reorder(graph):
@@ -381,6 +396,8 @@ def _permuted_products(graph) -> bool:
         if None in owners or len({b for b, _ in owners}) != 1:
             continue
         base_id = owners[0][0]
+        if base_id[1]:
+            continue  # rows of a squeezed family are not concatenated along axis 0
         order = [k for _, k in owners]
         bounds = fam.bounds[base_id]
         if sorted(order) != list(range(len(bounds))) or order == sorted(order):
@@ -391,6 +408,7 @@ def _permuted_products(graph) -> bool:
             offsets[(start, start + b - a)] = k
             start += b - a
         cuts = [(u, _row_cut(u)) for u in users.get(n.id, [])]
+        cuts = [(u, c[:2] if c is not None and not c[2] else None) for u, c in cuts]
         if not cuts or any(c is None or c not in offsets or u.inputs[0] is not n for u, c in cuts):
             continue
         product = ir.Node("matmul", (fam.base[base_id], w), {}, n.aval, n.site, errstate=n.errstate)
@@ -418,7 +436,7 @@ def _whole_concatenations(graph):
         if None in ids or len({b for b, _ in ids}) != 1:
             continue
         base_id = ids[0][0]
-        if [k for _, k in ids] == list(range(len(fam.bounds[base_id]))) and \
+        if not base_id[1] and [k for _, k in ids] == list(range(len(fam.bounds[base_id]))) and \
                 fam.base[base_id].aval == n.aval:
             mapping[n.id] = fam.base[base_id]
     if mapping:

@@ -72,13 +72,17 @@ def test_pass_leaves_a_full_height_shared_operand_alone():
     assert _count(g, "add") == 3 and _count(g, "exp") == 3
 
 
+def _rnn_params(seed, vocab, hidden, scale):
+    """Embedding, recurrent and output weights and the output bias of a small RNN model."""
+    r = np.random.default_rng(seed)
+    shapes = [(vocab, hidden), (hidden, hidden), (hidden, vocab)]
+    weights = [jl.Variable(r.standard_normal(s).astype(np.float32) * w) for s, w in zip(shapes, scale)]
+    return weights + [jl.Variable(np.zeros(vocab, np.float32))]
+
+
 def _lm(reassociate, vocab=64, hidden=32, batch=8):
-    r = np.random.default_rng(0)
-    emb = jl.Variable(r.standard_normal((vocab, hidden)).astype(np.float32) * 0.3)
-    wh = jl.Variable(r.standard_normal((hidden, hidden)).astype(np.float32) * 0.2)
-    wo = jl.Variable(r.standard_normal((hidden, vocab)).astype(np.float32) * 0.2)
-    bo = jl.Variable(np.zeros(vocab, np.float32))
-    params = [emb, wh, wo, bo]
+    params = _rnn_params(0, vocab, hidden, (0.3, 0.2, 0.2))
+    emb, wh, wo, bo = params
 
     def step(ids):
         with jl.GradientTape() as tape:
@@ -95,14 +99,21 @@ def _lm(reassociate, vocab=64, hidden=32, batch=8):
     return (jl.jit(step, reassociate=reassociate) if reassociate is not None else step), params
 
 
-def test_language_model_cross_entropy_runs_once_for_all_steps_and_matches_eager():
-    ids = np.random.default_rng(2).integers(0, 64, (8, 7))
-    fast, p_fast = _lm(True)
-    eager, p_eager = _lm(None)
-    for call in range(6):
+def _against_eager(model, ids, calls=6):
+    """model(True) jitted (reassociating) and model(None) eager, side by side on `calls` calls:
+    losses and every parameter after each call agree to float32 reassociation."""
+    fast, p_fast = model(True)
+    eager, p_eager = model(None)
+    for _ in range(calls):
         np.testing.assert_allclose(float(fast(ids)), float(eager(ids)), rtol=1e-5)
         for a, b in zip(p_fast, p_eager):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-4, atol=1e-6)
+    return fast
+
+
+def test_language_model_cross_entropy_runs_once_for_all_steps_and_matches_eager():
+    ids = np.random.default_rng(2).integers(0, 64, (8, 7))
+    fast = _against_eager(_lm, ids)
     cg = fast.graphs()[0]
     exact, _ = _lm(False)
     for _ in range(4):
@@ -178,3 +189,53 @@ def test_generated_block_programs_match_eager(ops, blocks, rows, seed):
     ir.verify(cg.graph)
     for a, b in zip(cg.plan(list(cg.last_slots)), interpret(cg.graph, list(cg.last_slots))):
         np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-6)
+
+
+def _char_rnn(reassociate, vocab=64, hidden=32, steps=8):  # 8 products of 32x64: batched
+    params = _rnn_params(4, vocab, hidden, (0.3, 0.3, 0.3))
+    wx, wh, wo, bo = params
+
+    def step(ids):
+        with jl.GradientTape() as tape:
+            h = np.zeros(hidden, np.float32)
+            loss = 0.0
+            for t in range(steps):  # batch 1: every product is a vector times a matrix
+                h = np.tanh(wx[ids[t]] + h @ wh)
+                logits = F.reshape(h @ wo + bo, (1, -1))
+                loss = loss + F.cross_entropy(logits, ids[t + 1:t + 2])
+            loss = loss / steps
+        for p, g in zip(params, tape.gradient(loss, params)):
+            p.assign_sub(0.2 * F.clip(g, -5, 5))
+        return loss
+
+    return (jl.jit(step, reassociate=reassociate) if reassociate is not None else step), params
+
+
+def test_batch_one_vector_products_are_stacked_and_their_rows_lifted():
+    ids = np.random.default_rng(5).integers(0, 64, 9)
+    fast = _against_eager(_char_rnn, ids)
+    cg = fast.graphs()[0]
+    assert _count(cg.graph, "exp") == 1  # one softmax for all 8 steps
+    assert fast.stats()["graph_calls"] == 3
+    for a, b in zip(cg.plan(list(cg.last_slots)), interpret(cg.graph, list(cg.last_slots))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+
+
+def test_rows_and_blocks_of_different_families_are_not_mixed():
+    # y (2, 4): rows y[0], y[1]; v (8,): blocks v[0:4], v[4:8]; v_k * y[k] must stay per block
+    y = ir.Node(ir.INPUT, (), {"slot": 0, "name": "y"}, ((2, 4), F32))
+    v = ir.Node(ir.INPUT, (), {"slot": 1, "name": "v"}, ((8,), F32))
+    nodes, outs = [y, v], []
+    for k in range(2):
+        row = ir.Node("getitem", (y,), {"index": ((k,), True)}, ((4,), F32))
+        block = ir.Node("getitem", (v,), {"index": ((("s", 4 * k, 4 * k + 4, None),), True)}, ((4,), F32))
+        prod = ir.Node("mul", (block, row), {}, ((4,), F32))
+        nodes += [row, block, prod]
+        outs.append(prod)
+    slots = [np.arange(8, dtype=np.float32).reshape(2, 4), np.arange(8, dtype=np.float32) + 1]
+    g = ir.Graph("mixed", nodes, outs, 2)
+    before = interpret(g, slots)
+    lift_row_blocks(g)
+    ir.verify(g)
+    for a, b in zip(before, interpret(g, slots)):
+        np.testing.assert_array_equal(a, b)
