@@ -111,6 +111,9 @@ class LoopGradient:
         """Emit the backward loop at the current point of the outer backward pass. `grads` maps
         tape keys to gradient Syms; updated in place through `acc` (the outer accumulator)."""
         b = self.builder
+        if b.tapes:  # another tape records this backward pass (a gradient of a gradient)
+            raise Unsupported("varying-trip-count", "a higher-order gradient through a loop whose trip count is "
+                                                    "a graph value", self.site)
         local = {m.id for m in self.body_nodes} | {p.id for p in self.saved}
         diff = [j for j, ph in enumerate(self.saved[:len(self.results)])
                 if ph in self.tape.watched]

@@ -171,3 +171,25 @@ def test_random_draws_in_a_differentiated_loop_stay_eager_with_a_named_reason():
     jf = check(make, calls, min_graph_calls=0)
     assert "varying-trip-count" in {fb.reason for fb in jf.fallbacks()}, jf.explain()
     assert "random draws" in jf.explain()
+
+
+def test_a_gradient_of_a_gradient_through_a_loop_node_stays_eager():
+    def make():
+        x = jl.Variable(np.array([0.3, -0.2]), name="x")
+
+        def f(n):
+            with jl.GradientTape() as outer:
+                with jl.GradientTape() as inner:
+                    h = x * 1.0
+                    for _ in range(n):
+                        h = np.sin(h) * 1.1
+                    y = np.sum(h * h)
+                g = inner.gradient(y, x)
+                z = np.sum(g * g)
+            return z, outer.gradient(z, x)
+
+        return f, {"x": x}
+
+    calls = [lambda s, n=n: (n,) for n in [1, 3, 2, 4, 2, 5, 3]]
+    jf = check(make, calls, min_graph_calls=0)
+    assert "higher-order gradient" in jf.explain(), jf.explain()
