@@ -87,7 +87,13 @@ class LoopGradient:
         self.carried_outs = loop.params["body_outs"][:len(carried)]
         self.carried_in = [v for _, v in carried]
         self.stack = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": stack_index}, ((), OBJECT)))
-        if not self.tape.entries:
+        local = {m.id for m in self.body_nodes} | {p.id for p in self.saved}
+        keys = {k for _, keys, _, _, _, _ in self.tape.entries for k in keys if k is not None}
+        outside = {k for k in keys if not (isinstance(k, ir.Node) and k.id in local)}
+        carried_keys = {v.node for v in self.carried_in}
+        relevant = [outer for outer in tapes if (outside | carried_keys) & outer.watched
+                    or (outer.watch_vars and any(isinstance(k, tuple) for k in outside))]
+        if not self.tape.entries or not relevant:
             return
         from ..jit.assumptions import Assumption
 
@@ -96,15 +102,9 @@ class LoopGradient:
         ran = self.builder.py_op(operator.ge, last, 0)
         self.builder.assert_(ran, True, Assumption("trip_count", self.site, "at least one iteration"))
         self.last = last
-        local = {m.id for m in self.body_nodes} | {p.id for p in self.saved}
-        keys = {k for _, keys, _, _, _, _ in self.tape.entries for k in keys if k is not None}
-        outside = {k for k in keys if not (isinstance(k, ir.Node) and k.id in local)}
-        carried_keys = {v.node for v in self.carried_in}
-        for outer in tapes:
-            if (outside | carried_keys) & outer.watched or (outer.watch_vars and
-                                                            any(isinstance(k, tuple) for k in outside)):
-                outer.entries.append((LOOP_GRAD, self))
-                outer.watched.update(results)
+        for outer in relevant:
+            outer.entries.append((LOOP_GRAD, self))
+            outer.watched.update(results)
 
     # ---------------------------------------------------------------- backward
     def backward(self, grads, acc):

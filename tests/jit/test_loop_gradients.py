@@ -193,3 +193,24 @@ def test_a_gradient_of_a_gradient_through_a_loop_node_stays_eager():
     calls = [lambda s, n=n: (n,) for n in [1, 3, 2, 4, 2, 5, 3]]
     jf = check(make, calls, min_graph_calls=0)
     assert "higher-order gradient" in jf.explain(), jf.explain()
+
+
+def test_a_loop_the_gradient_does_not_reach_runs_any_trip_count_as_graph():
+    def make():
+        w = jl.Variable(np.array([0.5, -1.5]), name="w")
+
+        def f(x, n):
+            with jl.GradientTape() as tape:
+                loss = np.sum(w * w)
+                c = x * 1.0  # an array no watched value reaches
+                for _ in range(n):
+                    c = c * 0.5 + 1.0
+            g = tape.gradient(loss, w)
+            w.assign_sub(0.1 * g)
+            return loss, c
+
+        return f, {"w": w}
+
+    calls = [lambda s, n=n: (np.array([4.0, -2.0]), n) for n in [1, 3, 2, 0, 4, 0, 2, 5]]
+    jf = check(make, calls)
+    assert "at least one iteration" not in jf.explain() and jf.stats()["graph_calls"] >= 5, jf.explain()
