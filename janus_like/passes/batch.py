@@ -6,7 +6,7 @@ are one product of (k·n, d)·(d, m), followed by row slices (views). Column-vec
 (`np.dot(W, h_t)`, as in NumPy tutorials) shares the left operand and is batched by columns;
 products of vectors `h_t @ W` (batch size 1) are stacked into one product whose rows they are. Nobody has to rewrite the
 model to batch over time. Independence is decided on the dataflow graph (dependency
-bitsets in one pass); the nodes are then re-ordered topologically with networkx, keeping the original order as far
+bitsets in one pass); the nodes are then re-ordered topologically (`order.py`), keeping the original order as far
 as possible and never reordering effects (asserts, RNG draws). A bigger matrix product may round
 differently in BLAS than the pieces, so this pass runs only with `reassociate=True`.
 """
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from .. import ir
 from .dce import _has_effect
+from .order import refs as _refs
+from .order import stable_topological_order
 
 
 MIN_MACS = 16384  # multiply-accumulates per product below which batching does not pay (measured)
@@ -42,36 +44,6 @@ def _stack_vectors(batch, mapping, position):
         out.append((after, piece))
         mapping[m.id] = piece
     return out
-
-
-def _refs(n):
-    """Nodes used by n, including uses inside a conditional's or loop's blocks."""
-    out = [i for i in n.inputs if isinstance(i, ir.Node)]
-    if n.op in (ir.COND, ir.LOOP):
-        inner = [m for block in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(block, [])]
-        for m in inner:
-            out += [i for i in m.inputs if isinstance(i, ir.Node)]
-        for key in ("then_outs", "else_outs", "body_outs"):
-            out += [o for o in n.params.get(key, []) if isinstance(o, ir.Node)]
-    return out
-
-
-def _dependency_graph(nodes):
-    import networkx as nx  # imported on use (startup cost)
-
-    g = nx.DiGraph()
-    ids = {n.id for n in nodes}
-    last_effect = None
-    for n in nodes:
-        g.add_node(n.id)
-        for r in _refs(n):
-            if r.id in ids:
-                g.add_edge(r.id, n.id)
-        if _has_effect(n) or n.op in (ir.COND, ir.LOOP):
-            if last_effect is not None:
-                g.add_edge(last_effect, n.id)
-            last_effect = n.id
-    return g
 
 
 def _reach_bits(nodes, member_ids):
@@ -114,8 +86,6 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
     groups = {k: v for k, v in groups.items() if len(v) >= min_group}
     if not groups:
         return graph
-    import networkx as nx
-
     reach = _reach_bits(nodes, {m.id for members in groups.values() for m in members})
     position = {n.id: i for i, n in enumerate(nodes)}
     mapping, extra = {}, []
@@ -171,9 +141,5 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
         order_key[node.id] = (after, 1 + k)
     everything = [n for n in nodes if n.id not in mapping] + [node for _, node in extra]
     substitute(graph, mapping)
-    graph.nodes[:] = everything
-    dep = _dependency_graph(everything)
-    by_id = {n.id: n for n in everything}
-    ordered = nx.lexicographical_topological_sort(dep, key=lambda i: order_key[i])
-    graph.nodes[:] = [by_id[i] for i in ordered]
+    graph.nodes[:] = stable_topological_order(everything, order_key.__getitem__)
     return graph

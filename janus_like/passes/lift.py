@@ -27,7 +27,8 @@ import numpy as np
 
 from .. import ir
 from ..ops.registry import REGISTRY
-from .batch import _dependency_graph, _refs
+from .order import refs as _refs
+from .order import stable_topological_order
 from .dce import dce
 from .families import _FULL, _find_families, _row_cut, _shape
 from .fold import _leaves, _uses
@@ -350,12 +351,8 @@ def _convert_views(fid, fam, rw):
 
 def _reorder(graph):
     """A topological order as close as possible to the current one; effects keep their order."""
-    import networkx as nx
-
     order = {n.id: i for i, n in enumerate(graph.nodes)}
-    by_id = {n.id: n for n in graph.nodes}
-    dep = _dependency_graph(graph.nodes)
-    graph.nodes[:] = [by_id[i] for i in nx.lexicographical_topological_sort(dep, key=order.__getitem__)]
+    graph.nodes[:] = stable_topological_order(graph.nodes, order.__getitem__)
 
 
 def _aligned(group, fam) -> bool:

@@ -1,0 +1,61 @@
+"""Topological re-ordering that stays as close as possible to a preferred order.
+
+Passes that insert or move nodes (matmul batching, row-block lifting) need a node order in
+which every node comes after the values it uses (inside conditionals and loops too), and
+effects (asserts, RNG draws, conditionals, loops) keep their relative order. The standard
+library's `graphlib` does the topological sort; a heap picks, among the nodes that are ready,
+the one that comes first in the preferred order (a lexicographic topological sort). networkx
+has the same algorithm, but importing networkx costs about 0.25 s, half of the LSTM step's
+first-call budget, so the JIT's hot path leaves it to the verifier and the reports.
+"""
+from __future__ import annotations
+
+import graphlib
+import heapq
+
+from .. import ir
+from .dce import _has_effect
+
+
+def refs(n):
+    """Nodes used by n, including uses inside a conditional's or loop's blocks."""
+    out = [i for i in n.inputs if isinstance(i, ir.Node)]
+    if n.op in (ir.COND, ir.LOOP):
+        inner = [m for block in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(block, [])]
+        for m in inner:
+            out += [i for i in m.inputs if isinstance(i, ir.Node)]
+        for key in ("then_outs", "else_outs", "body_outs"):
+            out += [o for o in n.params.get(key, []) if isinstance(o, ir.Node)]
+    return out
+
+
+def dependencies(nodes) -> dict:
+    """node id -> ids of the nodes it must come after: its operands, and the previous effect."""
+    ids = {n.id for n in nodes}
+    deps: dict = {}
+    last_effect = None
+    for n in nodes:
+        before = {r.id for r in refs(n) if r.id in ids}
+        if _has_effect(n) or n.op in (ir.COND, ir.LOOP):
+            if last_effect is not None:
+                before.add(last_effect)
+            last_effect = n.id
+        deps[n.id] = before
+    return deps
+
+
+def stable_topological_order(nodes, key) -> list:
+    """`nodes` in a valid order; among the nodes ready at each point, the smallest `key(id)`."""
+    sorter = graphlib.TopologicalSorter(dependencies(nodes))
+    sorter.prepare()
+    by_id = {n.id: n for n in nodes}
+    heap = [(key(i), i) for i in sorter.get_ready()]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, i = heapq.heappop(heap)
+        out.append(by_id[i])
+        sorter.done(i)
+        for j in sorter.get_ready():
+            heapq.heappush(heap, (key(j), j))
+    return out
