@@ -106,11 +106,32 @@ class _Emitter:
             expr = self.inline_shaped(n, x, shaped)
             if expr is not None:
                 return expr
+        if shaped is None and ir.numpy_typed(x):
+            expr = self.inline_ranked(n, x)
+            if expr is not None:
+                return expr
         if n.op in ("sum", "mean", "max", "min") and array_in:
             kw = [f"axis={self.const(n.params.get('axis'))}", f"keepdims={n.params.get('keepdims', False)!r}"]
             if n.op == "sum" and n.params.get("dtype") is not None:
                 kw.append(f"dtype={self.const(n.params['dtype'])}")
             return f"{self.arg(x)}.{n.op}({', '.join(kw)})"
+        return None
+
+    def inline_ranked(self, n, x) -> str | None:
+        """The same ops for graphs whose sizes are known only at run time (unknown dimensions):
+        what depends only on ranks, which the guards fix, is decided now; sizes are read from
+        the operands when the plan runs."""
+        if n.aval is None or x.aval is None:
+            return None
+        a = self.arg(x)
+        if n.op == "expand_dims" and type(n.params["axis"]) is int:
+            axis = n.params["axis"] % len(n.aval[0])
+            return f"{a}[{', '.join([':'] * axis + ['None'])}]"
+        like = n.inputs[1] if len(n.inputs) > 1 else None
+        if n.op in ("reshape_like", "broadcast_like") and ir.numpy_typed(like):
+            if n.op == "reshape_like":
+                return f"{a}.reshape({self.arg(like)}.shape)"
+            return f"np.broadcast_to({a}, {self.arg(like)}.shape)"
         return None
 
     def inline_shaped(self, n, x, out_shape) -> str | None:
@@ -189,6 +210,17 @@ class _Emitter:
             dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
             idx = self.index_code(n.params["index"], n.inputs[2:])
             zeros = f"{pad}{v} = np.zeros({self.const(_known(x))}, {self.const(dt)}); "
+            if n.params.get("unique") or is_basic(n.params["index"]):
+                self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
+            else:
+                self.lines.append(f"{zeros}np.add.at({v}, ({idx}), {self.arg(g)})")
+            return
+        if n.op == "getitem_grad" and not self.static_shapes and ir.numpy_typed(n.inputs[1]) \
+                and isinstance(n.inputs[0], ir.Node) and n.inputs[1].aval is not None:
+            x, g = n.inputs[1], n.inputs[0]  # as above, with x's shape read at run time
+            dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
+            idx = self.index_code(n.params["index"], n.inputs[2:])
+            zeros = f"{pad}{v} = np.zeros({self.arg(x)}.shape, {self.const(dt)}); "
             if n.params.get("unique") or is_basic(n.params["index"]):
                 self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
             else:

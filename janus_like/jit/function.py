@@ -277,8 +277,11 @@ class JitFunction:
             try:
                 gen = self._generate_polymorphic(entry, args, name)
                 g = ex.CompiledGraph(gen, self.mode, self.native)
-            except Unsupported as exc:  # whatever the reason: back to one graph per size
-                self._give_up_dims(args, f"{exc.reason}: {exc.detail}")
+            except Exception as exc:  # whatever the reason (a generator bug too): back to one graph per size
+                if not isinstance(exc, Unsupported) and os.environ.get("JANUS_LIKE_DEBUG"):
+                    raise
+                self._give_up_dims(args, f"{exc.reason}: {exc.detail}" if isinstance(exc, Unsupported)
+                                   else f"internal-error: {type(exc).__name__}: {exc}")
                 for k in [k for k, e in self._entries.items() if e is entry]:
                     del self._entries[k]
                 self.times["generate_s"] += time.perf_counter() - start

@@ -80,14 +80,25 @@ def test_reshapes_broadcasts_and_scatters_are_emitted_inline_and_exact():
     assert ".reshape(" in src and "np.full(" in src and "np.broadcast_to(" in src and "np.add.at(" in src
 
 
-def test_polymorphic_graphs_keep_the_run_time_kernels():
+def test_polymorphic_graphs_read_sizes_at_run_time():
+    # avals hold one size; a polymorphic plan decides only what ranks decide
     x = _in(0, (4, 3))
     like = _in(1, (1, 3))
     st_ = _op("sum_to", x, like, shape=(1, 3))
     m = _op("mean", x, shape=(), axis=None, keepdims=False)
-    src = _check([x, like, st_, m], [st_, m], [np.ones((4, 3), np.float32), np.ones((1, 3), np.float32)],
-                 polymorphic=True)
-    assert "np.add.reduce" not in src and ".sum(axis=" not in src
+    e = _op("expand_dims", x, shape=(4, 1, 3), axis=-2)
+    r = _op("reshape_like", e, x, shape=(4, 3))
+    b = _op("broadcast_like", m, x, shape=(4, 3))
+    idx = _in(2, (2,), np.int64)
+    g = _op("getitem", x, idx, shape=(2, 3), index=((("slot", 0),), True))
+    scat = _op("getitem_grad", g, x, idx, shape=(4, 3), index=((("slot", 0),), True))
+    nodes = [x, like, st_, m, e, r, b, idx, g, scat]
+    for rows in (4, 7):  # the size the graph was built for, and another
+        slots = [np.arange(rows * 3, dtype=np.float32).reshape(rows, 3), np.ones((1, 3), np.float32),
+                 np.array([1, 1])]
+        src = _check(nodes, [st_, m, e, r, b, scat], slots, polymorphic=True)
+    assert "np.add.reduce" not in src and ".sum(axis=" not in src  # sum_to and mean: run-time kernels
+    assert "[:, None]" in src and ".shape)" in src and "np.zeros(v" in src  # rank-only inlining
 
 
 def test_elementwise_op_drops_a_broadcast_operand_and_times_one_but_keeps_python_numbers():

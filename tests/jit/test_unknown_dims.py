@@ -15,19 +15,21 @@ def _episodes(s, t, seed):
     return r.standard_normal((t, 4)).astype(np.float32), r.integers(0, 2, t), r.standard_normal(t).astype(np.float32)
 
 
+def _make_update():
+    """A policy-gradient update over an episode of any length, and its Variable."""
+    w = jl.Variable(np.full((4, 2), 0.1, np.float32))
+
+    def update(states, actions, returns):
+        with jl.GradientTape() as tape:
+            loss = F.cross_entropy(states @ w, actions) * F.mean(returns)
+        w.assign_sub(0.05 * tape.gradient(loss, w))
+        return loss
+
+    return update, {"w": w}
+
+
 def test_policy_gradient_update_over_episodes_of_any_length_uses_one_graph():
-    def make():
-        w = jl.Variable(np.full((4, 2), 0.1, np.float32))
-
-        def update(states, actions, returns):
-            with jl.GradientTape() as tape:
-                loss = F.cross_entropy(states @ w, actions) * F.mean(returns)
-            w.assign_sub(0.05 * tape.gradient(loss, w))
-            return loss
-
-        return update, {"w": w}
-
-    jf = side_by_side(make, [lambda s, t=t, k=k: _episodes(s, t, k) for k, t in enumerate(LENGTHS)])
+    jf = side_by_side(_make_update, [lambda s, t=t, k=k: _episodes(s, t, k) for k, t in enumerate(LENGTHS)])
     st = jf.stats()
     assert st["graphs_cached"] == 1 and st["graph_calls"] >= 7, jf.explain()
     assert "'?'" in jf.explain()
@@ -82,3 +84,18 @@ def test_size_independent_reshape_is_polymorphic():
     xs = [np.arange(2 * t, dtype=np.float64).reshape(t, 2) for t in (3, 4, 5, 6, 7, 8, 9)]
     jf = side_by_side(make, [lambda s, x=x: (x,) for x in xs])
     assert jf.stats()["graphs_cached"] == 1 and jf.stats()["graph_calls"] >= 3, jf.explain()
+
+
+def test_a_failure_while_compiling_the_unknown_dimension_graph_falls_back_to_graphs_per_size(monkeypatch):
+    from janus_like import executor
+
+    real = executor.CompiledGraph
+
+    def broken(gen, *a, **k):  # a bug in compiling polymorphic graphs must not reach the user
+        if gen.graph.polymorphic:
+            raise RuntimeError("simulated compiler bug")
+        return real(gen, *a, **k)
+
+    monkeypatch.setattr(executor, "CompiledGraph", broken)
+    jf = side_by_side(_make_update, [lambda s, t=t, k=k: _episodes(s, t, k) for k, t in enumerate(LENGTHS)])
+    assert "simulated compiler bug" in jf.explain() and jf.stats()["graph_calls"] >= 3, jf.explain()
