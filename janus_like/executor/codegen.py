@@ -97,6 +97,9 @@ class _Emitter:
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
         shaped = _known(n) if self.static_shapes else None
+        if n.op in ("ones_like", "zeros_like") and shaped is not None and ir.numpy_typed(x):
+            # np.ones_like is a Python function around np.empty_like + copyto; the shape is known
+            return f"np.{n.op[:-5]}({self.const(shaped)}, {self.const(np.dtype(n.aval[1]))})"
         if n.op in ("broadcast_like", "broadcast_to") and shaped is not None and isinstance(x, ir.Node):
             if x.aval is not None and x.aval[0] == () and ir.numpy_typed(x) and int(np.prod(shaped)) <= 4096:
                 # a scalar spread over a small shape: np.full costs a fraction of broadcast_to

@@ -73,11 +73,16 @@ def test_reshapes_broadcasts_and_scatters_are_emitted_inline_and_exact():
     rep = _in(3, (5,), np.int64)
     scat_rep = _op("getitem_grad", _op("getitem", x, rep, shape=(5, 3), index=((("slot", 0),), True)), x, rep,
                    shape=(4, 3), index=((("slot", 0),), True))
-    nodes = [x, r.inputs[1], s, e, r, b_small, b_big, idx, rows, g, scat, scat_u, rep, scat_rep.inputs[0], scat_rep]
+    ones = _op("ones_like", s, shape=())  # a 0-d array, as np.ones_like gives for a NumPy scalar
+    zeros = _op("zeros_like", x, shape=(4, 3), dtype=np.float64)
+    zeros.params["dtype"] = np.float64
+    nodes = [x, r.inputs[1], s, e, r, b_small, b_big, idx, rows, g, scat, scat_u, rep, scat_rep.inputs[0], scat_rep,
+             ones, zeros]
     slots = [rng.standard_normal((4, 3)).astype(np.float32), np.zeros((3, 4), np.float32),
              np.array([2, 0, 1, 2]), np.array([0, 3, 3, 1, 3])]
-    src = _check(nodes, [e, r, b_small, b_big, scat, scat_u, scat_rep], slots)
+    src = _check(nodes, [e, r, b_small, b_big, scat, scat_u, scat_rep, ones, zeros], slots)
     assert ".reshape(" in src and "np.full(" in src and "np.broadcast_to(" in src and "np.add.at(" in src
+    assert "np.ones(" in src and "np.zeros(" in src
 
 
 def test_polymorphic_graphs_read_sizes_at_run_time():
