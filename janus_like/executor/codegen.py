@@ -19,7 +19,8 @@ import os
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import is_basic
+from ..ops.indexing import index_source, is_basic
+from ..ops.primitives import sum_to_axes
 from ..ops.registry import REGISTRY
 from .interpreter import AssertFailed
 
@@ -62,24 +63,7 @@ class _Emitter:
         return name
 
     def index_code(self, template, operands) -> str:
-        items, single = template
-        parts = []
-        for item in items:
-            if type(item) is tuple:
-                if item[0] == "slot":
-                    parts.append(self.arg(operands[item[1]]))
-                else:
-                    a, b, c = ("" if x is None else self.const(x) for x in item[1:])
-                    parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
-            elif item is None:
-                parts.append("None")
-            elif item is Ellipsis:
-                parts.append("...")
-            else:
-                parts.append(self.const(item))
-        if single:
-            return parts[0]
-        return ", ".join(parts) + ("," if len(parts) == 1 else "")
+        return index_source(template, lambda k: self.arg(operands[k]), self.const)
 
     def inline(self, n) -> str | None:
         """A Python expression for common ops (no call through the registry), or None."""
@@ -152,7 +136,7 @@ class _Emitter:
                 return None
             shape = _known(like)
             lead = len(g_shape) - len(shape)
-            axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and g_shape[i + lead] != 1)
+            axes = sum_to_axes(g_shape, shape)
             expr = a
             if axes:
                 expr = f"{expr}.sum(axis={self.const(axes)}, keepdims=True)"
@@ -207,23 +191,14 @@ class _Emitter:
         if expr is not None:
             self.lines.append(f"{pad}{v} = {expr}")
             return
-        if n.op == "getitem_grad" and self.static_shapes and _known(n.inputs[1]) is not None and isinstance(n.inputs[0], ir.Node):
-            # zeros of x's shape receiving g at the index (assigned when unique, else add.at)
+        if n.op == "getitem_grad" and isinstance(n.inputs[0], ir.Node) and ir.numpy_typed(n.inputs[1]):
+            # zeros of x's shape receiving g at the index (assigned when unique, else add.at); the
+            # shape is a constant, or read at run time in a graph for unknown dimensions
             x, g = n.inputs[1], n.inputs[0]
+            shape = self.const(_known(x)) if self.static_shapes and _known(x) is not None else f"{self.arg(x)}.shape"
             dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
             idx = self.index_code(n.params["index"], n.inputs[2:])
-            zeros = f"{pad}{v} = np.zeros({self.const(_known(x))}, {self.const(dt)}); "
-            if n.params.get("unique") or is_basic(n.params["index"]):
-                self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
-            else:
-                self.lines.append(f"{zeros}np.add.at({v}, ({idx}), {self.arg(g)})")
-            return
-        if n.op == "getitem_grad" and not self.static_shapes and ir.numpy_typed(n.inputs[1]) \
-                and isinstance(n.inputs[0], ir.Node) and n.inputs[1].aval is not None:
-            x, g = n.inputs[1], n.inputs[0]  # as above, with x's shape read at run time
-            dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
-            idx = self.index_code(n.params["index"], n.inputs[2:])
-            zeros = f"{pad}{v} = np.zeros({self.arg(x)}.shape, {self.const(dt)}); "
+            zeros = f"{pad}{v} = np.zeros({shape}, {self.const(dt)}); "
             if n.params.get("unique") or is_basic(n.params["index"]):
                 self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
             else:

@@ -37,7 +37,8 @@ import types
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import build_index
+from ..ops.indexing import build_index, index_source
+from ..ops.primitives import sum_to_axes
 
 
 class NativeUnsupported(Exception):
@@ -317,30 +318,12 @@ class _Translator:
         gshape = tuple(g.aval[0])
         if gshape == shape:
             return self.ref(g) if n.dtype == g.dtype else f"{self.ref(g)}.astype({_dt(n.dtype)})"
-        lead = len(gshape) - len(shape)
-        axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
+        axes = sum_to_axes(gshape, shape)
         return self._reduce(n, g, axes, 0)
 
     # ------------------------------------------------------------------ indexing
     def _index(self, template, operands) -> str:
-        items, single = template
-        parts = []
-        for item in items:
-            if type(item) is tuple:
-                if item[0] == "slot":
-                    parts.append(self.ref(operands[item[1]]))
-                else:
-                    a, b, c = ("" if v is None else repr(v) for v in item[1:])
-                    parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
-            elif item is None:
-                parts.append("None")
-            elif item is Ellipsis:
-                parts.append("...")
-            else:
-                parts.append(repr(item))
-        if single and len(parts) == 1:
-            return parts[0]
-        return ", ".join(parts) + ("," if len(parts) == 1 else "")
+        return index_source(template, lambda k: self.ref(operands[k]))
 
     def _array_slots(self, template, operands):
         return [operands[i[1]] for i in template[0] if type(i) is tuple and i[0] == "slot"

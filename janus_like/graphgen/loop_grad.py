@@ -87,7 +87,7 @@ class LoopGradient:
         self.carried_outs = loop.params["body_outs"][:len(carried)]
         self.carried_in = [v for _, v in carried]
         self.stack = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": stack_index}, ((), OBJECT)))
-        local = {m.id for m in self.body_nodes} | {p.id for p in self.saved}
+        self.local = local = {m.id for m in self.body_nodes} | {p.id for p in self.saved}  # iteration values
         keys = {k for _, keys, _, _, _, _ in self.tape.entries for k in keys if k is not None}
         outside = {k for k in keys if not (isinstance(k, ir.Node) and k.id in local)}
         carried_keys = {v.node for v in self.carried_in}
@@ -114,7 +114,7 @@ class LoopGradient:
         if b.tapes:  # another tape records this backward pass (a gradient of a gradient)
             raise Unsupported("varying-trip-count", "a higher-order gradient through a loop whose trip count is "
                                                     "a graph value", self.site)
-        local = {m.id for m in self.body_nodes} | {p.id for p in self.saved}
+        local = self.local
         diff = [j for j, ph in enumerate(self.saved[:len(self.results)])
                 if ph in self.tape.watched]
         seeds = [grads.get(self.results[j]) for j in diff]

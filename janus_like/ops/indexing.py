@@ -48,26 +48,36 @@ def build_index(template, operands):
     return out[0] if single else tuple(out)
 
 
+def index_source(template, operand, const=repr) -> str:
+    """Python source of the index (what goes inside the brackets), for generated code:
+    `operand(k)` gives the code of array operand k, `const(v)` the code of a constant."""
+    items, single = template
+    parts = []
+    for item in items:
+        if type(item) is tuple:
+            if item[0] == _SLOT:
+                parts.append(operand(item[1]))
+            else:
+                a, b, c = ("" if x is None else const(x) for x in item[1:])
+                parts.append(f"{a}:{b}" + (f":{c}" if c else ""))
+        elif item is None:
+            parts.append("None")
+        elif item is Ellipsis:
+            parts.append("...")
+        else:
+            parts.append(const(item))
+    if single:
+        return parts[0]
+    return ", ".join(parts) + ("," if len(parts) == 1 else "")
+
+
 def is_basic(template) -> bool:
     """True when no array operands are involved (no repeated positions possible)."""
     return not any(type(i) is tuple and i[0] == _SLOT for i in template[0])
 
 
 def format_index(template) -> str:
+    """The index as printed in the IR: array operands as $k, no trailing comma."""
     items, single = template
-    parts = []
-    for item in items:
-        if type(item) is tuple:
-            if item[0] == _SLOT:
-                parts.append(f"${item[1]}")
-            else:
-                s = "" if item[1] is None else str(item[1])
-                e = "" if item[2] is None else str(item[2])
-                parts.append(f"{s}:{e}" + ("" if item[3] is None else f":{item[3]}"))
-        elif item is None:
-            parts.append("None")
-        elif item is Ellipsis:
-            parts.append("...")
-        else:
-            parts.append(str(item))
-    return "[" + ", ".join(parts) + ("" if not single or len(parts) != 1 else "") + "]"
+    src = index_source(template, lambda k: f"${k}", str)
+    return f"[{src[:-1] if not single and len(items) == 1 else src}]"

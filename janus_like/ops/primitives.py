@@ -278,10 +278,17 @@ register("broadcast_like", lambda xp, x, like: xp.broadcast_to(x, xp.shape(like)
          vjp=lambda g, o, x, like: (F.sum_to(g, x), None))
 
 
+def sum_to_axes(g_shape, shape) -> tuple:
+    """The axes `sum_to` reduces to bring a value of g_shape back to shape (its leading axes,
+    and the axes where shape has 1 and g_shape does not). Generated code uses it too."""
+    lead = len(g_shape) - len(shape)
+    return tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and g_shape[i + lead] != 1)
+
+
 def _sum_to(xp, g, like):
     shape = xp.shape(like)
     lead = xp.ndim(g) - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, n in enumerate(shape) if n == 1 and g.shape[i + lead] != 1)
+    axes = sum_to_axes(xp.shape(g), shape)
     if axes:
         g = xp.sum(g, axis=axes, keepdims=True)
         if lead:
