@@ -170,6 +170,59 @@ class Outputs:
         return self.build(self.result, values, slots)
 
 
+    # ------------------------------------------------------------------ compiled runtime
+    def compile_finish(self):
+        """`finish` as one generated function (no spec walking, no loops), or None when the
+        outputs need the general path: deferred effects, attribute/item/global writes, or a
+        formatted string or Variable snapshot in the result. Same commits, same result types."""
+        if self.effects or self.ops:
+            return None
+        consts: list = []
+
+        def const(v):
+            consts.append(v)
+            return f"C[{len(consts) - 1}]"
+
+        def expr(spec):
+            tag = spec[0]
+            if tag == "node":
+                _, i, kind, copy = spec
+                if kind == "tensor":
+                    return f"_wrap(values[{i}])"
+                return f"values[{i}].copy()" if copy or i in self.duplicates else f"values[{i}]"
+            if tag == "slot":
+                return f"slots[{spec[1]}]"
+            if tag == "const":
+                return const(spec[1])
+            if tag in ("list", "tuple"):
+                items = ", ".join(expr(s) for s in spec[1])
+                return f"[{items}]" if tag == "list" else f"({items}{',' if len(spec[1]) == 1 else ''})"
+            if tag == "namedtuple":
+                return f"{const(spec[1])}({', '.join(expr(s) for s in spec[2])})"
+            if tag == "dict":
+                return "{" + ", ".join(f"{const(k)}: {expr(s)}" for k, s in spec[1]) + "}"
+            if tag == "fresh" and not isinstance(spec[1], np.ndarray):
+                return const(spec[1])
+            raise LookupError(tag)  # str, varsnap, fresh arrays: the general path
+
+        lines = []
+        for kind, slot, i, copy in self.commits:
+            if kind == "var":
+                lines.append(f"slots[{slot}]._data = values[{i}]{'.copy()' if copy else ''}")
+            elif kind == "tensor":
+                lines += [f"slots[{slot}]._data = values[{i}]", f"slots[{slot}]._tid = _next_id()"]
+            else:
+                lines.append(f"_copyto(slots[{slot}], values[{i}])")
+        try:
+            lines.append(f"return {expr(self.result)}")
+        except LookupError:
+            return None
+        src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
+        env = {"C": consts, "_wrap": _wrap, "_next_id": _next_id, "_copyto": np.copyto}
+        exec(compile(src, "<janus_like finish>", "exec"), env)
+        return env["finish"]
+
+
 def build_outputs(gen, result) -> Outputs:
     out = Outputs()
     seen_boxes = {}

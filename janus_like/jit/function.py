@@ -105,6 +105,7 @@ class JitFunction:
         self._sizes: dict = {}  # (argument, axis) -> sizes seen
         self._no_poly: set = set()  # (argument, axis) whose graphs turned out to depend on the size
         self._superseded: list = []  # per-size signatures a pending unknown-dimension graph replaces
+        self._hot = None  # the CompiledGraph that ran last (see __call__); None after any other event
         self.counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                              graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self.times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
@@ -120,6 +121,22 @@ class JitFunction:
     def __call__(self, *args, **kwargs):
         if self.__self__ is not None:
             args = (self.__self__,) + args
+        hot = self._hot
+        if hot is not None and not kwargs and not _tapes and not _disabled():
+            # The steady state: the graph that ran last, tried first, without computing the
+            # signature key. Its guards check everything the graph relies on, so a call it
+            # accepts is one it computes correctly; anything else takes the full path below.
+            status, payload = hot.try_run(args)
+            if status is ex.OK:
+                c = self.counters
+                c["calls"] += 1
+                c["graph_calls"] += 1
+                self.times["graph_s"] += hot.last_s
+                return payload
+            self._hot = None
+        return self._dispatch(args, kwargs)
+
+    def _dispatch(self, args, kwargs):
         if kwargs:
             positional = self._positional(args, kwargs)
             if positional is None:  # keyword-only parameters, **kwargs, or a bad call: eager says
@@ -158,6 +175,7 @@ class JitFunction:
                 self.times["graph_s"] += time.perf_counter() - start
                 if i:
                     entry.graphs.insert(0, entry.graphs.pop(i))
+                self._hot = g
                 return payload
             if status == ex.GUARD_FAILED:
                 guard_failure = (g, payload)
@@ -271,6 +289,7 @@ class JitFunction:
         return gen
 
     def _generate(self, entry, args):
+        self._hot = None
         start = time.perf_counter()
         name = getattr(self.__wrapped__, "__qualname__", "fn")
         if self._dims and any(i < len(args) for i in self._dims):
@@ -330,6 +349,7 @@ class JitFunction:
         return None
 
     def _assert_failed(self, entry, g, assumption, args):
+        self._hot = None
         c = self.counters
         c["assert_failures"] += 1
         c["fallbacks"] += 1
@@ -339,6 +359,7 @@ class JitFunction:
 
     def _guard_failed(self, entry, g, index):
         """Returns True when this call should just run eagerly (waiting to see if it repeats)."""
+        self._hot = None
         if index < 0:
             self._note(Fallback("user-error", "reading an input raised (missing attribute or item)"))
             return False
@@ -366,6 +387,7 @@ class JitFunction:
         return False
 
     def _raised(self, g, exc, args):
+        self._hot = None
         self.counters["fallbacks"] += 1
         self._note(Fallback("user-error", f"graph raised {type(exc).__name__}: {exc}"))
         return self._eager(args)

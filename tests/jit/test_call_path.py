@@ -1,0 +1,140 @@
+"""The steady-state call path: the graph that ran last is tried first (no signature key), its
+finish is one generated function, and eager `Tensor[int]` skips the op dispatch. None of it
+may change what a call returns, what state it leaves, or what the stats say."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import janus_like as jl
+from janus_like import F
+
+from .harness import assert_same, call_sequence, random_array, side_by_side
+
+class Model:
+    def __init__(self, seed=0):
+        self.w = jl.Variable(random_array(seed, (3, 3)), name="w")
+        self.steps = 0
+        self.buf = np.zeros(3)
+
+
+def _make_step():
+    m = Model()
+
+    def step(model, x, flag):
+        y = np.tanh(x @ model.w)
+        if flag > 0:  # one outcome while profiling: an asserted branch
+            y = y * 2.0
+        model.w.assign(model.w * 0.5)
+        model.buf += y.sum(axis=0)
+        return y, float(flag), {"s": y.sum(), "pair": (y, 1)}
+
+    return step, m
+
+
+def test_hot_graph_leaves_on_every_kind_of_break_and_matches_eager():
+    shapes = [2, 2, 2, 2, 2, 5, 5, 2, 2, 2, 2, 2, 2]  # a new shape (guard), then back
+    flags = [1, 1, 1, 1, 1, 1, 1, 1, -1, 1, -1, 1, 1]  # the other branch (assert), twice
+    calls = call_sequence(len(shapes), lambda m, i: (m, random_array(i, (shapes[i], 3)), flags[i]))
+    jf = side_by_side(_make_step, calls)
+    s = jf.stats()
+    assert s["calls"] == s["warmup_calls"] + s["eager_calls"] + s["graph_calls"]
+    assert s["graph_calls"] >= 6 and s["assert_failures"] >= 1
+
+
+def test_a_user_error_in_a_later_call_surfaces_exactly_as_in_eager():
+    def make():
+        state = {"table": np.arange(4.0)}
+
+        def f(state, i):
+            return state["table"][i] * 2.0  # IndexError in eager for i >= 4
+
+        return f, state
+
+    idx = [0, 1, 2, 3, 1, 2, 9, 1, 3]
+    jf = side_by_side(make, call_sequence(len(idx), lambda s, i: (s, idx[i])))
+    assert jf.stats()["graph_calls"] >= 4
+
+
+def test_stats_count_the_fast_path_like_the_full_path():
+    @jl.jit
+    def f(x):
+        return F.tanh(x) * 2.0
+
+    x = jl.tensor(np.ones(3, np.float32))
+    for _ in range(10):
+        f(x)
+    s = f.stats()
+    assert (s["calls"], s["warmup_calls"], s["graph_calls"], s["eager_calls"]) == (10, 3, 7, 0)
+    assert s["graph_s"] > 0
+
+
+def test_jit_disable_and_an_outer_tape_still_win_over_the_hot_graph(monkeypatch):
+    @jl.jit
+    def f(x):
+        return x * x
+
+    x = jl.Variable(np.array([3.0]))
+    for _ in range(5):
+        f(x)
+    with jl.GradientTape() as tape:
+        y = f(x)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [6.0])  # eager ops, recorded
+    monkeypatch.setenv("JANUS_LIKE_DISABLE", "1")
+    before = f.stats()["graph_calls"]
+    f(x)
+    assert f.stats()["graph_calls"] == before
+
+
+@settings(deadline=None, max_examples=25)
+@given(kinds=st.lists(st.sampled_from(["tensor", "array", "list", "tuple", "dict", "const", "arg",
+                                       "same_twice"]), min_size=1, max_size=4))
+def test_generated_finish_builds_the_same_results_as_the_general_one(kinds):
+    def make():
+        state = {"v": jl.Variable(np.ones(2))}
+
+        def f(state, x):
+            t = F.exp(x)
+            a = np.asarray(x) + 1.0
+            parts = {"tensor": t, "array": a, "list": [t, a], "tuple": (a,), "dict": {"k": t, 3: a},
+                     "const": "text", "arg": x, "same_twice": [a, a]}
+            state["v"].assign(state["v"] + 1.0)
+            return tuple(parts[k] for k in kinds)
+
+        return f, state
+
+    calls = call_sequence(6, lambda s, i: (s, jl.tensor(random_array(i, (2,)))))
+    jf = side_by_side(make, calls)
+    assert jf.stats()["graph_calls"] >= 3
+    assert all(g._lean for g in jf.graphs())  # the generated finish really ran
+
+
+def test_effects_keep_the_general_finish():
+    def make():
+        def f(x):
+            print("x", x.sum())
+            return x * 2.0
+
+        return f, None
+
+    calls = call_sequence(6, lambda s, i: (random_array(i, (2,)),))
+    jf = side_by_side(make, calls)
+    assert not any(g._lean for g in jf.graphs())
+
+
+def test_tensor_int_and_slice_indexing_match_the_op():
+    t = jl.tensor(np.arange(6.0).reshape(2, 3))
+    for index in (0, 1, -1, slice(0, 1), slice(None, None, -1)):
+        fast = t[index]
+        slow = F.getitem(t, index)
+        assert_same(fast, slow, f"t[{index!r}]")
+    with pytest.raises(IndexError) as err:
+        t[5]
+    assert "op 'getitem'" in str(err.value) and "`t[5]`" in str(err.value)  # the op and the user's line
+
+
+def test_tensor_indexing_under_a_tape_is_still_recorded():
+    x = jl.Variable(np.array([1.0, 2.0, 3.0]))
+    with jl.GradientTape() as tape:
+        y = x[1] * 3.0 + x[0:2].sum()
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [1.0, 4.0, 0.0])
