@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 
 import numpy as np
 
@@ -23,6 +24,20 @@ def _cupy():
     except Exception:  # not installed, no driver, no device
         return None
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def _cupy_importable() -> bool:
+    return importlib.util.find_spec("cupy") is not None
+
+
+def gpu_array_type():
+    """The GPU array type (cupy.ndarray) when CuPy is installed and sees a device, else None.
+    Guards compare against it, so a graph made for one device never runs on the other."""
+    if not _cupy_importable():
+        return None
+    cp = _cupy()
+    return None if cp is None else cp.ndarray
 
 
 def gpu_available() -> bool:
@@ -65,6 +80,19 @@ def _normalize(name: str) -> str:
     raise ValueError(f"unknown device {name!r}; use 'cpu' or 'gpu'")
 
 
+def gpu_module():
+    """CuPy (the module that computes on the GPU); an error naming the reason when there is none."""
+    cp = _cupy()
+    if cp is None:
+        raise RuntimeError(f"a GPU computation was requested but {gpu_unavailable_reason()}")
+    return cp
+
+
+def normalize(name: str) -> str:
+    """'cpu' or 'gpu' for a device name ('cuda', 'gpu:0', ...); a clear error for others."""
+    return _normalize(name)
+
+
 def array_module(*arrays):
     """NumPy unless some operand is a CuPy array (checked only once a GPU has been used)."""
     if _state["gpu_used"]:
@@ -90,6 +118,7 @@ def to_device(array, name: str):
 
 
 def asarray(data, dtype=None, copy=False):
-    if _state["device"] == "gpu":
+    """An array on the current device; data already on a GPU stays there (as a copy when asked)."""
+    if _state["device"] == "gpu" or device_of(data) == "gpu":
         return _cupy().array(data, dtype=dtype, copy=copy)
     return np.array(data, dtype=dtype, copy=copy or None)

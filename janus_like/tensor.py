@@ -69,7 +69,8 @@ class Tensor(ArrayMethods):
         return self.numpy().tolist()
 
     def to(self, device_name):
-        return Tensor(backend.to_device(self._data, device_name))
+        """This value on `device_name` ('cpu' or 'gpu'): a transfer op, so tapes and graphs see it."""
+        return F.to_device(self, device_name)
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self.numpy())

@@ -219,6 +219,11 @@ def _(draw, rng):
     return (lambda x: bind(P.copy, x)), (normal(rng, draw(SHAPES)),)
 
 
+@case("to_device")
+def _(draw, rng):  # a CPU-to-CPU transfer here; the GPU direction is in tests/test_devices.py
+    return (lambda x: F.to_device(x, "cpu")), (normal(rng, draw(SHAPES)),)
+
+
 @case("concatenate")
 def _(draw, rng):
     shape = draw(ND_SHAPES)
@@ -424,7 +429,7 @@ COVERED_PRIMITIVES = {
     "sigmoid", "relu", "sqrt", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "max", "min", "matmul",
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
-    "copy", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
+    "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
     "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad",
 }
 

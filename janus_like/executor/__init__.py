@@ -18,6 +18,7 @@ import numpy as np
 from .. import ir
 from .codegen import compile_plan
 from .interpreter import AssertFailed, interpret
+from .placement import place
 from .tiering import Tier
 
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
@@ -30,8 +31,11 @@ class CompiledGraph:
         self.guard = gen.guard
         self.outputs = gen.outputs
         self.assumptions = gen.assumptions
-        self.mode = mode
-        self.plan = compile_plan(gen.graph) if mode == "plan" else None
+        # A graph with GPU nodes runs the registry's kernels with CuPy (the reference
+        # interpreter's path); the generated plan and the native tier are NumPy code.
+        self.devices = place(gen.graph)
+        self.mode = mode if not self.devices else "interpret"
+        self.plan = compile_plan(gen.graph) if self.mode == "plan" else None
         self.tier = Tier(gen.graph, native if self.plan is not None else "off")
         self.uses_rng = gen.uses_rng
         self.generators = [n.params["rng"] for n in gen.graph.all_nodes() if n.op == "random_uniform"]
@@ -56,7 +60,7 @@ class CompiledGraph:
             tier.adopt(self.plan, slots)
         if self.plan is not None:
             return self.plan(slots)
-        return interpret(self.graph, slots)
+        return interpret(self.graph, slots, self.devices)
 
     def try_run(self, args):
         """(status, payload): OK -> result; GUARD_FAILED -> assumption index (-1: a read raised);

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.registry import REGISTRY
+from .placement import device_operand, module_for
 
 
 class AssertFailed(Exception):
@@ -18,16 +19,16 @@ class AssertFailed(Exception):
         self.assumption = assumption
 
 
-def run_nodes(nodes, env, slots):
+def run_nodes(nodes, env, slots, devices=None):
     for n in nodes:
         if n.errstate is not None:
             with np.errstate(**n.errstate):
-                _run_node(n, env, slots)
+                _run_node(n, env, slots, devices)
         else:
-            _run_node(n, env, slots)
+            _run_node(n, env, slots, devices)
 
 
-def _run_node(n, env, slots):
+def _run_node(n, env, slots, devices=None):
     op = n.op
     args = [env[i.id] if isinstance(i, ir.Node) else i for i in n.inputs]
     if op == ir.INPUT:
@@ -43,7 +44,7 @@ def _run_node(n, env, slots):
         env[n.id] = getattr(np.random, n.params["method"])(*n.params["args"], **n.params["kwargs"])
     elif op == ir.COND:
         branch, outs = (("then_nodes", "then_outs") if args[0] else ("else_nodes", "else_outs"))
-        run_nodes(n.params[branch], env, slots)
+        run_nodes(n.params[branch], env, slots, devices)
         env[n.id] = tuple(env[o.id] if isinstance(o, ir.Node) else o for o in n.params[outs])
     elif op == ir.LOOP:
         values = args
@@ -51,10 +52,10 @@ def _run_node(n, env, slots):
         for _ in range(n.params["max_iter"]):
             for p, v in zip(phs, values):
                 env[p.id] = v
-            run_nodes(n.params["cond_nodes"], env, slots)
+            run_nodes(n.params["cond_nodes"], env, slots, devices)
             if not env[cond.id]:
                 break
-            run_nodes(n.params["body_nodes"], env, slots)
+            run_nodes(n.params["body_nodes"], env, slots, devices)
             values = [env[o.id] for o in n.params["body_outs"]]
         else:
             raise RuntimeError(f"loop %{n.id} ran past {n.params['max_iter']} iterations")
@@ -63,12 +64,16 @@ def _run_node(n, env, slots):
         env[n.id] = n.params["fn"](*args)
     elif op == ir.TUPLE_GET:
         env[n.id] = args[0][n.params["index"]]
+    elif devices and devices.get(n.id) == "gpu":  # see placement.py
+        args = [device_operand(a) for a in args]
+        env[n.id] = REGISTRY[op].impl(module_for("gpu"), *args, **n.params)
     else:
         env[n.id] = REGISTRY[op].impl(np, *args, **n.params)
 
 
-def interpret(graph: ir.Graph, slots):
-    """Run `graph` on input `slots`; returns the values of `graph.outputs`."""
+def interpret(graph: ir.Graph, slots, devices=None):
+    """Run `graph` on input `slots`; returns the values of `graph.outputs`. `devices` (from
+    `placement.place`) names the nodes that compute on a GPU."""
     env: dict = {}
-    run_nodes(graph.nodes, env, slots)
+    run_nodes(graph.nodes, env, slots, devices)
     return [env[o.id] if isinstance(o, ir.Node) else o for o in graph.outputs]

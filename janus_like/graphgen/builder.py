@@ -75,7 +75,7 @@ class GraphBuilder:
             data, k = value._data, "tensor"
         else:
             data, k = value, "array"
-        arr = np.asarray(data)
+        arr = data if hasattr(data, "shape") and hasattr(data, "dtype") else np.asarray(data)
         # constants live in the prelude, so one made inside a branch or loop is visible everywhere
         node = ir.Node(ir.CONST, (), {"value": data}, (arr.shape, arr.dtype), self.site)
         self.prelude.append(node)
@@ -117,6 +117,8 @@ class GraphBuilder:
                 raise Unsupported("unsupported-call", f"stateful op '{op.name}' has no shape rule", self.site)
             shape, dtype = op.shape(**params)
             return (tuple(shape), np.dtype(dtype))
+        if op.name == "to_device":  # a transfer keeps shape and dtype (and must not run here)
+            return inputs[0].aval if isinstance(inputs[0], ir.Node) else (np.shape(args[0]), np.asarray(args[0]).dtype)
         reps = []
         for a, i, k in zip(args, inputs, kinds):
             if isinstance(i, ir.Node):

@@ -120,6 +120,12 @@ class CallsMixin:
             from ..ops.registry import P, bind
 
             return _as_kind(bind(P.arange, args[0]), "array")
+        if func in (np.asarray, np.asanyarray, np.array) and args and isinstance(args[0], Sym) and args[0].kind != "py" \
+                and args[0].device == "gpu":
+            if args[0].kind != "tensor":
+                raise Unsupported("device-mismatch", f"numpy.{func.__name__} of a GPU array (CuPy makes no implicit "
+                                                     "host copies)", self.site)
+            args = (args[0].numpy(),) + tuple(args[1:])  # Tensor.__array__: a host copy
         if func in (np.asarray, np.asanyarray) and len(args) == 1 and isinstance(args[0], Sym) and not kwargs:
             return args[0] if args[0].kind != "tensor" else Sym(args[0].node, "array")
         if func is np.array and isinstance(args[0], Sym) and len(args) == 1 and not kwargs:

@@ -15,7 +15,7 @@ import types
 
 import numpy as np
 
-from .. import ir
+from .. import backend, ir
 from ..ops.registry import set_builder
 from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
@@ -102,7 +102,7 @@ class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin,
             node = self.input_node(data, v._data)
             out = VarRef(node, slot.index, v) if isinstance(v, Variable) else Sym(node, "tensor", origin=slot.index)
             self.mutable_slots.append(slot)
-        elif type(v) is np.ndarray:
+        elif type(v) is np.ndarray or backend.device_of(v) == "gpu":  # a NumPy or CuPy array
             prog.check_type(slot, site)
             prog.check_array(slot, site, self._unknown)
             out = Sym(self.input_node(slot, v), "array", origin=slot.index)
@@ -143,8 +143,11 @@ class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin,
         return self.profile is not None and ast_key is not None and self.profile.varies(ast_key)
 
     def input_node(self, slot, array):
-        arr = np.asarray(array)
-        node = ir.Node(ir.INPUT, (), {"slot": slot.index, "name": slot.text}, (tuple(arr.shape), arr.dtype))
+        arr = array if hasattr(array, "shape") and hasattr(array, "dtype") else np.asarray(array)
+        params = {"slot": slot.index, "name": slot.text}
+        if backend.device_of(arr) == "gpu":
+            params["device"] = "gpu"  # see executor/placement.py
+        node = ir.Node(ir.INPUT, (), params, (tuple(arr.shape), np.dtype(arr.dtype)))
         self.input_nodes.append(node)
         return node
 
@@ -159,8 +162,14 @@ class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin,
     def finish(self, result):
         from .outputs import build_outputs
 
+        from ..executor.placement import DeviceMismatch, place
+
         graph = self.builder.graph
         graph.nodes[:0] = self.input_nodes + self.builder.prelude
+        try:
+            place(graph)
+        except DeviceMismatch as exc:  # eager raises on this op too (CuPy refuses NumPy operands)
+            raise Unsupported("device-mismatch", str(exc), exc.node.site) from None
         if any(w[0] == "box" for w in self.writes):  # aliasing only matters when something is written
             self.prog.check_distinct(self.mutable_slots, "inputs")
         guard, guard_src = self.prog.compile()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from ..jit.assumptions import Assumption
 
 
@@ -106,15 +107,21 @@ class InputProgram:
         arr = slot.value
         shape = tuple(arr.shape)
         dtype = self._const(arr.dtype)
+        # the array type is the device: a graph made for NumPy arrays never gets CuPy ones (no
+        # check at all where CuPy cannot be imported; NumPy scalars count as CPU arrays)
+        gpu_type = backend.gpu_array_type()
+        on_gpu = gpu_type is not None and type(arr) is gpu_type
+        where = "" if gpu_type is None else f"type({{v}}) is{'' if on_gpu else ' not'} {self._const(gpu_type)} and "
+        on = " on gpu" if on_gpu else ""
         if not unknown_axes:
-            self.check(slot, f"{{v}}.shape == {shape!r} and {{v}}.dtype == {dtype}",
-                       Assumption("shape", site, f"{arr.dtype}{list(shape)}", slot.text, relax=("shape", slot.text)))
+            self.check(slot, f"{where}{{v}}.shape == {shape!r} and {{v}}.dtype == {dtype}",
+                       Assumption("shape", site, f"{arr.dtype}{list(shape)}{on}", slot.text, relax=("shape", slot.text)))
             return
         # some dimensions are unknown: check the rank and every other dimension
         fixed = " and ".join(f"{{v}}.shape[{k}] == {d}" for k, d in enumerate(shape) if k not in unknown_axes)
         shown = [("?" if k in unknown_axes else d) for k, d in enumerate(shape)]
-        self.check(slot, f"{{v}}.ndim == {len(shape)} and {{v}}.dtype == {dtype}" + (f" and {fixed}" if fixed else ""),
-                   Assumption("shape", site, f"{arr.dtype}{shown}", slot.text))
+        self.check(slot, f"{where}{{v}}.ndim == {len(shape)} and {{v}}.dtype == {dtype}" + (f" and {fixed}" if fixed else ""),
+                   Assumption("shape", site, f"{arr.dtype}{shown}{on}", slot.text))
 
     def check_value(self, slot, site):
         v = slot.value

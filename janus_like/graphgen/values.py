@@ -101,7 +101,22 @@ class Sym(ArrayMethods):
 
         return bind(P.copy, self)
 
+    @property
+    def device(self):
+        from ..executor.placement import node_device
+
+        return node_device(self.node) or "cpu"
+
+    def to(self, device_name):
+        from ..ops import api as F
+
+        return F.to_device(self, device_name)  # a transfer node
+
     def numpy(self):
+        if self.kind == "tensor" and self.device == "gpu":  # a host copy, as Tensor.numpy() makes
+            from ..ops import api as F
+
+            return Sym(F.to_device(self, "cpu").node, "array")
         return Sym(self.node, "array")
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 KINDS = {
     "type": "the Python type of an input",
-    "shape": "the shape and dtype of an input array",
+    "shape": "the shape, dtype and device of an input array",
     "value": "the value of a Python scalar read by the function",
     "identity": "which object (function, class, module) a name refers to",
     "length": "the length of a list or tuple that is iterated or indexed",
@@ -72,6 +72,8 @@ REASONS = {r.id: r for r in [
            "nested control flow and random draws in its body"),
     Reason("unprofiled-branch", "a branch on a graph value was never reached during the profiled warm-up calls",
            "increase warmup= so the profiler sees that code"),
+    Reason("device-mismatch", "an op gets arrays on two devices (CPU and GPU); eager code raises there too",
+           "move values with .to('gpu') / .to('cpu') before combining them"),
     Reason("op-error", "an op would fail on the speculated shapes", "the eager call reports the error"),
     Reason("user-error", "the function raises an exception on these inputs", "the eager call reports it"),
     Reason("max-graphs", "the signature cache is full (max_graphs reached)", "raise max_graphs= or make shapes static"),

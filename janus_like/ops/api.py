@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import backend
 from .indexing import split_index
 from .registry import P, bind
 
@@ -55,6 +56,13 @@ def stop_gradient(x): return bind(P.stop_gradient, x)
 def square(x): return bind(P.mul, x, x)
 def zeros_like(x, dtype=None): return bind(P.zeros_like, x, dtype=dtype)
 def ones_like(x, dtype=None): return bind(P.ones_like, x, dtype=dtype)
+
+
+def to_device(x, device, source=None):
+    """`x` on `device` ('cpu' or 'gpu'): a transfer (a graph node when generating)."""
+    if source is None:
+        source = getattr(x, "device", None) or backend.device_of(x)
+    return bind(P.to_device, x, device=backend.normalize(device), source=source)
 
 
 def cast(x, dtype):

@@ -1,7 +1,24 @@
-"""Ops about buffers rather than math: an explicit copy (ndarray.copy() inside graphs)."""
+"""Ops about buffers rather than math: an explicit copy (ndarray.copy() inside graphs) and a
+transfer between devices (`Tensor.to(device)`, the transfer node of a graph)."""
 from __future__ import annotations
 
+from .. import backend
 from .registry import register
 
 register("copy", lambda xp, x: xp.array(x, copy=True), vjp=lambda g, o, x: (g,), elementwise=True,
          doc="a fresh buffer with the same contents (NumPy's ndarray.copy)")
+
+
+def _to_device(xp, x, device, source="cpu"):
+    out = backend.to_device(x, device)
+    return out.copy() if out is x else out  # always a fresh buffer, as a transfer is
+
+
+def _to_device_vjp(g, out, x, device, source="cpu"):
+    from . import api as F
+
+    return (F.to_device(g, source, device),)  # the gradient goes back where x lives
+
+
+register("to_device", _to_device, vjp=_to_device_vjp,
+         doc="the value copied to `device` ('cpu' or 'gpu') from `source`; the transfer node of a graph")

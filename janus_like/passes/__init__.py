@@ -22,8 +22,13 @@ REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matm
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
+    from ..executor.placement import any_gpu
+
     check = os.environ.get("JANUS_LIKE_VERIFY", "") not in ("", "0")
-    for p in PIPELINE + (REASSOCIATING if reassociate else []):
+    # On a GPU the rewriting passes (whose rules create NumPy constants and buffers) stay off:
+    # CSE and DCE only move and drop nodes, so placement stays what the generator derived.
+    passes = [cse, dce] if any_gpu(graph) else PIPELINE + (REASSOCIATING if reassociate else [])
+    for p in passes:
         graph = p(graph)
         if check:
             ir.verify(graph)

@@ -1,0 +1,158 @@
+"""Device placement in the JIT, on the CPU stand-in for CuPy (`fake_gpu.py`): a graph runs where
+its inputs live, transfers are explicit graph nodes, guards tell devices apart, and an op mixing
+devices falls back to eager (which raises the same error). Everything side by side with eager."""
+import numpy as np
+import pytest
+
+import janus_like as jl
+from janus_like import F, backend, optim
+from janus_like.executor.placement import place
+
+from fake_gpu import DeviceError, FakeArray, FakeCupy
+from jit.harness import side_by_side, call_sequence, random_array
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    fake = FakeCupy()
+    monkeypatch.setattr(backend, "_cupy", lambda: fake)
+    monkeypatch.setattr(backend, "_cupy_importable", lambda: True)
+    monkeypatch.setitem(backend._state, "gpu_used", True)
+    return fake
+
+
+def host(x):
+    return backend.to_device(x._data if isinstance(x, jl.Tensor) else x, "cpu")
+
+
+class MLP:
+    def __init__(self, seed, device):
+        rng = np.random.default_rng(seed)
+        self.w1 = jl.Variable(rng.standard_normal((4, 8)).astype(np.float32), name="w1").to(device)
+        self.w2 = jl.Variable(rng.standard_normal((8, 3)).astype(np.float32), name="w2").to(device)
+
+    def parameters(self):
+        return [self.w1, self.w2]
+
+
+def _train(device):
+    def make():
+        model = MLP(0, device)
+        model.w1 = jl.Variable(model.w1)  # Variables living on the device
+        model.w2 = jl.Variable(model.w2)
+        opt = optim.SGD(0.1)
+
+        def step(model, x, labels):
+            with jl.GradientTape() as tape:
+                h = F.tanh(x @ model.w1)
+                loss = F.cross_entropy(h @ model.w2, labels)
+            grads = tape.gradient(loss, model.parameters())
+            opt.apply_gradients(zip(grads, model.parameters()))
+            return loss
+
+        return step, model
+
+    return make
+
+
+def test_the_fake_device_behaves_like_cupy_where_placement_cares(gpu):
+    a = jl.tensor(np.arange(6.0).reshape(2, 3)).to("gpu")
+    assert a.device == "gpu" and type(a._data) is FakeArray
+    with pytest.raises(TypeError):
+        np.asarray(a._data)
+    with pytest.raises(TypeError):  # eager code cannot mix devices either
+        a + jl.tensor(np.ones(3))
+    np.testing.assert_array_equal(host(np.tanh(a) * 2.0), np.tanh(np.arange(6.0).reshape(2, 3)) * 2.0)
+
+
+def test_a_training_step_on_the_gpu_runs_as_a_gpu_graph_and_matches_eager(gpu):
+    calls = call_sequence(6, lambda m, i: (m, jl.tensor(random_array(i, (5, 4), np.float32)).to("gpu"),
+                                           jl.tensor(np.arange(5) % 3).to("gpu")))
+    jf = side_by_side(_train("gpu"), calls)
+    assert jf.stats()["graph_calls"] >= 3
+    (g,) = jf.graphs()
+    assert g.plan is None and set(g.devices.values()) >= {"gpu"}  # run with the device's kernels
+    assert any("on gpu" in str(a.expected) for a in g.assumptions)
+
+
+def test_guards_keep_cpu_and_gpu_graphs_apart(gpu):
+    def make():
+        def f(x, w):
+            return F.tanh(x @ w).sum()
+
+        return f, None
+
+    w_cpu = random_array(1, (3, 2))
+    devices = ["cpu"] * 5 + ["gpu"] * 5 + ["cpu", "gpu"]
+
+    def args(_, i):
+        x, w = jl.tensor(random_array(i, (4, 3))), jl.tensor(w_cpu)
+        return (x, w) if devices[i] == "cpu" else (x.to("gpu"), w.to("gpu"))
+
+    jf = side_by_side(make, call_sequence(len(devices), args))
+    graphs = jf.graphs()
+    assert len(graphs) == 2 and sorted(bool(g.devices) for g in graphs) == [False, True]
+    assert jf.stats()["graph_calls"] >= 6
+
+
+def test_transfers_inside_the_function_are_graph_nodes_with_gradients(gpu):
+    def make():
+        w = jl.Variable(random_array(3, (3, 2)), name="w").to("gpu")
+        state = {"w": jl.Variable(w), "b": jl.Variable(np.zeros(2), name="b")}  # b stays on the CPU
+
+        def f(state, x):
+            with jl.GradientTape() as tape:
+                y = F.tanh(x.to("gpu") @ state["w"])  # host batch to the device
+                out = y.to("cpu") + state["b"]  # back to the host for a CPU-side term
+                loss = (out * out).sum()
+            gw, gb = tape.gradient(loss, [state["w"], state["b"]])
+            state["w"].assign(state["w"] - 0.1 * gw)
+            state["b"].assign(state["b"] - 0.1 * gb)
+            return loss, out.numpy(), np.asarray(y)
+
+        return f, state
+
+    jf = side_by_side(make, call_sequence(6, lambda s, i: (s, jl.tensor(random_array(i, (4, 3))))))
+    (g,) = jf.graphs()
+    transfers = [n for n in g.graph.all_nodes() if n.op == "to_device"]
+    assert {n.params["device"] for n in transfers} == {"cpu", "gpu"}
+    assert jf.stats()["graph_calls"] >= 3
+    assert place(g.graph)  # a mixed graph: some nodes on each device
+
+
+def test_an_op_mixing_devices_falls_back_and_raises_like_eager(gpu):
+    def make():
+        def f(x, w):
+            return x @ w  # w on the host, x on the device: eager raises
+
+        return f, None
+
+    calls = call_sequence(5, lambda s, i: (jl.tensor(random_array(i, (2, 3))).to("gpu"), jl.tensor(np.ones((3, 2)))))
+    jf = side_by_side(make, calls)
+    assert jf.stats()["graph_calls"] == 0
+    assert "[device-mismatch]" in jf.explain()
+
+
+def test_numpy_asarray_of_a_gpu_tensor_in_a_graph_is_a_host_copy(gpu):
+    def make():
+        def f(x):
+            return np.asarray(x) * 2.0
+
+        return f, None
+
+    calls = call_sequence(5, lambda s, i: (jl.tensor(random_array(i, (2,))).to("gpu"),))
+    jf = side_by_side(make, calls)  # a host copy of a Tensor, as Tensor.__array__ makes
+    assert jf.stats()["graph_calls"] >= 1
+
+
+def test_without_a_gpu_device_arrays_are_not_checked_for(monkeypatch):
+    monkeypatch.setattr(backend, "_cupy_importable", lambda: False)
+
+    @jl.jit
+    def f(x):
+        return x * 2.0
+
+    for _ in range(5):
+        f(jl.tensor(np.ones(2)))
+    (g,) = f.graphs()
+    assert " is not K[" not in g.gen.guard_src  # no device check where CuPy cannot exist
