@@ -3,6 +3,8 @@ its inputs live, transfers are explicit graph nodes, guards tell devices apart, 
 devices falls back to eager (which raises the same error). Everything side by side with eager."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import janus_like as jl
 from janus_like import F, backend, optim
@@ -156,3 +158,61 @@ def test_without_a_gpu_device_arrays_are_not_checked_for(monkeypatch):
         f(jl.tensor(np.ones(2)))
     (g,) = f.graphs()
     assert " is not K[" not in g.gen.guard_src  # no device check where CuPy cannot exist
+
+
+# ------------------------------------------------------------------ generated programs
+_STEPS = ["tanh", "relu", "matmul", "bias", "scale", "to_cpu", "to_gpu", "host_bias"]
+
+
+def _program_step(state, x, program):
+    with jl.GradientTape() as tape:
+        h = x
+        for kind in program:
+            dev = h.device
+            if kind == "tanh":
+                h = F.tanh(h)
+            elif kind == "relu":
+                h = F.relu(h)
+            elif kind == "matmul":
+                h = h @ state["w_" + dev]
+            elif kind == "bias":
+                h = h + state["b_" + dev]
+            elif kind == "scale":
+                h = h * 0.5
+            elif kind == "to_cpu":
+                h = h.to("cpu")
+            elif kind == "to_gpu":
+                h = h.to("gpu")
+            else:
+                h = h + state["b_cpu"]  # on the device, a host operand: eager raises
+        loss = (h * h).sum()
+    names = ["w_gpu", "w_cpu", "b_gpu", "b_cpu"]
+    grads = tape.gradient(loss, [state[k] for k in names])
+    for k, g in zip(names, grads):
+        if g is not None:
+            state[k].assign(state[k] - 0.05 * g)
+    return loss, h
+
+
+@settings(deadline=None, max_examples=20)
+@given(program=st.lists(st.sampled_from(_STEPS), min_size=1, max_size=6),
+       devices=st.lists(st.sampled_from(["cpu", "gpu"]), min_size=6, max_size=6))
+def test_generated_device_programs_match_eager(program, devices):
+    fake = FakeCupy()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(backend, "_cupy", lambda: fake)
+        mp.setattr(backend, "_cupy_importable", lambda: True)
+        mp.setitem(backend._state, "gpu_used", True)
+
+        def make():
+            state = {}
+            for i, dev in enumerate(["gpu", "cpu"]):
+                state["w_" + dev] = jl.Variable(jl.Variable(random_array(10 + i, (3, 3))).to(dev))
+                state["b_" + dev] = jl.Variable(jl.Variable(random_array(20 + i, (3,))).to(dev))
+            return _program_step, state
+
+        def args(state, i):
+            return state, jl.tensor(random_array(i, (2, 3))).to(devices[i]), list(program)
+
+        jf = side_by_side(make, call_sequence(len(devices), args))
+        assert jf.stats()["graph_calls"] >= 1 or "host_bias" in program
