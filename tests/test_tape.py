@@ -305,3 +305,13 @@ def test_grad_and_value_and_grad():
 def test_grad_is_composable_for_higher_order():
     d2 = jl.grad(lambda x: jl.grad(lambda y: F.sin(y))(x))
     np.testing.assert_allclose(float(d2(0.5)), -np.sin(0.5))
+
+
+def test_relu_gradient_is_the_mask_product_as_in_numpy_code():
+    # documented choice (ops/primitives.py): g * (x > 0), so a non-finite upstream gradient at an
+    # inactive unit gives NaN, as `d *= a > 0` does in hand-written NumPy
+    x = jl.Variable(np.array([-1.0, 2.0, -3.0]))
+    with np.errstate(invalid="ignore"), jl.GradientTape() as tape:
+        loss = F.sum(F.relu(x) * np.array([np.inf, 3.0, 1.0]))
+        g = tape.gradient(loss, x).numpy()
+    assert np.isnan(g[0]) and g[1] == 3.0 and g[2] == 0.0

@@ -77,7 +77,10 @@ def _sigmoid(xp, x):
 
 
 _elementwise("sigmoid", _sigmoid, lambda g, o, x: (F.mul(g, F.mul(o, F.sub(1, o))),))
-_elementwise("relu", lambda xp, x: xp.maximum(x, 0), lambda g, o, x: (F.where(F.gt(x, 0), g, 0),))
+# relu's gradient multiplies by the mask, as hand-written NumPy does (`d *= a > 0`): one fast
+# ufunc instead of np.where (~4x slower on a (64, 256) float32 block). The one difference from a
+# select: a NaN or infinite gradient at an inactive unit gives NaN instead of 0.
+_elementwise("relu", lambda xp, x: xp.maximum(x, 0), lambda g, o, x: (F.mul(g, F.gt(x, 0)),))
 _elementwise("sqrt", lambda xp, x: xp.sqrt(x), lambda g, o, x: (F.div(g, F.mul(o, 2)),))
 _elementwise("abs", lambda xp, x: xp.abs(x), lambda g, o, x: (F.mul(g, F.sign(x)),))
 _elementwise("sin", lambda xp, x: xp.sin(x), lambda g, o, x: (F.mul(g, F.cos(x)),))
