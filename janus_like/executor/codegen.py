@@ -37,7 +37,7 @@ class _Emitter:
     def __init__(self, static_shapes=True):
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
-        self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool}
+        self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean}
         self._kernels: dict = {}
 
     def const(self, value) -> str:
@@ -93,7 +93,7 @@ class _Emitter:
             expr = self.inline_shaped(n, x, shaped)
             if expr is not None:
                 return expr
-        if shaped is None and ir.numpy_typed(x):
+        if shaped is None and isinstance(x, ir.Node):
             expr = self.inline_ranked(n, x)
             if expr is not None:
                 return expr
@@ -111,13 +111,45 @@ class _Emitter:
         if n.aval is None or x.aval is None:
             return None
         a = self.arg(x)
-        if n.op == "expand_dims" and type(n.params["axis"]) is int:
+        op = n.op
+        if op == "dim_of":  # a size the guards left open: read from the operand
+            return f"{a}.shape[{n.params['axis']}]"
+        if op == "reduced_count":
+            sizes = " * ".join(f"{a}.shape[{i}]" for i in n.params["axes"]) or "1"
+            return f"max({sizes}, 1)"
+        if op == "arange":
+            return f"np.arange({a})"
+        if not ir.numpy_typed(x):
+            return None
+        if op in ("ones_like", "zeros_like") and n.aval[0] == () and n.params.get("dtype") is None:
+            return f"np.{op[:-5]}((), {self.const(np.dtype(n.aval[1]))})"  # a scalar's shape is known
+        if op == "sum_to" and isinstance(n.inputs[1], ir.Node) and n.inputs[1].aval is not None:
+            like = n.inputs[1]
+            lead = len(x.aval[0]) - len(like.aval[0])
+            expr = f"np.add.reduce({a}, SUM_TO_AXES({a}.shape, {self.arg(like)}.shape), None, None, True)"
+            if lead:
+                expr += f".reshape({self.arg(like)}.shape)"
+            dt, gt = np.dtype(like.aval[1]), np.dtype(x.aval[1])
+            if gt != dt and np.issubdtype(dt, np.inexact):
+                expr += f".astype({self.const(dt)})"
+            return expr
+        if op == "mean" and np.dtype(x.aval[1]) in (np.dtype(np.float32), np.dtype(np.float64)) and x.aval[0]:
+            # as for known shapes (inline_shaped), with the count read at run time
+            axis, nd = n.params.get("axis"), len(x.aval[0])
+            axes = tuple(range(nd)) if axis is None else tuple(i % nd for i in (axis if isinstance(axis, tuple) else (axis,)))
+            count = f"{a}.size" if len(axes) == nd else " * ".join(f"{a}.shape[{i}]" for i in axes)
+            keep = bool(n.params.get("keepdims", False))
+            return (f"MEAN({a}, np.add.reduce({a}, axis={self.const(axis)}, keepdims={keep!r}), {count}, "
+                    f"{self.const(axis)}, {keep!r})")
+        if op == "expand_dims" and type(n.params["axis"]) is int:
             axis = n.params["axis"] % len(n.aval[0])
             return f"{a}[{', '.join([':'] * axis + ['None'])}]"
         like = n.inputs[1] if len(n.inputs) > 1 else None
         if n.op in ("reshape_like", "broadcast_like") and ir.numpy_typed(like):
             if n.op == "reshape_like":
                 return f"{a}.reshape({self.arg(like)}.shape)"
+            if x.aval[0] == () and int(np.prod(n.aval[0])) <= 4096:  # as for known shapes (small at generation)
+                return f"np.full({self.arg(like)}.shape, {a}, {self.const(np.dtype(x.aval[1]))})"
             return f"np.broadcast_to({a}, {self.arg(like)}.shape)"
         return None
 
@@ -249,6 +281,12 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
         else:
             self.lines.append(f"{pad}{v} = {self.kernel(n)}({args})")
+
+
+def _mean(x, total, count, axis, keepdims):
+    """A float mean from its sum and a run-time count; an empty one is left to ndarray.mean
+    (its NaN and its warning)."""
+    return total / count if count else x.mean(axis=axis, keepdims=keepdims)
 
 
 def _known(n):

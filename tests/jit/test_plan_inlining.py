@@ -102,7 +102,8 @@ def test_polymorphic_graphs_read_sizes_at_run_time():
         slots = [np.arange(rows * 3, dtype=np.float32).reshape(rows, 3), np.ones((1, 3), np.float32),
                  np.array([1, 1])]
         src = _check(nodes, [st_, m, e, r, b, scat], slots, polymorphic=True)
-    assert "np.add.reduce" not in src and ".sum(axis=" not in src  # sum_to and mean: run-time kernels
+    # sum_to's axes and mean's count come from the operands' shapes when the plan runs
+    assert "SUM_TO_AXES(v" in src and ".size" in src and "/ 12" not in src
     assert "[:, None]" in src and ".shape)" in src and "np.zeros(v" in src  # rank-only inlining
 
 
@@ -125,3 +126,33 @@ def test_elementwise_op_drops_a_broadcast_operand_and_times_one_but_keeps_python
     assert z.inputs[0] is bp  # a Python float's weak type would make the sum float32
     for r, f in zip(before, interpret(g, slots)):
         assert_same(r, f, "simplified")
+
+
+@settings(deadline=None)
+@given(rows=st.integers(0, 6), keep=st.lists(st.booleans(), min_size=2, max_size=2), lead=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]))
+def test_polymorphic_sum_to_mean_and_sizes_match_the_interpreter_at_any_size(rows, keep, lead, dtype):
+    # the graph is built for 4 rows; the plan runs on `rows` (0 and 1 included)
+    import warnings
+
+    full = ((2,) if lead else ()) + (4, 3)
+    target = _subshape((4, 3), keep)
+    x = _in(0, full, dtype)
+    like = _in(1, target, np.float32)
+    out_dtype = np.float32 if dtype == np.float32 else np.float64
+    st_ = _op("sum_to", x, like, shape=target, dtype=out_dtype)
+    m_all = _op("mean", x, shape=(), dtype=dtype, axis=None, keepdims=False)
+    m_rows = _op("mean", x, shape=full[:-2] + (1, 3), dtype=dtype, axis=-2, keepdims=True)
+    n = _op("dim_of", x, shape=(), dtype=np.int64, axis=len(full) - 2)
+    count = _op("reduced_count", x, shape=(), dtype=np.int64, axes=(len(full) - 2,))
+    ar = _op("arange", n, shape=(4,), dtype=np.int64)
+    one = _op("ones_like", m_all, shape=(), dtype=dtype)
+    nodes = [x, like, st_, m_all, m_rows, n, count, ar, one]
+    shape = full[:-2] + (rows, 3)
+    slots = [np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape) / 7,
+             np.ones(tuple(rows if (d == 4 and k) else d for d, k in zip(target, keep)), np.float32)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the mean of nothing, in both executors
+        with np.errstate(invalid="ignore"):
+            src = _check(nodes, [st_, m_all, m_rows, n, count, ar, one], slots, polymorphic=True)
+    assert "SUM_TO_AXES(" in src and "MEAN(" in src and ".shape[" in src
