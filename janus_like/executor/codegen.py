@@ -127,16 +127,10 @@ class _Emitter:
             like = n.inputs[1]
             lead = len(x.aval[0]) - len(like.aval[0])
             expr = f"np.add.reduce({a}, SUM_TO_AXES({a}.shape, {self.arg(like)}.shape), None, None, True)"
-            if lead:
-                expr += f".reshape({self.arg(like)}.shape)"
-            dt, gt = np.dtype(like.aval[1]), np.dtype(x.aval[1])
-            if gt != dt and np.issubdtype(dt, np.inexact):
-                expr += f".astype({self.const(dt)})"
-            return expr
+            return self._sum_to_tail(expr, lead, f"{self.arg(like)}.shape", x, like)
         if op == "mean" and np.dtype(x.aval[1]) in (np.dtype(np.float32), np.dtype(np.float64)) and x.aval[0]:
             # as for known shapes (inline_shaped), with the count read at run time
-            axis, nd = n.params.get("axis"), len(x.aval[0])
-            axes = tuple(range(nd)) if axis is None else tuple(i % nd for i in (axis if isinstance(axis, tuple) else (axis,)))
+            axis, axes, nd = _mean_axes(n, x)
             count = f"{a}.size" if len(axes) == nd else " * ".join(f"{a}.shape[{i}]" for i in axes)
             keep = bool(n.params.get("keepdims", False))
             return (f"MEAN({a}, np.add.reduce({a}, axis={self.const(axis)}, keepdims={keep!r}), {count}, "
@@ -169,26 +163,28 @@ class _Emitter:
             shape = _known(like)
             lead = len(g_shape) - len(shape)
             axes = sum_to_axes(g_shape, shape)
-            expr = a
-            if axes:
-                expr = f"{expr}.sum(axis={self.const(axes)}, keepdims=True)"
-                if lead:
-                    expr += f".reshape({self.const(shape)})"
-            dt, gt = np.dtype(like.aval[1]), np.dtype(x.aval[1])
-            if gt != dt and np.issubdtype(dt, np.inexact):
-                expr += f".astype({self.const(dt)})"
-            return expr
+            if not axes:
+                return self._sum_to_tail(a, 0, "", x, like)
+            return self._sum_to_tail(f"{a}.sum(axis={self.const(axes)}, keepdims=True)", lead, self.const(shape), x, like)
         if op == "mean" and np.dtype(x.aval[1]) in (np.dtype(np.float32), np.dtype(np.float64)):
             # ndarray.mean is a Python function: sum, then divide by the count (numpy's _mean
             # divides by an intp in float64 and rounds back, which for one division is the same)
-            axis = n.params.get("axis")
-            nd = len(x.aval[0])
-            axes = tuple(range(nd)) if axis is None else tuple(i % nd for i in (axis if isinstance(axis, tuple) else (axis,)))
+            axis, axes, _ = _mean_axes(n, x)
             count = int(np.prod([x.aval[0][i] for i in axes], dtype=np.int64))
             if count == 0:
                 return None
             return f"np.add.reduce({a}, axis={self.const(axis)}, keepdims={bool(n.params.get('keepdims', False))!r}) / {count}"
         return None
+
+    def _sum_to_tail(self, expr, lead, shape_code, x, like):
+        """A reduced sum_to value reshaped to `like` (when leading axes went) and cast to its
+        float dtype, as the kernel does."""
+        if lead:
+            expr += f".reshape({shape_code})"
+        dt, gt = np.dtype(like.aval[1]), np.dtype(x.aval[1])
+        if gt != dt and np.issubdtype(dt, np.inexact):
+            expr += f".astype({self.const(dt)})"
+        return expr
 
     def emit(self, nodes, indent, reuse=None):
         reuse = reuse or {}
@@ -287,6 +283,13 @@ def _mean(x, total, count, axis, keepdims):
     """A float mean from its sum and a run-time count; an empty one is left to ndarray.mean
     (its NaN and its warning)."""
     return total / count if count else x.mean(axis=axis, keepdims=keepdims)
+
+
+def _mean_axes(n, x):
+    """(axis parameter, the axes it reduces, x's rank) of a mean node."""
+    axis, nd = n.params.get("axis"), len(x.aval[0])
+    axes = tuple(range(nd)) if axis is None else tuple(i % nd for i in (axis if isinstance(axis, tuple) else (axis,)))
+    return axis, axes, nd
 
 
 def _known(n):
