@@ -78,6 +78,9 @@ class _Emitter:
             if ir.numpy_typed(x):  # the method: np.reshape is a Python-level wrapper around it
                 return f"{self.arg(x)}.reshape({self.const(tuple(n.params['shape']))})"
             return f"np.reshape({self.arg(x)}, {self.const(tuple(n.params['shape']))})"
+        if n.op == "concatenate" and n.inputs and all(ir.numpy_typed(i) for i in n.inputs):
+            parts = ", ".join(self.arg(i) for i in n.inputs)
+            return f"np.concatenate(({parts},), axis={self.const(n.params.get('axis', 0))})"
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
         shaped = _known(n) if self.static_shapes else None
@@ -135,9 +138,11 @@ class _Emitter:
             keep = bool(n.params.get("keepdims", False))
             return (f"MEAN({a}, np.add.reduce({a}, axis={self.const(axis)}, keepdims={keep!r}), {count}, "
                     f"{self.const(axis)}, {keep!r})")
-        if op == "expand_dims" and type(n.params["axis"]) is int:
-            axis = n.params["axis"] % len(n.aval[0])
-            return f"{a}[{', '.join([':'] * axis + ['None'])}]"
+        if op == "expand_dims":  # None at each new axis of the result, a slice elsewhere
+            axis, rank = n.params["axis"], len(n.aval[0])
+            new = {i % rank for i in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+            last = max(new)
+            return f"{a}[{', '.join('None' if i in new else ':' for i in range(last + 1))}]"
         like = n.inputs[1] if len(n.inputs) > 1 else None
         if n.op in ("reshape_like", "broadcast_like") and ir.numpy_typed(like):
             if n.op == "reshape_like":

@@ -77,9 +77,11 @@ def substitute(graph: ir.Graph, mapping: dict) -> None:
     graph.outputs[:] = [resolve(o) for o in graph.outputs]
 
 
-def _unbroadcast_operands(n):
+def _unbroadcast_operands(n, symbolic=False):
     """An elementwise op broadcasts by itself: an operand `broadcast_like(x, like)` (or
-    `broadcast_to`) can be x when the result's shape stays the same."""
+    `broadcast_to`) can be x when the result's shape stays the same. With `symbolic` (a graph
+    for unknown dimensions, whose avals hold one size only) only when every other operand is
+    `like` itself or a number, so the shapes agree whatever the sizes."""
     from ..ops.registry import REGISTRY
 
     op = REGISTRY.get(n.op)
@@ -90,6 +92,9 @@ def _unbroadcast_operands(n):
         if not (isinstance(b, ir.Node) and b.op in ("broadcast_like", "broadcast_to") and ir.numpy_typed(b.inputs[0])):
             continue
         x = b.inputs[0]
+        if symbolic and not (b.op == "broadcast_like" and all(
+                i is b.inputs[1] or not isinstance(i, ir.Node) for j, i in enumerate(n.inputs) if j != k)):
+            continue
         others = [i.aval[0] if isinstance(i, ir.Node) else np.shape(i) for j, i in enumerate(n.inputs) if j != k]
         if any(o is None for o in others) or np.dtype(x.aval[1]) != np.dtype(b.aval[1]):
             continue
@@ -119,8 +124,7 @@ def _times_one(n):
 def simplify(graph: ir.Graph) -> ir.Graph:
     mapping = {}
     for n in graph.all_nodes():
-        if not graph.polymorphic:
-            _unbroadcast_operands(n)
+        _unbroadcast_operands(n, symbolic=graph.polymorphic)
         target = _identity(n) or _times_one(n)
         if target is not None:
             mapping[n.id] = target

@@ -156,3 +156,24 @@ def test_polymorphic_sum_to_mean_and_sizes_match_the_interpreter_at_any_size(row
         with np.errstate(invalid="ignore"):
             src = _check(nodes, [st_, m_all, m_rows, n, count, ar, one], slots, polymorphic=True)
     assert "SUM_TO_AXES(" in src and "MEAN(" in src and ".shape[" in src
+
+
+def test_unknown_dimension_graphs_drop_a_broadcast_only_against_its_own_like():
+    # (T, 2) shapes with T unknown: x and w share the aval (4, 2) but not, in general, the size
+    x, w = _in(0, (4, 2)), _in(1, (4, 2))
+    v = _in(2, (4, 1))
+    b = _op("broadcast_like", v, x, shape=(4, 2))
+    same = _op("mul", b, x, shape=(4, 2))  # against its own like: the shapes agree at any T
+    other = _op("mul", b, w, shape=(4, 2))  # against another input of the same aval: kept
+    e = _op("expand_dims", _op("sum", v, shape=(4,), axis=1, keepdims=False), shape=(4, 1, 1), axis=(1, 2))
+    cat = _op("concatenate", x, v, shape=(4, 3), axis=1)
+    nodes = [x, w, v, b, same, other, e.inputs[0], e, cat]
+    g = ir.Graph("g", nodes, [same, other, e, cat], 3, True)
+    simplify(g)
+    ir.verify(g)
+    assert same.inputs[0] is v and other.inputs[0] is b
+    for rows in (4, 1, 6):
+        slots = [np.full((rows, 2), 2.0, np.float32), np.ones((rows, 2), np.float32),
+                 np.arange(rows, dtype=np.float32).reshape(rows, 1)]
+        src = _check(nodes, [same, other, e, cat], slots, polymorphic=True)
+    assert "[:, None, None]" in src and "np.concatenate((" in src
