@@ -1,6 +1,6 @@
 """Convolution and pooling over NCHW arrays, as registered primitives.
 
-Convolution lays the padded input's windows out as an im2col matrix (C*kh*kw, N*OH*OW) and does
+Convolution lays the padded input's windows out as an im2col matrix (C*kh*kw, OH*OW*N) and does
 one matrix product per direction; the input gradient scatters the column gradient back with one
 strided add per kernel tap (col2im). Pooling views the input as windows (`sliding_window_view`). Every kernel
 goes through the array module `xp`, so the same code runs on NumPy and CuPy.
@@ -75,14 +75,25 @@ def _scatter_windows(xp, cols, x_shape, stride, padding):
 
 
 # ------------------------------------------------------------------ convolution
+# The im2col matrix is laid out (C*kh*kw, OH*OW*N): batch innermost. Each kernel tap then copies
+# (and, in the input gradient, adds back) runs of OW*N contiguous floats instead of OW, which
+# measured 1.1-2.6x faster on LeNet's and ResNet's layers than the (C*kh*kw, N*OH*OW) layout.
 def _cols(xp, x, size, stride, padding):
-    """im2col: the padded input's windows as a (C*kh*kw, N*OH*OW) matrix. This layout makes the
-    copy run along whole image rows (the (N, OH, OW | C, kh, kw) layout copies a few floats at a
-    time and measured 2x slower)."""
-    win = _windows(xp, x, size, stride, padding)  # (N, C, OH, OW, kh, kw)
-    n, c, oh, ow, kh, kw = win.shape
-    cols = xp.ascontiguousarray(win.transpose(1, 4, 5, 0, 2, 3)).reshape(c * kh * kw, n * oh * ow)
-    return cols, (n, oh, ow)
+    """im2col: the padded input's windows as a (C*kh*kw, OH*OW*N) matrix, one strided copy per
+    kernel tap from the input in (C, H, W, N) layout."""
+    (kh, kw), (sh, sw), (ph, pw) = size, stride, padding
+    xt = x.transpose(1, 2, 3, 0)
+    if ph or pw:
+        xt = xp.pad(xt, ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+    c, hp, wp, n = xt.shape
+    if hp < kh or wp < kw:
+        raise ValueError(f"window {size} is larger than the padded input {(hp, wp)}")
+    oh, ow = (hp - kh) // sh + 1, (wp - kw) // sw + 1
+    cols = xp.empty((c, kh, kw, oh, ow, n), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, i, j] = xt[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :]
+    return cols.reshape(c * kh * kw, oh * ow * n), (n, oh, ow)
 
 
 def _conv2d(xp, x, w, stride, padding):
@@ -92,8 +103,13 @@ def _conv2d(xp, x, w, stride, padding):
                          f"got shape {tuple(w.shape)}")
     cols, (n, oh, ow) = _cols(xp, x, w.shape[2:], stride, padding)
     o = w.shape[0]
-    out = (w.reshape(o, -1) @ cols).reshape(o, n, oh, ow)  # one matrix product
-    return xp.ascontiguousarray(out.transpose(1, 0, 2, 3))
+    out = (w.reshape(o, -1) @ cols).reshape(o, oh, ow, n)  # one matrix product
+    return xp.ascontiguousarray(out.transpose(3, 0, 1, 2))
+
+
+def _batch_last(g):
+    """(N, O, OH, OW) gradient as the (O, OH*OW*N) matrix matching `_cols`."""
+    return g.transpose(1, 2, 3, 0).reshape(g.shape[1], -1)
 
 
 def _conv2d_grad_input(xp, g, w, x, stride, padding):
@@ -102,21 +118,18 @@ def _conv2d_grad_input(xp, g, w, x, stride, padding):
     oh, ow = g.shape[2:]
     ph, pw = padding
     sh, sw = stride
-    d = g.transpose(1, 0, 2, 3).reshape(o, -1)  # (O, N*OH*OW)
-    dcols = (w.reshape(o, -1).T @ d).reshape(c, kh, kw, n, oh, ow)
-    dx = xp.zeros((c, n, h + 2 * ph, wd + 2 * pw), dtype=dcols.dtype)
+    dcols = (w.reshape(o, -1).T @ _batch_last(g)).reshape(c, kh, kw, oh, ow, n)
+    dx = xp.zeros((c, h + 2 * ph, wd + 2 * pw, n), dtype=dcols.dtype)
     for i in range(kh):  # col2im: each kernel tap adds its slice back into the padded input
         for j in range(kw):
-            dx[:, :, i:i + sh * oh:sh, j:j + sw * ow:sw] += dcols[:, i, j]
-    dx = dx[:, :, ph:ph + h, pw:pw + wd].transpose(1, 0, 2, 3)
+            dx[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :] += dcols[:, i, j]
+    dx = dx[:, ph:ph + h, pw:pw + wd, :].transpose(3, 0, 1, 2)
     return xp.ascontiguousarray(dx).astype(x.dtype, copy=False)
 
 
 def _conv2d_grad_weight(xp, g, x, w, stride, padding):
     cols, _ = _cols(xp, x, w.shape[2:], stride, padding)
-    o = w.shape[0]
-    d = g.transpose(1, 0, 2, 3).reshape(o, -1)  # (O, N*OH*OW)
-    return (d @ cols.T).reshape(w.shape).astype(w.dtype, copy=False)
+    return (_batch_last(g) @ cols.T).reshape(w.shape).astype(w.dtype, copy=False)
 
 
 _CONV = register(
@@ -167,15 +180,19 @@ def _max_pool2d_scatter(xp, g, x, size, stride, padding):
     taps = _tap_views(x, size, stride, padding)
     if taps is not None:  # windows tile the input: route g tap by tap to each window's first max
         best = _max_pool2d(xp, x, size, stride, padding)
-        out = xp.zeros(x.shape, dtype=g.dtype)
-        open_ = xp.ones(best.shape, dtype=bool)  # windows whose first maximum is not found yet
+        out = xp.empty(x.shape, dtype=g.dtype)  # every position is one window's tap: all written below
+        open_ = None  # windows whose first maximum is not found yet (None: all of them)
         nan_best = xp.isnan(best) if np.issubdtype(best.dtype, np.inexact) else None
+        if nan_best is not None and not nan_best.any():
+            nan_best = None  # no NaN maximum: the NaN rule below would add nothing
         for k, t in enumerate(taps):
             hit = t == best
             if nan_best is not None:  # argmax picks the first NaN
                 hit |= nan_best & xp.isnan(t)
-            hit &= open_
-            open_ &= ~hit
+            if open_ is not None:
+                hit &= open_
+            if k < len(taps) - 1:
+                open_ = ~hit if open_ is None else open_ & ~hit
             out[:, :, k // kw::kh, k % kw::kw] = xp.where(hit, g, 0)
         return out.astype(x.dtype, copy=False)
     pos = _first_argmax(xp, x, size, stride, padding)
