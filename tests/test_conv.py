@@ -169,3 +169,17 @@ def test_numpy_arrays_are_accepted():
     y = F.conv2d(x, w)
     assert isinstance(y, jl.Tensor)
     np.testing.assert_array_equal(y.numpy(), np.full((1, 1, 2, 2), 4.0))
+
+
+def test_tiled_avg_pool_gradient_is_the_even_spread():
+    # windows that tile the input take the one-broadcast path (a global pool has hundreds of taps)
+    rng = np.random.default_rng(3)
+    x = jl.Variable(rng.standard_normal((2, 3, 8, 8)))
+    c = rng.standard_normal((2, 3, 2, 2))
+    for size in (4, (8, 8)):
+        with jl.GradientTape() as tape:
+            y = F.sum(F.avg_pool2d(x, size) * (c if size == 4 else c[:, :, :1, :1]))
+        side = 4 if size == 4 else 8
+        cc = c if size == 4 else c[:, :, :1, :1]
+        expected = np.repeat(np.repeat(cc, side, axis=2), side, axis=3) / (side * side)
+        np.testing.assert_allclose(tape.gradient(y, x).numpy(), expected, rtol=1e-12)

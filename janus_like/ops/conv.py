@@ -101,9 +101,17 @@ def _conv2d(xp, x, w, stride, padding):
     if w.ndim != 4 or w.shape[1] != x.shape[1]:
         raise ValueError(f"conv2d weight must be (O, C, kh, kw) with C = {x.shape[1]} input channels, "
                          f"got shape {tuple(w.shape)}")
-    cols, (n, oh, ow) = _cols(xp, x, w.shape[2:], stride, padding)
-    o = w.shape[0]
-    out = (w.reshape(o, -1) @ cols).reshape(o, oh, ow, n)  # one matrix product
+    cols, _ = _cols(xp, x, w.shape[2:], stride, padding)
+    return _conv2d_cols(xp, cols, w, x, stride, padding)
+
+
+def _conv2d_cols(xp, cols, w, x, stride, padding):
+    """conv2d from the im2col matrix of x: one matrix product, back to NCHW."""
+    (sh, sw), (ph, pw) = stride, padding
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+    out = (w.reshape(o, -1) @ cols).reshape(o, oh, ow, n)
     return xp.ascontiguousarray(out.transpose(3, 0, 1, 2))
 
 
@@ -129,7 +137,22 @@ def _conv2d_grad_input(xp, g, w, x, stride, padding):
 
 def _conv2d_grad_weight(xp, g, x, w, stride, padding):
     cols, _ = _cols(xp, x, w.shape[2:], stride, padding)
+    return _conv2d_grad_weight_cols(xp, g, cols, w)
+
+
+def _conv2d_grad_weight_cols(xp, g, cols, w):
     return (_batch_last(g) @ cols.T).reshape(w.shape).astype(w.dtype, copy=False)
+
+
+# A graph that runs a convolution forward and its weight gradient builds the im2col matrix of
+# the same input twice; the `share_im2col` pass rewrites both onto one `im2col` node with these
+# (same kernels, same arithmetic: exact). They only appear in optimized graphs, after
+# differentiation, so they carry no gradient rules.
+register("im2col", lambda xp, x, size, stride, padding: _cols(xp, x, size, stride, padding)[0],
+         doc="the (C*kh*kw, OH*OW*N) im2col matrix of NCHW x (shared by a conv2d and its weight gradient)")
+register("conv2d_cols", _conv2d_cols, doc="conv2d(x, w) from im2col(x); x supplies the shape only")
+register("conv2d_grad_weight_cols", _conv2d_grad_weight_cols,
+         doc="conv2d_grad_weight(g, x, w) from im2col(x); w supplies the shape only")
 
 
 _CONV = register(
@@ -250,6 +273,11 @@ def _avg_pool2d(xp, x, size, stride, padding):
 def _avg_pool2d_grad(xp, g, x, size, stride, padding):
     kh, kw = size
     share = g / (kh * kw)
+    if _tap_views(x, size, stride, padding) is not None:  # windows tile the input: one broadcast copy
+        n, c, oh, ow = share.shape  # (not kh*kw strided adds: a global pool has hundreds of taps)
+        out = xp.empty((n, c, oh, kh, ow, kw), dtype=share.dtype)
+        out[...] = share[:, :, :, None, :, None]
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
     cols = xp.broadcast_to(share[..., None, None], share.shape + (kh, kw))
     return _scatter_windows(xp, cols, x.shape, stride, padding).astype(x.dtype, copy=False)
 
