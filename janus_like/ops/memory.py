@@ -22,3 +22,8 @@ def _to_device_vjp(g, out, x, device, source="cpu"):
 
 register("to_device", _to_device, vjp=_to_device_vjp,
          doc="the value copied to `device` ('cpu' or 'gpu') from `source`; the transfer node of a graph")
+
+
+# Made by the fold_row_chains pass (a running sum over rows, after differentiation): no gradient rule.
+register("cumsum", lambda xp, x, axis=0: xp.cumsum(x, axis=axis),
+         doc="running sums along `axis`, added strictly in order (numpy.cumsum)")

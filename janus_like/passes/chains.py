@@ -1,0 +1,172 @@
+"""Fold a running sum over the rows of one array into one cumulative sum (exact).
+
+Imperative code accumulates per-step values one at a time:
+
+    loss = 0.0
+    for t in range(steps):
+        loss = loss + F.cross_entropy(logits[t:t + 1], target[t:t + 1])
+
+After row-block lifting, every step's term is a row of one array (`-X[t]`, or the mean of the
+one-element block `X[t:t + 1]`), but the graph still adds them one node at a time: four nodes
+per step. A chain `((c0 + t1) + t2) + ... + tn` whose terms are rows X[k1], ..., X[kn] of the
+same array (each optionally negated) becomes
+
+    S = concatenate([c0], X[k1..kn])      (a slice when the k are consecutive)
+    result = cumsum(S, axis=0)[-1]
+
+`cumsum` adds strictly left to right, in the same dtype, so every partial sum is the one eager
+code computed: bit for bit the same result. The mean (or sum) of a one-element block is that
+element plus 0.0 (what NumPy's reduction gives for -0.0), so such terms fold too. Partial sums
+used anywhere else keep the chain as it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from .order import refs
+
+MIN_TERMS = 3
+
+
+def _users(graph):
+    count: dict = {}
+    for n in graph.all_nodes():
+        for r in refs(n):
+            count[r.id] = count.get(r.id, 0) + 1
+    for o in graph.outputs:
+        if isinstance(o, ir.Node):
+            count[o.id] = count.get(o.id, 0) + 2  # an output is never folded away
+    return count
+
+
+def _index_of(n, kind):
+    """k when getitem node n reads X[k] ("int") or X[k:k+1] ("block"), else None."""
+    if n.op != "getitem" or len(n.inputs) != 1:
+        return None
+    (items, single) = n.params["index"]
+    if not single or len(items) != 1:
+        return None
+    item = items[0]
+    if kind == "int":
+        return item if type(item) is int and item >= 0 else None
+    if type(item) is tuple and item[0] == "s" and type(item[1]) is int and item[1] >= 0 \
+            and item[2] == item[1] + 1 and item[3] in (None, 1):
+        return item[1]
+    return None
+
+
+def _term(t):
+    """(X, k, negated, plus_zero) when t is a row of X, else None."""
+    neg = t.op == "neg" and isinstance(t.inputs[0], ir.Node)
+    if neg:
+        t = t.inputs[0]
+    if t.op in ("mean", "sum") and t.params.get("axis") is None and not t.params.get("keepdims") \
+            and t.params.get("dtype") is None and isinstance(t.inputs[0], ir.Node):
+        b = t.inputs[0]
+        k = _index_of(b, "block")
+        x = b.inputs[0] if k is not None else None
+        if x is not None and x.aval is not None and len(x.aval[0]) == 1:
+            return x, k, neg, True
+        return None
+    k = _index_of(t, "int")
+    if k is None:
+        return None
+    return t.inputs[0], k, neg, False
+
+
+def _is_float(node):
+    return isinstance(node, ir.Node) and node.aval is not None and np.dtype(node.aval[1]).kind == "f"
+
+
+def _chain(end, users):
+    """(c0, terms, adds) of the add chain ending at `end`: c0 is the initial value (a node or a
+    Python number), terms the rows added one by one (first to last), adds the chain's add nodes;
+    None when end does not end a chain of at least MIN_TERMS rows."""
+    terms, adds, cur = [], [], end
+    while True:
+        if cur.op != "add" or cur.errstate is not None or len(cur.inputs) != 2 or not isinstance(cur.inputs[1], ir.Node):
+            c0 = cur
+            break
+        t = _term(cur.inputs[1])
+        if t is None or (terms and (t[0] is not terms[0][0] or t[2:] != terms[0][2:])):
+            c0 = cur  # the chain starts after this add: its value is the initial one
+            break
+        terms.append(t)
+        adds.append(cur)
+        left = cur.inputs[0]
+        if isinstance(left, ir.Node) and left.op == "add" and users.get(left.id, 0) == 1:
+            cur = left
+            continue
+        c0 = left
+        break
+    if len(terms) < MIN_TERMS:
+        return None
+    terms.reverse()
+    return c0, terms, adds
+
+
+def _fits(c0, x, end, adds):
+    """The fold is the same arithmetic: every partial sum has the row's shape and x's dtype, and
+    c0 becomes one leading row of that dtype."""
+    if not _is_float(x) or not _is_float(end):
+        return False
+    dtype, row = np.dtype(x.aval[1]), tuple(x.aval[0][1:])
+    for a in adds:
+        if a.aval is None or tuple(a.aval[0]) != row or np.dtype(a.aval[1]) != dtype:
+            return False
+    if isinstance(c0, ir.Node):
+        return ir.numpy_typed(c0) and tuple(c0.aval[0]) == row and np.dtype(c0.aval[1]) == dtype
+    return type(c0) in (int, float) and row == ()  # a Python number: weakly typed, becomes x's dtype
+
+
+def _gather(x, ks, site):
+    """x[k1, ..., kn] along axis 0: a slice view when the k are consecutive, else a gather."""
+    n, row, dtype = len(ks), tuple(x.aval[0][1:]), x.aval[1]
+    aval = ((n,) + row, dtype)
+    if ks == list(range(ks[0], ks[0] + n)):
+        item = ("s", ks[0], ks[0] + n, None)
+    elif ks == list(range(ks[0], ks[0] - n, -1)):
+        item = ("s", ks[0], ks[-1] - 1 if ks[-1] > 0 else None, -1)
+    else:
+        idx = ir.Node(ir.CONST, (), {"value": np.array(ks, np.int64)}, ((n,), np.dtype(np.int64)), site)
+        return [idx, ir.Node("getitem", (x, idx), {"index": ((("slot", 0),), True)}, aval, site)]
+    return [ir.Node("getitem", (x,), {"index": ((item,), True)}, aval, site)]
+
+
+def fold_row_chains(graph: ir.Graph) -> ir.Graph:
+    if graph.polymorphic:  # avals hold one size only; row counts must be what they say
+        return graph
+    users = _users(graph)
+    done: set = set()
+    for end in reversed(list(graph.nodes)):
+        if end.id in done or end.op != "add":
+            continue
+        found = _chain(end, users)
+        if found is None:
+            continue
+        c0, terms, adds = found
+        x, neg, plus_zero = terms[0][0], terms[0][2], terms[0][3]
+        if not _fits(c0, x, end, adds):
+            continue
+        done.update(a.id for a in adds)
+        site, dtype, row = end.site, np.dtype(x.aval[1]), tuple(x.aval[0][1:])
+        new = _gather(x, [t[1] for t in terms], site)
+        g = new[-1]
+        if plus_zero:  # NumPy's sum of one element is the element plus 0.0 (-0.0 becomes 0.0)
+            g = ir.Node("add", (g, 0.0), {}, g.aval, site)
+            new.append(g)
+        if neg:
+            g = ir.Node("neg", (g,), {}, g.aval, site)
+            new.append(g)
+        if isinstance(c0, ir.Node):
+            first = ir.Node("expand_dims", (c0,), {"axis": 0}, (((1,) + row), dtype), site)
+        else:
+            first = ir.Node(ir.CONST, (), {"value": np.array([c0], dtype)}, ((1,), dtype), site)
+        s = ir.Node("concatenate", (first, g), {"axis": 0}, (((len(terms) + 1,) + row), dtype), site)
+        acc = ir.Node("cumsum", (s,), {"axis": 0}, s.aval, site)
+        new += [first, s, acc]
+        pos = graph.nodes.index(end)
+        graph.nodes[pos:pos] = new
+        end.op, end.inputs, end.params = "getitem", (acc,), {"index": ((-1,), True)}  # users keep reading end
+    return graph
