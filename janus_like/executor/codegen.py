@@ -81,6 +81,8 @@ class _Emitter:
         if n.op == "concatenate" and n.inputs and all(ir.numpy_typed(i) for i in n.inputs):
             parts = ", ".join(self.arg(i) for i in n.inputs)
             return f"np.concatenate(({parts},), axis={self.const(n.params.get('axis', 0))})"
+        if n.op == "cumsum" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":  # np.cumsum is a Python wrapper around this
+            return f"np.add.accumulate({self.arg(x)}, {self.const(n.params.get('axis', 0))})"
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
         shaped = _known(n) if self.static_shapes else None

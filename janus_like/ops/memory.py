@@ -2,6 +2,8 @@
 transfer between devices (`Tensor.to(device)`, the transfer node of a graph)."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backend
 from .registry import register
 
@@ -25,5 +27,12 @@ register("to_device", _to_device, vjp=_to_device_vjp,
 
 
 # Made by the fold_row_chains pass (a running sum over rows, after differentiation): no gradient rule.
-register("cumsum", lambda xp, x, axis=0: xp.cumsum(x, axis=axis),
+def _cumsum(xp, x, axis=0):
+    # for floats np.cumsum is np.add.accumulate behind a Python wrapper (small ints it widens)
+    if xp is np and x.dtype.kind == "f":
+        return np.add.accumulate(x, axis=axis)
+    return xp.cumsum(x, axis=axis)
+
+
+register("cumsum", _cumsum,
          doc="running sums along `axis`, added strictly in order (numpy.cumsum)")
