@@ -23,6 +23,24 @@ from .tiering import Tier
 
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
 
+try:  # NumPy 2 keeps the floating-point error state in a context variable: a new state is a new object
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE
+except ImportError:  # pragma: no cover - other NumPy versions: ask every time
+    _FP_STATE = None
+_fp_seen = [object(), False]  # (state object, whether some error raises under it)
+
+
+def fp_errors_raise() -> bool:
+    """True when some floating-point error is set to raise (np.seterr / np.errstate). Native
+    code raises none, so such calls run the plan. np.geterr() costs ~1 us; this asks it only
+    when the state object changed."""
+    if _FP_STATE is None:
+        return "raise" in np.geterr().values()
+    state = _FP_STATE.get()
+    if state is not _fp_seen[0]:
+        _fp_seen[0], _fp_seen[1] = state, "raise" in np.geterr().values()
+    return _fp_seen[1]
+
 
 class CompiledGraph:
     def __init__(self, gen, mode: str = "plan", native: str = "off"):
@@ -45,13 +63,13 @@ class CompiledGraph:
         self.last_slots = None
         # The lean path: a plan with nothing to save or restore around it (no RNG, no native
         # tier, no deferred effects) and a generated finish. Same semantics, fewer layers.
-        finish = gen.outputs.compile_finish() if self.plan is not None and not self.tier.pending else None
-        self._lean = finish is not None and not self.uses_rng and not self.generators and self.tier.run is None
-        self._finish = finish
+        self._finish = gen.outputs.compile_finish()  # None when there are effects (the general finish)
+        self._lean = (self._finish is not None and self.plan is not None and not self.tier.pending
+                      and self.tier.run is None and not self.uses_rng and not self.generators)
 
     def body(self, slots):
         tier = self.tier
-        if tier.run is not None and "raise" not in np.geterr().values():
+        if tier.run is not None and not fp_errors_raise():
             try:
                 return tier(slots)
             except TypeError:  # argument types the native function was not compiled for
@@ -94,7 +112,7 @@ class CompiledGraph:
             self._restore(saved, saved_gens)
             return RAISED, exc
         self.last_slots = slots  # kept for plan-vs-interpreter checks and reports
-        result = self.outputs.finish(values, slots, prepared)
+        result = self._finish(values, slots) if self._finish is not None else self.outputs.finish(values, slots, prepared)
         self.runs += 1
         self.last_s = elapsed = time.perf_counter() - start
         self.time_s += elapsed

@@ -138,3 +138,21 @@ def test_tensor_indexing_under_a_tape_is_still_recorded():
     with jl.GradientTape() as tape:
         y = x[1] * 3.0 + x[0:2].sum()
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [1.0, 4.0, 0.0])
+
+
+def test_the_floating_point_error_state_is_seen_through_its_cache():
+    from janus_like.executor import fp_errors_raise
+
+    assert not fp_errors_raise()
+    with np.errstate(over="raise"):
+        assert fp_errors_raise()
+        with np.errstate(over="warn"):
+            assert not fp_errors_raise()
+        assert fp_errors_raise()
+    assert not fp_errors_raise()
+    old = np.seterr(invalid="raise")
+    try:
+        assert fp_errors_raise()
+    finally:
+        np.seterr(**old)
+    assert not fp_errors_raise()
