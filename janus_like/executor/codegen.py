@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import index_source, is_basic
+from ..ops.indexing import index_source, is_basic, scatter_add
 from ..ops.primitives import sum_to_axes
 from ..ops.registry import REGISTRY
 from .interpreter import AssertFailed
@@ -37,7 +37,8 @@ class _Emitter:
     def __init__(self, static_shapes=True):
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
-        self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean}
+        self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean,
+                              "SCATTER_ADD": scatter_add}
         self._kernels: dict = {}
 
     def const(self, value) -> str:
@@ -237,7 +238,7 @@ class _Emitter:
             if n.params.get("unique") or is_basic(n.params["index"]):
                 self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
             else:
-                self.lines.append(f"{zeros}np.add.at({v}, ({idx}), {self.arg(g)})")
+                self.lines.append(f"{zeros}SCATTER_ADD({v}, ({idx}), {self.arg(g)})")
             return
         if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
                 and len(n.inputs[0].aval[0]) >= 1:

@@ -81,3 +81,37 @@ def format_index(template) -> str:
     items, single = template
     src = index_source(template, lambda k: f"${k}", str)
     return f"[{src[:-1] if not single and len(items) == 1 else src}]"
+
+
+ROUNDS_MIN_ELEMENTS = 4096  # below this np.add.at is as fast (measured: 25 rows of 100 floats)
+
+
+def scatter_add(out, idx, g):
+    """`np.add.at(out, idx, g)`: g's rows added into out at idx, repeated indices accumulating in
+    order. For one 1-D integer index on axis 0 over enough data it runs in rounds instead: round
+    k adds every index's k-th occurrence with one vectorized `+=` (indices are distinct within a
+    round), so each row receives the same additions in the same order: the same bits, 3.5-4.5x
+    faster than add.at's unbuffered loop on an LSTM's embedding gradient. Anything else (other
+    index kinds, an index out of range, which add.at reports, CuPy arrays) goes to add.at."""
+    if (type(idx) is np.ndarray and type(out) is np.ndarray and idx.ndim == 1 and idx.dtype.kind in "iu"
+            and out.ndim >= 1 and idx.size and np.shape(g) == idx.shape + out.shape[1:]
+            and getattr(g, "dtype", None) == out.dtype
+            and idx.size * (out.size // max(out.shape[0], 1)) >= ROUNDS_MIN_ELEMENTS):
+        n = out.shape[0]
+        lo, hi = int(idx.min()), int(idx.max())
+        if -n <= lo and hi < n:
+            if lo < 0:  # -1 and n-1 are the same row: one key per row
+                idx = np.where(idx < 0, idx + n, idx)
+            order = np.argsort(idx, kind="stable")
+            keys = idx[order]
+            first = np.empty(keys.size, bool)
+            first[0] = True
+            np.not_equal(keys[1:], keys[:-1], out=first[1:])
+            positions = np.arange(keys.size)
+            rank = positions - np.maximum.accumulate(np.where(first, positions, 0))
+            for k in range(int(rank.max()) + 1):
+                rows = order[rank == k]  # in occurrence order within each index: stable sort
+                out[idx[rows]] += g[rows]
+            return out
+    np.add.at(out, idx, g)
+    return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import api as F
-from .indexing import build_index, is_basic
+from .indexing import build_index, is_basic, scatter_add
 from .registry import P, bind, register
 
 
@@ -333,6 +333,8 @@ def _getitem_grad(xp, g, x, *operands, index, unique=False):
     idx = build_index(index, operands)
     if unique or is_basic(index):
         out[idx] = g
+    elif xp is np:
+        scatter_add(out, idx, g)
     else:
         xp.add.at(out, idx, g)
     return out
