@@ -177,3 +177,15 @@ def test_unknown_dimension_graphs_drop_a_broadcast_only_against_its_own_like():
                  np.arange(rows, dtype=np.float32).reshape(rows, 1)]
         src = _check(nodes, [same, other, e, cat], slots, polymorphic=True)
     assert "[:, None, None]" in src and "np.concatenate((" in src
+
+
+def test_buffers_are_reused_for_large_results_only():
+    from janus_like.executor.codegen import REUSE_MIN_ELEMENTS
+
+    for size, reused in ((REUSE_MIN_ELEMENTS * 4, True), (2, False)):
+        x = _in(0, (size,))
+        a = _op("exp", x, shape=(size,))
+        b = _op("add", a, 1.0, shape=(size,))  # a is dead after this: its buffer may take b
+        c = _op("tanh", b, shape=(size,))
+        src = _check([x, a, b, c], [c], [np.linspace(-1, 1, size, dtype=np.float32)])
+        assert ("out=" in src) is reused, src
