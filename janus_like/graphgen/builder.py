@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from .values import Sym, Unsupported, VarRef
 
 LOOP_GRAD = "loop-grad"  # a tape entry standing for a whole loop node (see loop_grad.py)
+COND_GRAD = "cond-grad"  # ... and for a whole conditional node (see cond_grad.py)
 
 
 _PY_RESULT_OPS = {"reduced_count", "dim_of"}  # ops whose run-time result is a Python number
@@ -42,6 +43,7 @@ class GraphBuilder:
         self.block = self.graph.nodes  # where new nodes go (a cond branch while building one)
         self.prelude: list = []  # constants, placed before everything else
         self.tapes: list[SymbolicTape] = []
+        self.reassociate = False  # set by the generator: gradients may then sum in another order
         self.site = ""
         self._consts: dict[int, tuple] = {}
         self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
@@ -273,7 +275,7 @@ class SymbolicTape:
                 seed = F.ones_like(t)
             _acc(grads, _key(t), seed)
         for entry in reversed(self.entries):
-            if entry[0] == LOOP_GRAD:  # a loop node: its own backward loop
+            if entry[0] in (LOOP_GRAD, COND_GRAD):  # a loop or conditional node: its own backward node
                 entry[1].backward(grads, _acc)
                 continue
             op, keys, snaps, params, out_node, out_kind = entry
@@ -284,9 +286,27 @@ class SymbolicTape:
             for k, gx in zip(keys, in_grads):
                 if k is not None and gx is not None:
                     _acc(grads, k, gx)
+        for entry in self.entries:
+            if entry[0] == COND_GRAD:
+                entry[1].check_connected(grads)
         return {k: (Sym(v.node, "tensor") if isinstance(v, Sym) else v) for k, v in grads.items()}
 
 
 def _acc(grads, key, g):
     prev = grads.get(key)
     grads[key] = g if prev is None else F.add(prev, g)
+
+
+def backward_entries(entries, local, mapped):
+    """Apply the vjp rules of plain tape `entries`, last first, accumulating into `local` (key ->
+    gradient) in the eager tape's order; `mapped` renames recorded nodes to recomputed ones (a
+    loop body or a branch cloned for its backward pass)."""
+    for op, keys, snaps, params, out_node, out_kind in reversed(entries):
+        g = local.get(mapped(out_node))
+        if g is None:
+            continue
+        args = [Sym(mapped(s.node), s.kind) if isinstance(s, Sym) else s for s in snaps]
+        in_grads = op.vjp(g, Sym(mapped(out_node), out_kind), *args, **params)
+        for k, gx in zip(keys, in_grads):
+            if k is not None and gx is not None:
+                _acc(local, mapped(k), gx)

@@ -12,6 +12,7 @@ from .. import ir
 from ..source import site_key
 from ..jit.assumptions import Assumption
 from .builder import OPAQUE, SymbolicTape
+from .cond_grad import CondGradient
 from .loop_grad import LoopGradient
 from .values import ObjRef, Sym, Unsupported, VarRef
 from .support import ErrState, _Break, _Continue, _MISSING, _assigned_names, _truth_value
@@ -54,9 +55,8 @@ class ControlFlowMixin:
 
     def cond(self, node, test, frame):
         """Both branches as a conditional node (after the profile saw both outcomes)."""
-        if self.builder.tapes:
-            raise Unsupported("data-dependent-python", "a branch on a graph value inside a GradientTape "
-                                                       "whose outcome varies", self.site)
+        tapes = list(self.builder.tapes)
+        grad = CondGradient(self.builder, tapes, self.site) if tapes else None
         assigned = sorted(_assigned_names(node.body) | _assigned_names(node.orelse))
         pred = _truth_value(test)
         results = []
@@ -68,6 +68,8 @@ class ControlFlowMixin:
             for body in (node.body, node.orelse):
                 block = []
                 self.builder.block = block
+                if grad is not None:  # each branch records on a tape of its own (cond_grad.py)
+                    self.builder.tapes = [grad.branch_tape()]
                 saved = dict(frame.locals)
                 self.exec_block(body, frame)
                 results.append((block, {n: frame.locals.get(n, _MISSING) for n in assigned}))
@@ -77,6 +79,7 @@ class ControlFlowMixin:
             self.pure_depth -= 1
             self.branch_frames.pop()
             self.builder.block = outer_block
+            self.builder.tapes = tapes
         self.set_site(node, frame)
         (then_block, then_vals), (else_block, else_vals) = results
         outs_then, outs_else, merged = [], [], []
@@ -100,8 +103,10 @@ class ControlFlowMixin:
                 frame.locals[name] = a
         cond_node = self.builder.add(ir.Node(ir.COND, (pred.node,), {
             "then_nodes": then_block, "else_nodes": else_block, "then_outs": outs_then, "else_outs": outs_else}))
+        results = []
         for i, (name, proto) in enumerate(merged):
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
+            results.append(out.node)
             # which object the name refers to now depends on the branch: writing through it, or
             # writing what it might alias, cannot be modelled (see refresh_views)
             out.view = (OPAQUE, None)
@@ -109,6 +114,8 @@ class ControlFlowMixin:
                 if isinstance(pre, Sym) and any(pre is old for old in saved_locals.values()):
                     self.builder.views.setdefault(id(pre), []).append(out)
             frame.locals[name] = out
+        if grad is not None:
+            grad.finish(pred.node, [then_block, else_block], [outs_then, outs_else], results)
 
     def stmt_While(self, node, frame):
         key = site_key(frame.filename, node)

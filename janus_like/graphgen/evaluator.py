@@ -42,7 +42,8 @@ class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin,
     The methods live in mixins by topic: calls, control flow, statements, expressions, input
     containers; this class holds the state they share and the input/output ends."""
 
-    def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL, unknown_dims=None):
+    def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL, unknown_dims=None,
+                 reassociate=False):
         self.fn = fn
         self.unknown_dims = unknown_dims or {}  # argument index -> axes of unknown size
         self.name = name
@@ -50,6 +51,7 @@ class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin,
         self.relaxed = relaxed
         self.max_unroll = max_unroll
         self.builder = GraphBuilder(name)
+        self.builder.reassociate = reassociate  # generated gradients may sum in another order too
         self.prog = InputProgram()
         self.memo: dict = {}  # id(object) -> (abstract value, slot)
         self.slot_values: dict = {}  # slot index -> abstract value

@@ -29,7 +29,7 @@ from ..ops import api as F
 from .values import Sym, Unsupported
 
 OBJECT = np.dtype(object)
-from .builder import LOOP_GRAD, SymbolicTape
+from .builder import LOOP_GRAD, SymbolicTape, _acc, backward_entries
 
 
 def _new_stack():
@@ -176,15 +176,7 @@ class LoopGradient:
             _acc(local, mapped(self.carried_outs[j]), Sym(phs[1 + pos], "tensor"))
         for pos, k in enumerate(closure):
             local[mapped(k)] = Sym(phs[1 + n_dc + pos], "tensor")
-        for op, keys, snaps, params, out_node, out_kind in reversed(self.tape.entries):
-            g = local.get(mapped(out_node))
-            if g is None:
-                continue
-            args = [Sym(mapped(s.node), s.kind) if isinstance(s, Sym) else s for s in snaps]
-            in_grads = op.vjp(g, Sym(mapped(out_node), out_kind), *args, **params)
-            for k, gx in zip(keys, in_grads):
-                if k is not None and gx is not None:
-                    _acc(local, mapped(k), gx)
+        backward_entries(self.tape.entries, local, mapped)
         outs = [b.py_op(operator.sub, i, 1).node]
         for j in diff:
             g = local.get(clone[self.saved[j].id])
@@ -206,7 +198,3 @@ def _as(g, like):
         node = g.node
     return node
 
-
-def _acc(grads, key, g):
-    prev = grads.get(key)
-    grads[key] = g if prev is None else F.add(prev, g)

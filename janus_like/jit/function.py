@@ -274,12 +274,13 @@ class JitFunction:
 
     def _generate_polymorphic(self, entry, args, name):
         dims = dict(self._dims)
-        gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed), unknown_dims=dims).generate(args)
+        gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed), unknown_dims=dims,
+                        reassociate=self.reassociate).generate(args)
         optimize(gen.graph, self.reassociate)
         gen.outputs.plan_copies()
         try:
             probe = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed),
-                              unknown_dims=dims).generate(probe_args(args, dims))
+                              unknown_dims=dims, reassociate=self.reassociate).generate(probe_args(args, dims))
         except Unsupported as exc:  # e.g. a reshape that only works for some sizes
             raise Unsupported("shape-dependent", f"another size does not generate the same graph ({exc.detail})")
         optimize(probe.graph, self.reassociate)
@@ -314,7 +315,8 @@ class JitFunction:
             self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
             return g
         try:
-            gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed)).generate(args)
+            gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed),
+                            reassociate=self.reassociate).generate(args)
             optimize(gen.graph, self.reassociate)
             gen.outputs.plan_copies()
             g = ex.CompiledGraph(gen, self.mode, self.native)
