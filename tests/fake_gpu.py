@@ -73,6 +73,7 @@ class FakeArray:
     ndim = property(lambda self: self._a.ndim)
     size = property(lambda self: self._a.size)
     T = property(lambda self: FakeArray(self._a.T))
+    device = property(lambda self: types.SimpleNamespace(id=0))  # CuPy's is a Device object, not a str
 
     def __array__(self, dtype=None, copy=None):
         raise DeviceError("Implicit conversion to a NumPy array is not allowed. Please use `.get()`")

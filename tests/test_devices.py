@@ -216,3 +216,17 @@ def test_generated_device_programs_match_eager(program, devices):
 
         jf = side_by_side(make, call_sequence(len(devices), args))
         assert jf.stats()["graph_calls"] >= 1 or "host_bias" in program
+
+
+def test_transfers_send_gradients_back_to_the_source_device(gpu):
+    x = backend.to_device(np.arange(3.0), "gpu")  # a raw CuPy-like array (its .device is no str)
+    assert type(F.to_device(x, "cpu")._data) is np.ndarray
+    t = jl.tensor(x)  # a tensor on the device
+    w = jl.Variable(np.ones(3))
+    with jl.GradientTape() as tape:
+        tape.watch(t)
+        loss = F.sum(t.to("cpu") * w)
+    g_t, g_w = tape.gradient(loss, [t, w])
+    assert g_t.device == "gpu" and g_w.device == "cpu"
+    np.testing.assert_array_equal(host(g_t), np.ones(3))
+    np.testing.assert_array_equal(g_w.numpy(), np.arange(3.0))

@@ -61,7 +61,9 @@ def ones_like(x, dtype=None): return bind(P.ones_like, x, dtype=dtype)
 def to_device(x, device, source=None):
     """`x` on `device` ('cpu' or 'gpu'): a transfer (a graph node when generating)."""
     if source is None:
-        source = getattr(x, "device", None) or backend.device_of(x)
+        source = getattr(x, "device", None)  # a Tensor's or a graph value's: "cpu" or "gpu"
+        if source not in ("cpu", "gpu"):  # a raw array (CuPy's .device is a Device object)
+            source = backend.device_of(x)
     return bind(P.to_device, x, device=backend.normalize(device), source=source)
 
 
