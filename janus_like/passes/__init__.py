@@ -12,6 +12,7 @@ import os
 from .. import ir
 from .batch import batch_matmuls
 from .chains import fold_row_chains
+from .constfold import fold_constants
 from .conv_cols import share_im2col
 from .cse import cse
 from .dce import dce
@@ -19,7 +20,7 @@ from .fold import fold_accumulations
 from .lift import lift_row_blocks
 from .simplify import simplify, sum_to_reshape, unique_scatters
 
-PIPELINE = [simplify, cse, share_im2col, dce]
+PIPELINE = [simplify, fold_constants, cse, share_im2col, dce]
 REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, lift_row_blocks, fold_row_chains, cse, dce]
 
 
@@ -37,4 +38,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains"]
