@@ -120,6 +120,7 @@ def test_transfers_inside_the_function_are_graph_nodes_with_gradients(gpu):
     assert {n.params["device"] for n in transfers} == {"cpu", "gpu"}
     assert jf.stats()["graph_calls"] >= 3
     assert place(g.graph)  # a mixed graph: some nodes on each device
+    assert "transfers (run with CuPy kernels" in jf.explain()
 
 
 def test_an_op_mixing_devices_falls_back_and_raises_like_eager(gpu):

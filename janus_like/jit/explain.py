@@ -14,6 +14,12 @@ def describe(jf) -> str:
         lines.append(f"  graph {i}: {g.graph.size()} nodes ({len(asserts)} asserts), ran {g.runs} times")
         if g.tier.note and not g.tier.pending:
             lines.append(f"    {g.tier.note}")
+        devices = getattr(g, "devices", None)
+        if devices:
+            on_gpu = sum(1 for d in devices.values() if d == "gpu")
+            transfers = sum(1 for n in g.graph.all_nodes() if n.op == "to_device")
+            lines.append(f"    devices: {on_gpu} nodes on the GPU, {transfers} transfers "
+                         "(run with CuPy kernels through the interpreter)")
         for a in g.assumptions[:40]:
             lines.append(f"    assume {a.describe()}" + (f"  [failed {a.failures}x]" if a.failures else ""))
         if len(g.assumptions) > 40:
