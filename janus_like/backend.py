@@ -59,7 +59,7 @@ def current_device() -> str:
 @contextlib.contextmanager
 def device(name: str):
     """`with janus_like.device("gpu"):` makes new tensors live on that device."""
-    name = _normalize(name)
+    name = normalize(name)
     old = _state["device"]
     _state["device"] = name
     try:
@@ -68,7 +68,9 @@ def device(name: str):
         _state["device"] = old
 
 
-def _normalize(name: str) -> str:
+def normalize(name: str) -> str:
+    """'cpu' or 'gpu' for a device name ('cuda', 'gpu:0', ...); a clear error for others (and
+    'gpu' without one)."""
     name = name.lower()
     if name in ("cpu",):
         return "cpu"
@@ -88,11 +90,6 @@ def gpu_module():
     return cp
 
 
-def normalize(name: str) -> str:
-    """'cpu' or 'gpu' for a device name ('cuda', 'gpu:0', ...); a clear error for others."""
-    return _normalize(name)
-
-
 def array_module(*arrays):
     """NumPy unless some operand is a CuPy array (checked only once a GPU has been used)."""
     if _state["gpu_used"]:
@@ -109,7 +106,7 @@ def device_of(array) -> str:
 
 
 def to_device(array, name: str):
-    name = _normalize(name)
+    name = normalize(name)
     if name == "cpu":
         if device_of(array) == "gpu":
             return _cupy().asnumpy(array)

@@ -61,11 +61,8 @@ class CompiledGraph:
         self.time_s = 0.0
         self.last_s = 0.0  # the last successful run, guards to result
         self.last_slots = None
-        # The lean path: a plan with nothing to save or restore around it (no RNG, no native
-        # tier, no deferred effects) and a generated finish. Same semantics, fewer layers.
         self._finish = gen.outputs.compile_finish()  # None when there are effects (the general finish)
-        self._lean = (self._finish is not None and self.plan is not None and not self.tier.pending
-                      and self.tier.run is None and not self.uses_rng and not self.generators)
+        self._direct = self.plan is not None and not self.tier.pending  # no native tier to consult
 
     def body(self, slots):
         tier = self.tier
@@ -87,23 +84,10 @@ class CompiledGraph:
         slots = self.guard(args)
         if slots.__class__ is int:
             return GUARD_FAILED, slots
-        if self._lean:
-            try:
-                values = self.plan(slots)
-            except AssertFailed as exc:
-                return ASSERT_FAILED, exc.assumption
-            except Exception as exc:
-                return RAISED, exc
-            self.last_slots = slots
-            result = self._finish(values, slots)
-            self.runs += 1
-            self.last_s = elapsed = time.perf_counter() - start
-            self.time_s += elapsed
-            return OK, result
         saved = np.random.get_state() if self.uses_rng else None
-        saved_gens = [g.bit_generator.state for g in self.generators]
+        saved_gens = [g.bit_generator.state for g in self.generators] if self.generators else ()
         try:
-            values = self.body(slots)
+            values = self.plan(slots) if self._direct else self.body(slots)
             prepared = self.outputs.prepare_effects(values, slots) if self.outputs.effects else []
         except AssertFailed as exc:
             self._restore(saved, saved_gens)

@@ -82,7 +82,8 @@ class _Emitter:
         if n.op == "concatenate" and n.inputs and all(ir.numpy_typed(i) for i in n.inputs):
             parts = ", ".join(self.arg(i) for i in n.inputs)
             return f"np.concatenate(({parts},), axis={self.const(n.params.get('axis', 0))})"
-        if n.op == "cumsum" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":  # np.cumsum is a Python wrapper around this
+        if n.op == "cumsum" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
+            # what np.cumsum does for floats, without its Python wrapper (see ops/memory.py)
             return f"np.add.accumulate({self.arg(x)}, {self.const(n.params.get('axis', 0))})"
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
@@ -379,7 +380,8 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
     for pos, n in enumerate(graph.nodes):
         if n.op not in _INPLACE or not n.inputs or n.aval is None or len(n.aval[0]) == 0:
             continue
-        if all(type(d) is int for d in n.aval[0]) and int(np.prod(n.aval[0])) < REUSE_MIN_ELEMENTS:
+        shape = _known(n)
+        if shape is not None and int(np.prod(shape)) < REUSE_MIN_ELEMENTS:
             continue  # a tiny result: allocating it is cheaper than NumPy's out= path
         for k, a in enumerate(n.inputs):  # any operand of a ufunc may receive its output
             if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):

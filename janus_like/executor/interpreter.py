@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ir
+from .. import backend, ir
 from ..ops.registry import REGISTRY
-from .placement import device_operand, module_for
+from .placement import device_operand
 
 
 class AssertFailed(Exception):
@@ -66,7 +66,7 @@ def _run_node(n, env, slots, devices=None):
         env[n.id] = args[0][n.params["index"]]
     elif devices and devices.get(n.id) == "gpu":  # see placement.py
         args = [device_operand(a) for a in args]
-        env[n.id] = REGISTRY[op].impl(module_for("gpu"), *args, **n.params)
+        env[n.id] = REGISTRY[op].impl(backend.gpu_module(), *args, **n.params)
     else:
         env[n.id] = REGISTRY[op].impl(np, *args, **n.params)
 

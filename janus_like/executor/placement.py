@@ -100,11 +100,6 @@ def any_gpu(graph: ir.Graph) -> bool:
     return False
 
 
-def module_for(device):
-    """The array module of a device: CuPy for "gpu", NumPy otherwise."""
-    return backend.gpu_module() if device == "gpu" else np
-
-
 def device_operand(v):
     """A 0-d NumPy array handed to a GPU kernel becomes a NumPy scalar: the generator makes
     such constants from the Python and NumPy scalars of eager code, which CuPy accepts."""

@@ -297,6 +297,21 @@ def _acc(grads, key, g):
     grads[key] = g if prev is None else F.add(prev, g)
 
 
+def recompute(builder, nodes, clone):
+    """Add copies of `nodes` (a loop body or a branch, for its backward pass) to the builder's
+    current block, reading the copies of each other and the values in `clone` (node id -> node),
+    which gains an entry per copy; returns `mapped`, the renaming of recorded nodes to copies."""
+    for m in nodes:
+        inputs = tuple(clone.get(x.id, x) if isinstance(x, ir.Node) else x for x in m.inputs)
+        clone[m.id] = builder.add(ir.Node(m.op, inputs, dict(m.params), m.aval, m.site, errstate=m.errstate,
+                                          hint=m.hint))
+
+    def mapped(key):
+        return clone.get(key.id, key) if isinstance(key, ir.Node) else key
+
+    return mapped
+
+
 def backward_entries(entries, local, mapped):
     """Apply the vjp rules of plain tape `entries`, last first, accumulating into `local` (key ->
     gradient) in the eager tape's order; `mapped` renames recorded nodes to recomputed ones (a

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..ops import api as F
-from .builder import COND_GRAD, SymbolicTape, _acc, backward_entries
+from .builder import COND_GRAD, SymbolicTape, _acc, backward_entries, recompute
 from .values import Sym, Unsupported
 
 _REASON = "data-dependent-python"
@@ -38,6 +38,7 @@ class CondGradient:
         self.site = site
         self.tapes = []
         self.outer = list(tapes)
+        self.maybe_none: dict = {}  # keys only one branch differentiates -> their backward output
 
     def branch_tape(self):
         """A tape for the next branch, watching what the outer tapes watch."""
@@ -130,7 +131,7 @@ class CondGradient:
     def check_connected(self, grads):
         """After the whole backward pass: a value only one branch differentiated must have gradient
         from elsewhere too, else eager returns None after the other branch (the graph, -0.0s)."""
-        for k, g in getattr(self, "maybe_none", {}).items():
+        for k, g in self.maybe_none.items():
             if grads.get(k) is g:
                 raise Unsupported(_REASON, "a value only one branch differentiates and nothing else does "
                                            "(eager gives no gradient after the other branch)", self.site)
@@ -149,15 +150,7 @@ class CondGradient:
     def _branch(self, br, seeds, start):
         """Recompute branch `br` and run its tape backwards; {closure key: gradient Sym or None}."""
         b = self.builder
-        clone = {}
-        for m in self.blocks[br]:
-            inputs = tuple(clone.get(x.id, x) if isinstance(x, ir.Node) else x for x in m.inputs)
-            clone[m.id] = b.add(ir.Node(m.op, inputs, dict(m.params), m.aval, m.site, errstate=m.errstate,
-                                        hint=m.hint))
-
-        def mapped(key):
-            return clone.get(key.id, key) if isinstance(key, ir.Node) else key
-
+        mapped = recompute(b, self.blocks[br], {})
         local = {mapped(k): g for k, g in start.items() if g is not None}
         for j, seed in enumerate(seeds):
             out = self.outs[br][j]

@@ -29,7 +29,7 @@ from ..ops import api as F
 from .values import Sym, Unsupported
 
 OBJECT = np.dtype(object)
-from .builder import LOOP_GRAD, SymbolicTape, _acc, backward_entries
+from .builder import LOOP_GRAD, SymbolicTape, _acc, backward_entries, recompute
 
 
 def _new_stack():
@@ -161,15 +161,7 @@ class LoopGradient:
         clone = {}
         for j, ph in enumerate(self.saved):
             clone[ph.id] = b.add(ir.Node(ir.TUPLE_GET, (values,), {"index": j}, ph.aval))
-        for m in self.body_nodes:
-            if m is self.push:
-                continue
-            inputs = tuple(clone.get(x.id, x) if isinstance(x, ir.Node) else x for x in m.inputs)
-            clone[m.id] = b.add(ir.Node(m.op, inputs, dict(m.params), m.aval, m.site, errstate=m.errstate,
-                                        hint=m.hint))
-
-        def mapped(key):
-            return clone.get(key.id, key) if isinstance(key, ir.Node) else key
+        mapped = recompute(b, [m for m in self.body_nodes if m is not self.push], clone)
 
         local: dict = {}
         for pos, j in enumerate(diff):  # seeds: the cotangents of this iteration's results

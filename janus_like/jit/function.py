@@ -19,7 +19,6 @@ import sys
 import time
 import types
 
-import numpy as np
 
 from .. import executor as ex
 from ..graphgen.evaluator import Generator
@@ -28,10 +27,9 @@ from ..passes import optimize
 from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
-from ..tensor import Tensor
 from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
-from .polymorphism import probe_args, signature, sizes_of, varying_dims
+from .polymorphism import arg_key, probe_args, signature, sizes_of, varying_dims
 
 
 def _log_topics():
@@ -48,17 +46,6 @@ def _disabled():
         v = _ENV.get(_DISABLE_KEY)
         return v is not None and v not in (b"", b"0", "", "0")
     return os.environ.get("JANUS_LIKE_DISABLE", "") not in ("", "0")
-
-
-def _arg_key(a, unknown=None):
-    t = type(a)
-    if t is np.ndarray or isinstance(a, Tensor):
-        d = a if t is np.ndarray else a._data
-        shape = d.shape
-        if unknown:  # dimensions of unknown size do not split the cache
-            shape = tuple(None if k in unknown else n for k, n in enumerate(shape))
-        return (t, shape, d.dtype)
-    return t
 
 
 class _Entry:
@@ -244,8 +231,8 @@ class JitFunction:
     def _key(self, args):
         dims = self._dims
         if not dims:
-            return tuple(_arg_key(a) for a in args)
-        return tuple(_arg_key(a, dims.get(i)) for i, a in enumerate(args))
+            return tuple(arg_key(a) for a in args)
+        return tuple(arg_key(a, dims.get(i)) for i, a in enumerate(args))
 
     def _shape_variant(self, key) -> bool:
         """Count sizes of dimensions that differ between otherwise equal signatures; after
@@ -272,19 +259,21 @@ class JitFunction:
         self._dims = {}
         self._note(Fallback("shape-dependent", reason))
 
-    def _generate_polymorphic(self, entry, args, name):
-        dims = dict(self._dims)
+    def _build(self, entry, args, name, dims=None):
+        """Generate, optimize and plan the commit copies of one graph for `args`."""
         gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed), unknown_dims=dims,
                         reassociate=self.reassociate).generate(args)
         optimize(gen.graph, self.reassociate)
         gen.outputs.plan_copies()
+        return gen
+
+    def _generate_polymorphic(self, entry, args, name):
+        dims = dict(self._dims)
+        gen = self._build(entry, args, name, dims)
         try:
-            probe = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed),
-                              unknown_dims=dims, reassociate=self.reassociate).generate(probe_args(args, dims))
+            probe = self._build(entry, probe_args(args, dims), name, dims)
         except Unsupported as exc:  # e.g. a reshape that only works for some sizes
             raise Unsupported("shape-dependent", f"another size does not generate the same graph ({exc.detail})")
-        optimize(probe.graph, self.reassociate)
-        probe.outputs.plan_copies()
         if signature(gen) != signature(probe):
             raise Unsupported("shape-dependent", "the graph changes with the size of the varying dimension")
         return gen
@@ -315,11 +304,7 @@ class JitFunction:
             self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
             return g
         try:
-            gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed),
-                            reassociate=self.reassociate).generate(args)
-            optimize(gen.graph, self.reassociate)
-            gen.outputs.plan_copies()
-            g = ex.CompiledGraph(gen, self.mode, self.native)
+            g = ex.CompiledGraph(self._build(entry, args, name), self.mode, self.native)
         except Unsupported as exc:
             return self._failed(entry, exc)
         except RecursionError:

@@ -16,6 +16,19 @@ from .. import ir
 from ..tensor import Tensor
 
 
+def arg_key(a, unknown=None):
+    """One argument's part of a signature key: the type, and for arrays and tensors the shape
+    (with None for the axes in `unknown`) and dtype."""
+    t = type(a)
+    if t is np.ndarray or isinstance(a, Tensor):
+        d = a if t is np.ndarray else a._data
+        shape = d.shape
+        if unknown:  # dimensions of unknown size do not split the cache
+            shape = tuple(None if k in unknown else n for k, n in enumerate(shape))
+        return (t, shape, d.dtype)
+    return t
+
+
 def varying_dims(old_key, new_key):
     """The (argument, axis) pairs in which two signature keys differ, when every differing
     argument is an array of the same type, rank and dtype differing in exactly one dimension

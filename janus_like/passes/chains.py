@@ -85,12 +85,10 @@ def _chain(end, users):
     None when end does not end a chain of at least MIN_TERMS rows."""
     terms, adds, cur = [], [], end
     while True:
-        if cur.op != "add" or cur.errstate is not None or len(cur.inputs) != 2 or not isinstance(cur.inputs[1], ir.Node):
-            c0 = cur
-            break
-        t = _term(cur.inputs[1])
+        plain = cur.op == "add" and cur.errstate is None and len(cur.inputs) == 2 and isinstance(cur.inputs[1], ir.Node)
+        t = _term(cur.inputs[1]) if plain else None
         if t is None or (terms and (t[0] is not terms[0][0] or t[2:] != terms[0][2:])):
-            c0 = cur  # the chain starts after this add: its value is the initial one
+            c0 = cur  # the chain starts after this node: its value is the initial one
             break
         terms.append(t)
         adds.append(cur)

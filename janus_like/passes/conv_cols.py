@@ -14,6 +14,7 @@ Top-level nodes only (a conditional's branch may not run).
 from __future__ import annotations
 
 from .. import ir
+from ..ops.conv import out_size
 
 
 def _operands(n):
@@ -38,8 +39,7 @@ def share_im2col(graph: ir.Graph) -> ir.Graph:
             continue
         x = _operands(users[0])[0]
         n, c, h, wd = x.aval[0]
-        (kh, kw), (sh, sw), (ph, pw) = size, stride, padding
-        oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+        (kh, kw), (oh, ow) = size, out_size(h, wd, size, stride, padding)
         cols = ir.Node("im2col", (x,), {"size": size, "stride": stride, "padding": padding},
                        ((c * kh * kw, oh * ow * n), x.aval[1]), users[0].site)
         graph.nodes.insert(graph.nodes.index(users[0]), cols)

@@ -106,7 +106,7 @@ def test_generated_finish_builds_the_same_results_as_the_general_one(kinds):
     calls = call_sequence(6, lambda s, i: (s, jl.tensor(random_array(i, (2,)))))
     jf = side_by_side(make, calls)
     assert jf.stats()["graph_calls"] >= 3
-    assert all(g._lean for g in jf.graphs())  # the generated finish really ran
+    assert all(g._finish is not None for g in jf.graphs())  # the generated finish really ran
 
 
 def test_effects_keep_the_general_finish():
@@ -119,7 +119,7 @@ def test_effects_keep_the_general_finish():
 
     calls = call_sequence(6, lambda s, i: (random_array(i, (2,)),))
     jf = side_by_side(make, calls)
-    assert not any(g._lean for g in jf.graphs())
+    assert not any(g._finish is not None for g in jf.graphs())
 
 
 def test_tensor_int_and_slice_indexing_match_the_op():
