@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ir
 from .codegen import compile_plan
+from .fused import MISS, fuse
 from .interpreter import AssertFailed, interpret
 from .placement import place
 from .tiering import Tier
@@ -63,6 +64,8 @@ class CompiledGraph:
         self.last_slots = None
         self._finish = gen.outputs.compile_finish()  # None when there are effects (the general finish)
         self._direct = self.plan is not None and not self.tier.pending  # no native tier to consult
+        # guards + plan + commit as one function (None when RNG state must be saved around the run)
+        self.fast = fuse(self) if self._direct and not self.uses_rng and not self.generators else None
 
     def body(self, slots):
         tier = self.tier
@@ -73,6 +76,9 @@ class CompiledGraph:
                 tier.mismatch()
         elif tier.pending and tier.due(self.runs, self.time_s):
             tier.adopt(self.plan, slots)
+            if tier.run is None and not tier.pending:  # the plan stays: no tier to consult from now on
+                self._direct = True
+                self.fast = fuse(self) if not self.uses_rng and not self.generators else None
         if self.plan is not None:
             return self.plan(slots)
         return interpret(self.graph, slots, self.devices)
@@ -109,5 +115,5 @@ class CompiledGraph:
             g.bit_generator.state = state
 
 
-__all__ = ["CompiledGraph", "AssertFailed", "interpret", "compile_plan", "OK", "GUARD_FAILED", "ASSERT_FAILED",
+__all__ = ["CompiledGraph", "AssertFailed", "interpret", "compile_plan", "MISS", "OK", "GUARD_FAILED", "ASSERT_FAILED",
            "RAISED", "ir"]

@@ -434,4 +434,5 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     exec(code, em.globals)
     plan = em.globals["plan"]
     plan.source = src
+    plan.parts = (list(em.lines), f"[{outs}]", em.globals)  # for executor/fused.py
     return plan

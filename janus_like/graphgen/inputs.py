@@ -169,4 +169,6 @@ class InputProgram:
                f"    except Exception:\n        return -1\n")
         env = {"K": self.consts, "np": np}
         exec(compile(src, f"<janus_like guard {name}>", "exec"), env)
-        return env[name], src
+        fn = env[name]
+        fn.parts = (list(self.lines), f"({ret}{',' if len(self.slots) == 1 else ''})", env)  # for executor/fused.py
+        return fn, src

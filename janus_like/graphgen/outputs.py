@@ -220,7 +220,9 @@ class Outputs:
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
         env = {"C": consts, "_wrap": _wrap, "_next_id": _next_id, "_copyto": np.copyto}
         exec(compile(src, "<janus_like finish>", "exec"), env)
-        return env["finish"]
+        finish = env["finish"]
+        finish.parts = (lines, env)  # for executor/fused.py
+        return finish
 
 
 def build_outputs(gen, result) -> Outputs:

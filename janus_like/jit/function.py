@@ -113,13 +113,19 @@ class JitFunction:
             # The steady state: the graph that ran last, tried first, without computing the
             # signature key. Its guards check everything the graph relies on, so a call it
             # accepts is one it computes correctly; anything else takes the full path below.
-            status, payload = hot.try_run(args)
-            if status is ex.OK:
+            fast = hot.fast  # guards, plan and commit in one generated function (executor/fused.py)
+            if fast is not None:
+                result = fast(args)
+                ok = result is not ex.MISS
+            else:
+                status, result = hot.try_run(args)
+                ok = status is ex.OK
+            if ok:
                 c = self.counters
                 c["calls"] += 1
                 c["graph_calls"] += 1
                 self.times["graph_s"] += hot.last_s
-                return payload
+                return result
             self._hot = None
         return self._dispatch(args, kwargs)
 

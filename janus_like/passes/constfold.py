@@ -7,7 +7,8 @@ every call, yet the plan rebuilt them op by op (three small ops per call on a ba
 
 Folded: a registry op that is not stateful and has no floating-point error settings, when
 - it is elementwise (or a broadcast) and every operand is a constant or a Python number, or
-- it is `ones_like` / `zeros_like` of a fully known shape (the operand's values do not matter),
+- it is `ones_like` / `zeros_like` of a fully known shape (the operand's values do not matter;
+  in a graph for unknown dimensions only rank 0 counts as known),
 evaluated with the op's own kernel, so the value is the one the plan or the interpreter would
 compute. Only values nobody can write to or hand out are folded: not graph outputs, and only
 when every user computes a new value from it (elementwise ops, products, scatters), never a
@@ -54,7 +55,8 @@ def _fold(n, users, polymorphic) -> bool:
         return False
     if not all(_consumer(u) or u.op in _BROADCASTS for u in users):
         return False  # someone would hold a view of the constant
-    static = not polymorphic and all(type(d) is int for d in n.aval[0])
+    # a rank-0 shape is () for every size of an unknown dimension (the guards fix ranks)
+    static = all(type(d) is int for d in n.aval[0]) and (not polymorphic or n.aval[0] == ())
     first = n.inputs[0] if n.inputs else None
     if n.op in _SHAPE_ONLY or n.op in _BROADCASTS:
         if not static or (n.op in _BROADCASTS and not (isinstance(first, ir.Node) and first.op == ir.CONST)):

@@ -156,12 +156,19 @@ def unique_scatters(graph: ir.Graph) -> ir.Graph:
     """getitem_grad whose advanced index pairs a constant of distinct integers (np.arange(n), as
     in cross-entropy's `logp[arange(n), labels]`) with other 1-D indices of the same length hits
     every position at most once: assignment instead of add.at. Not exact in one corner (0.0 +
-    -0.0 is +0.0, an assignment keeps -0.0), so it runs with the reassociating passes."""
+    -0.0 is +0.0, an assignment keeps -0.0), so it runs with the reassociating passes.
+
+    In a graph for unknown dimensions the same index is `arange(dim_of(x, 0))` paired with x
+    itself (`logp[np.arange(len(actions)), actions]`): equal lengths at every size."""
     for n in graph.all_nodes():
         if n.op != "getitem_grad" or len(n.inputs) < 3 or n.params.get("unique"):
             continue
         ops = n.inputs[2:]
         if not all(isinstance(o, ir.Node) and o.aval is not None and len(o.aval[0]) == 1 for o in ops):
+            continue
+        if graph.polymorphic:
+            if _arange_of_partner(ops):
+                n.params = dict(n.params, unique=True)
             continue
         lengths = {o.aval[0][0] for o in ops}
         distinct = any(o.op == ir.CONST and np.issubdtype(np.asarray(o.params["value"]).dtype, np.integer)
@@ -169,3 +176,14 @@ def unique_scatters(graph: ir.Graph) -> ir.Graph:
         if len(lengths) == 1 and distinct:
             n.params = dict(n.params, unique=True)
     return graph
+
+
+def _arange_of_partner(ops) -> bool:
+    """Two 1-D index operands, one of them `arange(dim_of(other, 0))`: distinct pairs."""
+    if len(ops) != 2:
+        return False
+    for a, x in (ops, ops[::-1]):
+        d = a.inputs[0] if a.op == "arange" and a.inputs else None
+        if isinstance(d, ir.Node) and d.op == "dim_of" and d.params.get("axis") == 0 and d.inputs[0] is x:
+            return True
+    return False

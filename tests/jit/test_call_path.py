@@ -36,10 +36,14 @@ def test_hot_graph_leaves_on_every_kind_of_break_and_matches_eager():
     shapes = [2, 2, 2, 2, 2, 5, 5, 2, 2, 2, 2, 2, 2]  # a new shape (guard), then back
     flags = [1, 1, 1, 1, 1, 1, 1, 1, -1, 1, -1, 1, 1]  # the other branch (assert), twice
     calls = call_sequence(len(shapes), lambda m, i: (m, random_array(i, (shapes[i], 3)), flags[i]))
-    jf = side_by_side(_make_step, calls)
+    jf = side_by_side(_make_step, calls)  # exact mode: no native tier, so the fused call runs
     s = jf.stats()
     assert s["calls"] == s["warmup_calls"] + s["eager_calls"] + s["graph_calls"]
     assert s["graph_calls"] >= 6 and s["assert_failures"] >= 1
+    # guards, plan and commit as one generated function (executor/fused.py); every break above
+    # left it for the full path, which gave eager's result and state
+    assert all(g.fast is not None and "def call(args)" in g.fast.source for g in jf.graphs())
+    assert all(g.last_slots is not None for g in jf.graphs() if g.runs)
 
 
 def test_a_user_error_in_a_later_call_surfaces_exactly_as_in_eager():
@@ -156,3 +160,33 @@ def test_the_floating_point_error_state_is_seen_through_its_cache():
     finally:
         np.seterr(**old)
     assert not fp_errors_raise()
+
+
+def test_the_fused_call_reraises_a_user_error_through_the_full_path():
+    def make():
+        state = {"table": np.arange(4.0), "v": jl.Variable(np.zeros(2))}
+
+        def f(state, i):
+            state["v"].assign(state["v"] + 1.0)  # not committed when the call fails
+            return state["table"][i] * 2.0
+
+        return f, state
+
+    idx = [0, 1, 2, 3, 1, 2, 9, 1, 3, 7, 0]
+    jf = side_by_side(make, call_sequence(len(idx), lambda s, i: (s, idx[i])), native="off")
+    assert any(g.fast is not None for g in jf.graphs())
+
+
+def test_no_fused_call_where_rng_state_is_saved_or_a_native_tier_is_pending():
+    @jl.jit(native="off")
+    def noisy(x):
+        return x + np.random.standard_normal(x.shape)
+
+    @jl.jit(native="off")
+    def plain(x):
+        return x * 2.0
+
+    x = np.ones(3)
+    for _ in range(5):
+        noisy(x), plain(x)
+    assert noisy.graphs()[0].fast is None and plain.graphs()[0].fast is not None

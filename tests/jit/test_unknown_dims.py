@@ -99,3 +99,58 @@ def test_a_failure_while_compiling_the_unknown_dimension_graph_falls_back_to_gra
     monkeypatch.setattr(executor, "CompiledGraph", broken)
     jf = side_by_side(_make_update, [lambda s, t=t, k=k: _episodes(s, t, k) for k, t in enumerate(LENGTHS)])
     assert "simulated compiler bug" in jf.explain() and jf.stats()["graph_calls"] >= 3, jf.explain()
+
+
+def _make_pg(exact):
+    """REINFORCE's update: log-probabilities picked with `[np.arange(T), actions]`."""
+    w = jl.Variable(np.full((4, 2), 0.1, np.float32))
+
+    def update(states, actions, returns):
+        with jl.GradientTape() as tape:
+            logp = F.log_softmax(states @ w)
+            loss = -F.mean(logp[np.arange(actions.shape[0]), actions] * returns)
+        w.assign_sub(0.05 * tape.gradient(loss, w))
+        return loss
+
+    return update, {"w": w}
+
+
+def test_arange_paired_with_its_own_index_scatters_by_assignment_at_every_size():
+    calls = [lambda s, t=t, k=k: _episodes(s, t, k) for k, t in enumerate(LENGTHS + [1, 3, 1])]
+    jf = side_by_side(lambda: _make_pg(False), calls, reassociate=True, native="off")
+    (g,) = jf.graphs()
+    assert g.graph.polymorphic
+    scatters = [n for n in g.graph.all_nodes() if n.op == "getitem_grad"]
+    assert scatters and all(n.params.get("unique") for n in scatters)
+    assert "SCATTER_ADD" not in g.plan.source
+
+
+def test_arange_of_another_index_keeps_add_at():
+    """arange over another value's length may be 1 where the other index is longer: the pairs
+    repeat, so the scatter must add."""
+    def make():
+        w = jl.Variable(np.full((6, 2), 0.1, np.float32))
+
+        def f(states, actions, returns):
+            with jl.GradientTape() as tape:
+                picked = (states @ w[:4])[np.arange(returns.shape[0]), actions]
+                loss = F.sum(picked * returns)
+            w.assign_sub(0.05 * tape.gradient(loss, w))
+            return loss
+
+        return f, {"w": w}
+
+    def call(k, t):  # returns of length 1: arange(1) broadcast against t actions repeats rows
+        return lambda s: _episodes(s, t, k)[:2] + (_episodes(s, 1, k)[2],)
+
+    jf = side_by_side(make, [call(k, t) for k, t in enumerate(LENGTHS)], reassociate=True, native="off")
+    scatters = [n for g in jf.graphs() if g.graph.polymorphic for n in g.graph.all_nodes() if n.op == "getitem_grad"]
+    assert scatters and not any(n.params.get("unique") for n in scatters)
+
+
+def test_rank_zero_constants_fold_in_graphs_for_unknown_dimensions():
+    calls = [lambda s, t=t, k=k: _episodes(s, t, k) for k, t in enumerate(LENGTHS)]
+    jf = side_by_side(lambda: _make_pg(False), calls, native="off")
+    (g,) = jf.graphs()
+    assert g.graph.polymorphic
+    assert not any(n.op == "ones_like" for n in g.graph.all_nodes())  # the backward seed is a constant
