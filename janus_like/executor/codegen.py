@@ -24,6 +24,11 @@ from ..ops.primitives import sum_to_axes
 from ..ops.registry import REGISTRY
 from .interpreter import AssertFailed
 
+try:  # the ufunc np.clip comes down to for float arrays with both bounds (NumPy's _methods._clip)
+    _CLIP = (np._core if hasattr(np, "_core") else np.core).umath.clip
+except AttributeError:  # pragma: no cover
+    _CLIP = None
+
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
            "neg": "negative", "exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "abs": "abs",
@@ -38,7 +43,7 @@ class _Emitter:
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
         self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean,
-                              "SCATTER_ADD": scatter_add}
+                              "SCATTER_ADD": scatter_add, "CLIP": _CLIP}
         self._kernels: dict = {}
 
     def const(self, value) -> str:
@@ -85,6 +90,8 @@ class _Emitter:
         if n.op == "cumsum" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
             # what np.cumsum does for floats, without its Python wrapper (see ops/memory.py)
             return f"np.add.accumulate({self.arg(x)}, {self.const(n.params.get('axis', 0))})"
+        if _clip_inline(n):
+            return f"CLIP({self.arg(x)}, {self.const(n.params['lo'])}, {self.const(n.params['hi'])})"
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
         shaped = _known(n) if self.static_shapes else None
@@ -222,6 +229,10 @@ class _Emitter:
         v = f"v{n.id}"
         if n.id in reuse:  # an operand's buffer is dead after this node: write into it
             target = self.arg(n.inputs[reuse[n.id]])
+            if n.op == "clip":
+                self.lines.append(f"{pad}{v} = CLIP({args}, {self.const(n.params['lo'])}, "
+                                  f"{self.const(n.params['hi'])}, out={target})")
+                return
             self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({args}, out={target})")
             return
         expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
@@ -301,6 +312,16 @@ def _mean_axes(n, x):
     return axis, axes, nd
 
 
+def _clip_inline(n) -> bool:
+    """clip of a NumPy float array with both bounds given as numbers: np.clip calls the clip
+    ufunc with them (after checks that only matter for integer arrays or a missing bound)."""
+    if n.op != "clip" or _CLIP is None or len(n.inputs) != 1 or not ir.numpy_typed(n.inputs[0]):
+        return False
+    x, lo, hi = n.inputs[0], n.params.get("lo"), n.params.get("hi")
+    return (x.aval is not None and np.dtype(x.aval[1]).kind == "f" and len(x.aval[0]) >= 1
+            and all(type(b) in (int, float) for b in (lo, hi)))
+
+
 def _known(n):
     """The static shape of node n when every dimension is a known int, else None."""
     if not isinstance(n, ir.Node) or n.aval is None or not all(type(d) is int for d in n.aval[0]):
@@ -378,7 +399,7 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
     reuse: dict = {}  # node id -> index of the operand whose buffer receives the result
     taken = set()
     for pos, n in enumerate(graph.nodes):
-        if n.op not in _INPLACE or not n.inputs or n.aval is None or len(n.aval[0]) == 0:
+        if (n.op not in _INPLACE and not _clip_inline(n)) or not n.inputs or n.aval is None or len(n.aval[0]) == 0:
             continue
         shape = _known(n)
         if shape is not None and int(np.prod(shape)) < REUSE_MIN_ELEMENTS:

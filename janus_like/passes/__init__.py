@@ -19,9 +19,10 @@ from .dce import dce
 from .fold import fold_accumulations
 from .lift import lift_row_blocks
 from .simplify import simplify, sum_to_reshape, unique_scatters
+from .stacks import stack_parts
 
 PIPELINE = [simplify, fold_constants, cse, share_im2col, dce]
-REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, lift_row_blocks, fold_row_chains, cse, dce]
+REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, lift_row_blocks, fold_row_chains, stack_parts, cse, dce]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -38,4 +39,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts"]

@@ -18,6 +18,11 @@ same array (each optionally negated) becomes
 code computed: bit for bit the same result. The mean (or sum) of a one-element block is that
 element plus 0.0 (what NumPy's reduction gives for -0.0), so such terms fold too. Partial sums
 used anywhere else keep the chain as it is.
+
+The rows may also be per-step vectors that a folded weight gradient stacked into one array
+(`concatenate([dz_T.reshape(1, H), ..., dz_1.reshape(1, H)])` for W_hh's single matmul): the
+bias gradient's running sum `dz_T + dz_{T-1} + ...` then reads that array's rows, and when the
+chain starts from a row of it as well, `cumsum(X[k0:kn])[-1]` is the whole sum.
 """
 from __future__ import annotations
 
@@ -56,6 +61,33 @@ def _index_of(n, kind):
     return None
 
 
+def _stacked_rows(graph) -> dict:
+    """node id -> [(X, k), ...] for values that are row k of a concatenation X along axis 0 (as
+    a one-row reshape or expand_dims: per-step vectors that folded weight gradients stacked)."""
+    rows: dict = {}
+    for x in graph.nodes:
+        if x.op != "concatenate" or x.params.get("axis", 0) != 0 or x.aval is None or not x.inputs:
+            continue
+        row = tuple(x.aval[0][1:])
+        parts = [p for p in x.inputs if isinstance(p, ir.Node) and p.aval is not None
+                 and tuple(p.aval[0]) == (1,) + row]
+        if len(parts) != len(x.inputs):
+            continue
+        for k, p in enumerate(parts):
+            u = p.inputs[0] if p.op in ("reshape", "expand_dims") and isinstance(p.inputs[0], ir.Node) else None
+            if u is not None and u.aval is not None and tuple(u.aval[0]) == row \
+                    and np.dtype(u.aval[1]) == np.dtype(x.aval[1]):
+                rows.setdefault(u.id, []).append((x, k))
+    return rows
+
+
+def _terms(t, stacked):
+    """Every (X, k, negated, plus_zero) by which t is a row of some X."""
+    found = [(x, k, False, False) for x, k in stacked.get(t.id, ())]
+    own = _term(t)
+    return found + [own] if own is not None else found
+
+
 def _term(t):
     """(X, k, negated, plus_zero) when t is a row of X, else None."""
     neg = t.op == "neg" and isinstance(t.inputs[0], ir.Node)
@@ -79,18 +111,21 @@ def _is_float(node):
     return isinstance(node, ir.Node) and node.aval is not None and np.dtype(node.aval[1]).kind == "f"
 
 
-def _chain(end, users):
+def _chain(end, users, stacked):
     """(c0, terms, adds) of the add chain ending at `end`: c0 is the initial value (a node or a
-    Python number), terms the rows added one by one (first to last), adds the chain's add nodes;
-    None when end does not end a chain of at least MIN_TERMS rows."""
-    terms, adds, cur = [], [], end
+    Python number), terms the rows added one by one (first to last), all rows of one X, adds
+    the chain's add nodes; None when end does not end a chain of at least MIN_TERMS rows."""
+    options: dict = {}  # X id -> terms so far, for every X that all terms so far are rows of
+    adds, cur = [], end
     while True:
         plain = cur.op == "add" and cur.errstate is None and len(cur.inputs) == 2 and isinstance(cur.inputs[1], ir.Node)
-        t = _term(cur.inputs[1]) if plain else None
-        if t is None or (terms and (t[0] is not terms[0][0] or t[2:] != terms[0][2:])):
+        found = _terms(cur.inputs[1], stacked) if plain else []
+        if adds:  # later terms: rows of an X that every earlier term is a row of, the same way
+            found = [t for t in found if t[0].id in options and t[2:] == options[t[0].id][0][2:]]
+        if not found:
             c0 = cur  # the chain starts after this node: its value is the initial one
             break
-        terms.append(t)
+        options = {t[0].id: options.get(t[0].id, []) + [t] for t in found}
         adds.append(cur)
         left = cur.inputs[0]
         if isinstance(left, ir.Node) and left.op == "add" and users.get(left.id, 0) == 1:
@@ -98,10 +133,12 @@ def _chain(end, users):
             continue
         c0 = left
         break
-    if len(terms) < MIN_TERMS:
+    if len(adds) < MIN_TERMS:
         return None
-    terms.reverse()
-    return c0, terms, adds
+    # prefer an X whose rows include the initial value (the whole sum then reads X only)
+    first = {x.id for x, _ in stacked.get(c0.id, ())} if isinstance(c0, ir.Node) else set()
+    terms = max(options.values(), key=lambda ts: ts[0][0].id in first)
+    return c0, terms[::-1], adds
 
 
 def _fits(c0, x, end, adds):
@@ -136,20 +173,39 @@ def fold_row_chains(graph: ir.Graph) -> ir.Graph:
     if graph.polymorphic:  # avals hold one size only; row counts must be what they say
         return graph
     users = _users(graph)
+    stacked = _stacked_rows(graph)
     done: set = set()
     for end in reversed(list(graph.nodes)):
         if end.id in done or end.op != "add":
             continue
-        found = _chain(end, users)
+        found = _chain(end, users, stacked)
         if found is None:
             continue
         c0, terms, adds = found
         x, neg, plus_zero = terms[0][0], terms[0][2], terms[0][3]
         if not _fits(c0, x, end, adds):
             continue
+        ks = [t[1] for t in terms]
+        k0 = [k for y, k in stacked.get(c0.id, ()) if y is x] if isinstance(c0, ir.Node) else []
+        first_row = bool(k0) and not (neg or plus_zero)
+        if first_row:  # the initial value is a row of X too: the running sum reads X's rows only
+            ks.insert(0, k0[0])
+        pos = graph.nodes.index(end)
+        after = graph.nodes.index(x) + 1 if x in graph.nodes else 0
+        if after > pos:  # X is built later (a stacked weight gradient): end moves after it
+            if any(end in refs(u) for u in graph.nodes[pos + 1:after]):
+                continue
+            graph.nodes.remove(end)
+            pos = after - 1
+            graph.nodes.insert(pos, end)
         done.update(a.id for a in adds)
         site, dtype, row = end.site, np.dtype(x.aval[1]), tuple(x.aval[0][1:])
-        new = _gather(x, [t[1] for t in terms], site)
+        new = _gather(x, ks, site)
+        if first_row:
+            acc = ir.Node("cumsum", (new[-1],), {"axis": 0}, new[-1].aval, site)
+            graph.nodes[pos:pos] = new + [acc]
+            end.op, end.inputs, end.params = "getitem", (acc,), {"index": ((-1,), True)}
+            continue
         g = new[-1]
         if plus_zero:  # NumPy's sum of one element is the element plus 0.0 (-0.0 becomes 0.0)
             g = ir.Node("add", (g, 0.0), {}, g.aval, site)
@@ -164,7 +220,6 @@ def fold_row_chains(graph: ir.Graph) -> ir.Graph:
         s = ir.Node("concatenate", (first, g), {"axis": 0}, (((len(terms) + 1,) + row), dtype), site)
         acc = ir.Node("cumsum", (s,), {"axis": 0}, s.aval, site)
         new += [first, s, acc]
-        pos = graph.nodes.index(end)
         graph.nodes[pos:pos] = new
         end.op, end.inputs, end.params = "getitem", (acc,), {"index": ((-1,), True)}  # users keep reading end
     return graph

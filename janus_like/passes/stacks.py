@@ -1,0 +1,108 @@
+"""Stack per-step values with one copy instead of one reshape per part (reassociating set).
+
+Folding per-step weight gradients into one product (passes/fold.py) concatenates the steps'
+vectors: `concatenate([h_1.reshape(1, H), ..., h_T.reshape(1, H)])`, T reshapes and a
+concatenation of T two-dimensional parts; on a character RNN that is about a tenth of the step.
+The same matrix is one concatenation of the vectors themselves, reshaped:
+
+    concatenate([u_1[None], ..., u_T[None]], axis=0)   ->  concatenate([u_1, ..., u_T]).reshape(T, *row)
+    concatenate([u_1[:, None], ..., u_T[:, None]], 1)  ->  concatenate([u_1, ..., u_T]).reshape(T, n).T
+    concatenate([X[k:k+1] for k in a..b], axis=0)      ->  X[a:b+1]      (X[b:a-1:-1].copy() descending;
+                                                                       X[k].reshape(1, ...) counts as X[k:k+1])
+
+The first is the same array, bit for bit and in the same layout. The second is the same values
+as a transposed view, and the third a view of X's rows (or a copy of them reversed); the matrix
+products that read them may round differently for another memory layout, so the pass runs
+with the reassociating passes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from .chains import _gather, _index_of
+
+
+def _rows(x, row):
+    """The vectors u_k when every part of concatenation x is u_k reshaped to (1,) + row."""
+    us = []
+    for p in x.inputs:
+        u = p.inputs[0] if isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") and p.inputs else None
+        if not (isinstance(u, ir.Node) and u.aval is not None and tuple(u.aval[0]) == row
+                and tuple(p.aval[0]) == (1,) + row and np.dtype(u.aval[1]) == np.dtype(x.aval[1])):
+            return None
+        us.append(u)
+    return us
+
+
+def _columns(x, n):
+    """The vectors u_k (shape (n,)) when every part of x is u_k reshaped to a column (n, 1)."""
+    us = []
+    for p in x.inputs:
+        u = p.inputs[0] if isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") and p.inputs else None
+        if not (isinstance(u, ir.Node) and u.aval is not None and tuple(u.aval[0]) == (n,)
+                and tuple(p.aval[0]) == (n, 1) and np.dtype(u.aval[1]) == np.dtype(x.aval[1])):
+            return None
+        us.append(u)
+    return us
+
+
+def _slices(x):
+    """(X, [k...]) when every part of x is X[k:k+1] (or X[k] as one row) of one X, with
+    consecutive k (up or down)."""
+    base, ks = None, []
+    for p in x.inputs:
+        k = _index_of(p, "block") if isinstance(p, ir.Node) else None
+        if k is None and isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") and p.inputs \
+                and isinstance(p.inputs[0], ir.Node) and p.aval is not None and p.aval[0][:1] == (1,):
+            q = p.inputs[0]  # X[k] as a one-row block: X[k:k+1]
+            k = _index_of(q, "int")
+            if k is not None and q.aval is not None and tuple(p.aval[0]) == (1,) + tuple(q.aval[0]):
+                p = q
+            else:
+                k = None
+        if k is None or (base is not None and p.inputs[0] is not base):
+            return None
+        base = p.inputs[0]
+        ks.append(k)
+    step = 1 if ks[-1] >= ks[0] else -1
+    return (base, ks) if ks == list(range(ks[0], ks[0] + step * len(ks), step)) else None
+
+
+def stack_parts(graph: ir.Graph) -> ir.Graph:
+    if graph.polymorphic:  # avals hold one size only
+        return graph
+    outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}  # returned or committed: a fresh,
+    for x in list(graph.nodes):                                          # C-ordered array, as eager's
+        if x.op != "concatenate" or x.id in outputs or len(x.inputs) < 2 or x.aval is None or x.errstate is not None \
+                or not all(isinstance(p, ir.Node) and p.aval is not None for p in x.inputs):
+            continue
+        shape, dtype, site = tuple(x.aval[0]), x.aval[1], x.site
+        axis = x.params.get("axis", 0) % len(shape)
+        k = len(x.inputs)
+        new, last = [], None
+        found = _slices(x) if axis == 0 else None  # rows of one array: a view (or one copy)
+        if found is not None and found[0].aval is not None and len(found[0].aval[0]) == len(shape):
+            base, ks = found
+            new = _gather(base, ks, site)
+            if ks[-1] > ks[0]:  # ascending: x is the slice itself
+                (g,) = new
+                x.op, x.inputs, x.params = g.op, g.inputs, g.params
+                continue
+            last = ("copy", (new[-1],), {})  # descending: a reversed view, copied for the products
+        us = _rows(x, shape[1:]) if axis == 0 and len(shape) >= 2 and last is None else None
+        if us is not None:
+            flat = ir.Node("concatenate", tuple(us), {"axis": 0}, ((k * shape[1],) + shape[2:], dtype), site)
+            new, last = [flat], ("reshape", (flat,), {"shape": shape})
+        cols = _columns(x, shape[0]) if axis == 1 and len(shape) == 2 else None
+        if cols is not None:
+            flat = ir.Node("concatenate", tuple(cols), {"axis": 0}, ((k * shape[0],), dtype), site)
+            rows = ir.Node("reshape", (flat,), {"shape": (k, shape[0])}, ((k, shape[0]), dtype), site)
+            new, last = [flat, rows], ("transpose", (rows,), {"axes": (1, 0)})
+        if not new:
+            continue
+        pos = graph.nodes.index(x)
+        graph.nodes[pos:pos] = new
+        if last is not None:
+            x.op, x.inputs, x.params = last
+    return graph

@@ -1,0 +1,139 @@
+"""stack_parts: a concatenation of per-step vectors (as rows or columns) or of consecutive unit
+slices becomes one copy; the values are the same bits (no arithmetic changes), and what the
+pass cannot prove stays a concatenation."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import janus_like as jl
+from janus_like import F, ir, passes
+from janus_like.executor import compile_plan, interpret
+from janus_like.passes import dce, stack_parts
+
+from jit.harness import assert_same, random_array
+
+F32 = np.dtype(np.float32)
+
+
+def _node(op, *inputs, aval, **params):
+    return ir.Node(op, tuple(inputs), params, aval)
+
+
+@st.composite
+def stacks(draw):
+    kind = draw(st.sampled_from(["rows", "rows2d", "columns", "up", "down", "mixed", "ints"]))
+    k, n = draw(st.integers(2, 6)), draw(st.integers(1, 4))
+    x = _node(ir.INPUT, aval=((k + 2, n), F32), slot=0, name="x")
+    nodes, parts = [x], []
+    for i in range(k):
+        if kind == "ints":  # X[k] reshaped to one row: a unit slice too
+            u = _node("getitem", x, aval=((n,), F32), index=((k - i,), True))
+            p = _node("reshape", u, aval=((1, n), F32), shape=(1, n))
+            nodes += [u, p]
+        elif kind in ("up", "down", "mixed"):
+            j = i if kind == "up" else k - 1 - i if kind == "down" else (i * 2) % k
+            p = _node("getitem", x, aval=((1, n), F32), index=((("s", j + 1, j + 2, None),), True))
+            nodes.append(p)
+        else:
+            u = _node("getitem", x, aval=((n,), F32), index=((i,), True))
+            u2 = _node("mul", u, 2.0, aval=((n,), F32))  # a fresh per-step vector
+            nodes += [u, u2]
+            if kind == "rows2d":
+                u2 = _node("reshape", u2, aval=((1, n), F32), shape=(1, n))
+                nodes.append(u2)
+                p = _node("expand_dims", u2, aval=((1, 1, n), F32), axis=0)
+            elif kind == "rows":
+                p = _node("reshape", u2, aval=((1, n), F32), shape=(1, n))
+            else:
+                p = _node("expand_dims", u2, aval=((n, 1), F32), axis=-1)
+            nodes.append(p)
+        parts.append(p)
+    axis = 1 if kind == "columns" else 0
+    shape = (n, k) if kind == "columns" else (k, 1, n) if kind == "rows2d" else (k, n)
+    cat = _node("concatenate", *parts, aval=(shape, F32), axis=axis)
+    ident = _node("mul", cat, 1.0, aval=(shape, F32))  # the pass leaves graph outputs as they are
+    out = _node("matmul", cat, _node(ir.CONST, aval=((shape[-1], 3), F32), value=np.ones((shape[-1], 3), F32)),
+                aval=(shape[:-1] + (3,), F32)) if len(shape) == 2 else cat
+    nodes += [cat, ident] + ([out.inputs[1], out] if out is not cat else [])
+    return nodes, [ident, out] if out is not cat else [ident], kind
+
+
+@settings(deadline=None)
+@given(case=stacks(), seed=st.integers(0, 2**16))
+def test_stacked_parts_are_the_same_values(case, seed):
+    nodes, outputs, kind = case
+    x = np.random.default_rng(seed).standard_normal(nodes[0].aval[0]).astype(np.float32)
+    g = ir.Graph("g", list(nodes), list(outputs), 1)
+    before = interpret(g, [x])
+    stack_parts(g)
+    dce(g)
+    ir.verify(g)
+    after, planned = interpret(g, [x]), compile_plan(g)([x])
+    assert_same(before[0], after[0], "stacked")
+    assert_same(before[0], planned[0], "plan")
+    for b, a in zip(before[1:], after[1:]):  # products of the restacked matrix: rounding may differ
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    cats = [n for n in g.nodes if n.op == "concatenate"]
+    if kind == "mixed" and len(nodes[1:-1]) > 2:
+        assert cats  # not consecutive slices: left alone (k = 2 is consecutive either way)
+    elif kind in ("up", "down", "ints"):
+        assert not cats
+    elif kind != "mixed":  # one concatenation of the vectors themselves
+        shape = tuple(outputs[0].aval[0])
+        flat = (shape[0], shape[2]) if kind == "rows2d" else (shape[0] * shape[1],)
+        assert len(cats) == 1 and tuple(cats[0].aval[0]) == flat
+    if kind == "rows":  # the same layout as the concatenation
+        assert [n for n in g.nodes if n.op == "reshape" and n.inputs[0] is cats[0]]
+
+
+def test_a_returned_concatenation_stays_one():
+    x = _node(ir.INPUT, aval=((4, 3), F32), slot=0, name="x")
+    parts = [_node("getitem", x, aval=((1, 3), F32), index=((("s", k, k + 1, None),), True)) for k in range(3)]
+    cat = _node("concatenate", *parts, aval=((3, 3), F32), axis=0)
+    g = ir.Graph("g", [x, *parts, cat], [cat], 1)
+    stack_parts(g)
+    assert cat.op == "concatenate"  # not a view of the caller's array
+
+
+def test_an_rnn_step_stacks_its_steps_once_and_matches_the_unstacked_jit():
+    # benchmarks/models/char_rnn.py, smaller: the hidden states and the dz are concatenated for
+    # the folded weight gradients, the targets are unit slices of the ids
+    def make():
+        w_xh = jl.Variable(random_array(0, (60, 100), np.float32) * 0.1, name="w_xh")
+        w_hh = jl.Variable(random_array(1, (100, 100), np.float32) * 0.1, name="w_hh")
+        w_hy = jl.Variable(random_array(2, (100, 60), np.float32) * 0.1, name="w_hy")
+        params = [w_xh, w_hh, w_hy]
+
+        def step(ids):
+            with jl.GradientTape() as tape:
+                h = F.tanh(w_xh[ids[0]])
+                loss = 0.0
+                for t in range(1, 12):
+                    h = F.tanh(w_xh[ids[t]] + h @ w_hh)
+                    loss = loss + F.cross_entropy(F.reshape(h @ w_hy, (1, -1)), ids[t + 1:t + 2])
+                loss = loss / 11
+            for p, g in zip(params, tape.gradient(loss, params)):
+                p.assign_sub(0.1 * g)
+            return loss
+
+        return step, params
+
+    def run():
+        step, params = make()
+        jf = jl.jit(step, reassociate=True, native="off")
+        losses = [jf(np.random.default_rng(i).integers(0, 60, 13)) for i in range(8)]
+        return jf, losses, [p.numpy().copy() for p in params]
+
+    jf, losses, params = run()
+    (g,) = jf.graphs()
+    per_part = [n for n in g.graph.nodes if n.op == "concatenate"
+                and any(isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") for p in n.inputs)]
+    assert not per_part and jf.stats()["graph_calls"] >= 4
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(passes, "REASSOCIATING", [p for p in passes.REASSOCIATING if p is not stack_parts])
+        jf2, losses2, params2 = run()
+    assert len(jf2.graphs()[0].graph.nodes) > len(g.graph.nodes)
+    np.testing.assert_allclose([float(v) for v in losses], [float(v) for v in losses2], rtol=1e-6)
+    for a, b in zip(params, params2):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
