@@ -1,16 +1,16 @@
 """fold_row_chains: a running sum over rows of one array becomes one cumulative sum, bit for bit
 (signed zeros, NaN and infinities included), and chains it cannot prove stay as they are."""
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import janus_like as jl
-from janus_like import F, ir, passes
+from janus_like import ir
 from janus_like.executor import compile_plan, interpret
 from janus_like.passes import dce, fold_row_chains
 
-from jit.harness import assert_same, random_array
+from jit.harness import assert_same
+
+from .rnn_case import assert_close_to_eager, make_rnn, run_jit
 
 F32 = np.dtype(np.float32)
 
@@ -94,89 +94,31 @@ def test_folded_chains_compute_the_same_bits(chain, seed, specials):
 
 
 def test_a_per_step_loss_sum_folds_and_matches_eager():
-    # a batch-1 character RNN with a per-step loss (benchmarks/models/char_rnn.py, smaller):
     # lifting makes every step's loss a row of one array; the running sum becomes one cumsum
-    def make():
-        # sizes large enough for the batching pass to stack the steps' products (see passes/batch.py)
-        w_xh = jl.Variable(random_array(0, (60, 100), np.float32) * 0.1, name="w_xh")
-        w_hh = jl.Variable(random_array(1, (100, 100), np.float32) * 0.1, name="w_hh")
-        w_hy = jl.Variable(random_array(2, (100, 60), np.float32) * 0.1, name="w_hy")
-        params = [w_xh, w_hh, w_hy]
-
-        def step(ids):
-            with jl.GradientTape() as tape:
-                h = F.tanh(w_xh[ids[0]])
-                loss = 0.0
-                for t in range(1, 12):
-                    h = F.tanh(w_xh[ids[t]] + h @ w_hh)
-                    loss = loss + F.cross_entropy(F.reshape(h @ w_hy, (1, -1)), ids[t + 1:t + 2])
-                loss = loss / 11
-            for p, g in zip(params, tape.gradient(loss, params)):
-                p.assign_sub(0.1 * g)
-            return loss
-
-        return step, params
-
-    def run():
-        step, params = make()
-        jf = jl.jit(step, reassociate=True)
-        losses = [jf(np.random.default_rng(i).integers(0, 60, 13)) for i in range(8)]
-        return jf, losses, [p.numpy().copy() for p in params]
-
-    jf, losses, params = run()
+    make = make_rnn()
+    jf, losses, params = run_jit(make)
     (g,) = jf.graphs()
     assert [n.op for n in g.graph.nodes].count("cumsum") >= 1 and jf.stats()["graph_calls"] >= 4
-    with pytest.MonkeyPatch.context() as mp:  # the same JIT without the fold: the same bits
-        mp.setattr(passes, "REASSOCIATING", [p for p in passes.REASSOCIATING if p is not fold_row_chains])
-        jf2, losses2, params2 = run()
+    jf2, losses2, params2 = run_jit(make, without=fold_row_chains)  # the same JIT without the fold
     assert not any(n.op == "cumsum" for g2 in jf2.graphs() for n in g2.graph.nodes)
-    assert_same(losses, losses2, "losses")
+    assert_same(losses, losses2, "losses")  # the same bits
     assert_same(params, params2, "parameters")
-    step, eager_params = make()  # and eager, up to the other passes' reassociation
-    for i in range(8):
-        np.testing.assert_allclose(float(step(np.random.default_rng(i).integers(0, 60, 13))), float(losses[i]), rtol=1e-5)
+    assert_close_to_eager(make, losses)
 
 
 def test_a_bias_gradient_summed_over_steps_reads_the_stacked_weight_gradient_rows():
     # h_t = tanh(x_t + h @ W + b): b's gradient is dz_T + dz_{T-1} + ... one step at a time,
     # and the folded W gradient stacks the same dz_t as rows of one array; the running sum
     # becomes a cumsum over those rows (same bits), clipped as in benchmarks/models/char_rnn.py
-    def make():
-        w_xh = jl.Variable(random_array(0, (60, 100), np.float32) * 0.1, name="w_xh")
-        w_hh = jl.Variable(random_array(1, (100, 100), np.float32) * 0.1, name="w_hh")
-        b_h = jl.Variable(random_array(3, (100,), np.float32) * 0.1, name="b_h")
-        params = [w_xh, w_hh, b_h]
-
-        def step(ids):
-            with jl.GradientTape() as tape:
-                h = F.tanh(w_xh[ids[0]] + b_h)
-                for t in range(1, 12):
-                    h = F.tanh(w_xh[ids[t]] + h @ w_hh + b_h)
-                loss = F.sum(h * h)
-            for p, g in zip(params, tape.gradient(loss, params)):
-                p.assign_sub(0.1 * F.clip(g, -0.05, 0.05))
-            return loss
-
-        return step, params
-
-    def run():
-        step, params = make()
-        jf = jl.jit(step, reassociate=True, native="off")
-        losses = [jf(np.random.default_rng(i).integers(0, 60, 13)) for i in range(8)]
-        return jf, losses, [p.numpy().copy() for p in params]
-
-    jf, losses, params = run()
+    make = make_rnn(bias=True, per_step_loss=False, clip=0.05)
+    jf, losses, params = run_jit(make)
     (g,) = jf.graphs()
     sums = [n for n in g.graph.nodes if n.op == "cumsum"]
     assert sums and any(n.inputs[0].op == "getitem" and n.inputs[0].inputs[0].op in ("concatenate", "reshape")
                         for n in sums)  # rows of the stacked dz (passes/stacks.py reshapes one concatenation)
     assert "CLIP(" in g.plan.source  # the clip ufunc, not np.clip's Python wrapper
-    with pytest.MonkeyPatch.context() as mp:  # the same JIT without the fold: the same bits
-        mp.setattr(passes, "REASSOCIATING", [p for p in passes.REASSOCIATING if p is not fold_row_chains])
-        jf2, losses2, params2 = run()
+    jf2, losses2, params2 = run_jit(make, without=fold_row_chains)
     assert not any(n.op == "cumsum" for g2 in jf2.graphs() for n in g2.graph.nodes)
     assert_same(losses, losses2, "losses")
     assert_same(params, params2, "parameters")
-    step, _ = make()  # and eager, up to the other passes' reassociation
-    for i in range(8):
-        np.testing.assert_allclose(float(step(np.random.default_rng(i).integers(0, 60, 13))), float(losses[i]), rtol=1e-5)
+    assert_close_to_eager(make, losses)

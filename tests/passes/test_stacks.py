@@ -2,16 +2,16 @@
 slices becomes one copy; the values are the same bits (no arithmetic changes), and what the
 pass cannot prove stays a concatenation."""
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import janus_like as jl
-from janus_like import F, ir, passes
+from janus_like import ir
 from janus_like.executor import compile_plan, interpret
 from janus_like.passes import dce, stack_parts
 
-from jit.harness import assert_same, random_array
+from jit.harness import assert_same
+
+from .rnn_case import assert_close_to_eager, make_rnn, run_jit
 
 F32 = np.dtype(np.float32)
 
@@ -97,43 +97,17 @@ def test_a_returned_concatenation_stays_one():
 
 
 def test_an_rnn_step_stacks_its_steps_once_and_matches_the_unstacked_jit():
-    # benchmarks/models/char_rnn.py, smaller: the hidden states and the dz are concatenated for
-    # the folded weight gradients, the targets are unit slices of the ids
-    def make():
-        w_xh = jl.Variable(random_array(0, (60, 100), np.float32) * 0.1, name="w_xh")
-        w_hh = jl.Variable(random_array(1, (100, 100), np.float32) * 0.1, name="w_hh")
-        w_hy = jl.Variable(random_array(2, (100, 60), np.float32) * 0.1, name="w_hy")
-        params = [w_xh, w_hh, w_hy]
-
-        def step(ids):
-            with jl.GradientTape() as tape:
-                h = F.tanh(w_xh[ids[0]])
-                loss = 0.0
-                for t in range(1, 12):
-                    h = F.tanh(w_xh[ids[t]] + h @ w_hh)
-                    loss = loss + F.cross_entropy(F.reshape(h @ w_hy, (1, -1)), ids[t + 1:t + 2])
-                loss = loss / 11
-            for p, g in zip(params, tape.gradient(loss, params)):
-                p.assign_sub(0.1 * g)
-            return loss
-
-        return step, params
-
-    def run():
-        step, params = make()
-        jf = jl.jit(step, reassociate=True, native="off")
-        losses = [jf(np.random.default_rng(i).integers(0, 60, 13)) for i in range(8)]
-        return jf, losses, [p.numpy().copy() for p in params]
-
-    jf, losses, params = run()
+    # the hidden states and the dz are concatenated for the folded weight gradients, the
+    # targets are unit slices of the ids
+    make = make_rnn()
+    jf, losses, params = run_jit(make)
     (g,) = jf.graphs()
     per_part = [n for n in g.graph.nodes if n.op == "concatenate"
                 and any(isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") for p in n.inputs)]
     assert not per_part and jf.stats()["graph_calls"] >= 4
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(passes, "REASSOCIATING", [p for p in passes.REASSOCIATING if p is not stack_parts])
-        jf2, losses2, params2 = run()
+    jf2, losses2, params2 = run_jit(make, without=stack_parts)
     assert len(jf2.graphs()[0].graph.nodes) > len(g.graph.nodes)
     np.testing.assert_allclose([float(v) for v in losses], [float(v) for v in losses2], rtol=1e-6)
     for a, b in zip(params, params2):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert_close_to_eager(make, losses)
