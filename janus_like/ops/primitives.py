@@ -175,6 +175,8 @@ register("min", lambda xp, x, axis=None, keepdims=False: _arr(xp, x).min(axis=ax
 def _matmul_vjp(g, out, a, b):
     if _nd(a) == 1 and _nd(b) == 1:
         return F.mul(g, b), F.mul(g, a)
+    if _nd(a) == 1 and _nd(b) == 2:  # (k,) @ (k, m) -> (m,): a vector-matrix product each way
+        return F.matmul(g, F.swapaxes(b, -1, -2)), F.matmul(F.expand_dims(a, -1), F.expand_dims(g, -2))
     if _nd(a) == 1:  # (k,) @ (..., k, m) -> (..., m)
         g2 = F.expand_dims(g, -2)
         ga = F.matmul(g2, F.swapaxes(b, -1, -2))
