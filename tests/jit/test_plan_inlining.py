@@ -189,3 +189,19 @@ def test_buffers_are_reused_for_large_results_only():
         c = _op("tanh", b, shape=(size,))
         src = _check([x, a, b, c], [c], [np.linspace(-1, 1, size, dtype=np.float32)])
         assert ("out=" in src) is reused, src
+
+
+@settings(deadline=None, max_examples=30)
+@given(rows=st.integers(1, 6), cols=st.integers(1, 5), poly=st.booleans(), seed=st.integers(0, 2**16))
+def test_small_broadcasts_feeding_other_nodes_are_copies_and_outputs_stay_views(rows, cols, poly, seed):
+    rng = np.random.default_rng(seed)
+    x, y = _in(0, (rows, 1)), _in(1, (rows, cols))
+    inner = _op("broadcast_like", x, y, shape=(rows, cols))
+    out = _op("broadcast_like", x, y, shape=(rows, cols))
+    prod = _op("mul", inner, y, shape=(rows, cols))
+    slots = [rng.standard_normal((rows, 1)).astype(np.float32), rng.standard_normal((rows, cols)).astype(np.float32)]
+    slots[0][0, 0] = -0.0
+    src = _check([x, y, inner, out, prod], [prod, out], slots, polymorphic=poly)
+    assert f"v{inner.id} = BCAST(" in src and f"v{out.id} = np.broadcast_to(" in src
+    g = ir.Graph("g", [x, y, inner, out, prod], [prod, out], 2, poly)
+    assert not compile_plan(g)(slots)[1].flags.writeable  # as eager's view
