@@ -183,3 +183,31 @@ def test_tiled_avg_pool_gradient_is_the_even_spread():
         cc = c if size == 4 else c[:, :, :1, :1]
         expected = np.repeat(np.repeat(cc, side, axis=2), side, axis=3) / (side * side)
         np.testing.assert_allclose(tape.gradient(y, x).numpy(), expected, rtol=1e-12)
+
+
+def naive_conv2d_grad_input(g, w, x_shape, stride, padding):
+    (sh, sw), (ph, pw) = _pair(stride), _pair(padding)
+    n, c, h, wd = x_shape
+    o, _, kh, kw = w.shape
+    dx = np.zeros((n, c, h + 2 * ph, wd + 2 * pw))
+    for i in range(g.shape[2]):
+        for j in range(g.shape[3]):
+            dx[:, :, i * sh:i * sh + kh, j * sw:j * sw + kw] += np.einsum("no,ochw->nchw", g[:, :, i, j], w)
+    return dx[:, :, ph:ph + h, pw:pw + wd]
+
+
+@given(conv_params)
+def test_conv2d_input_gradient_matches_naive_loops(params):
+    # stride 1 with no more output than input channels and kernels up to 3x3 takes the
+    # full-correlation kernel; everything else the col2im one
+    n, c, o, kh, kw, stride, padding, _, seed = params
+    rng = np.random.default_rng(seed)
+    ph, pw = _pair(padding)
+    x = jl.Variable(rng.standard_normal((n, c, max(kh - 2 * ph, 1) + 3, max(kw - 2 * pw, 1) + 2)))
+    w = jl.tensor(rng.standard_normal((o, c, kh, kw)))
+    with jl.GradientTape() as tape:
+        y = F.conv2d(x, w, stride=stride, padding=padding)
+        g = rng.standard_normal(y.shape)
+        loss = F.sum(y * g)
+    want = naive_conv2d_grad_input(g, w.numpy(), x.shape, stride, padding)
+    np.testing.assert_allclose(tape.gradient(loss, x).numpy(), want, rtol=1e-10, atol=1e-10)
