@@ -198,8 +198,6 @@ def naive_conv2d_grad_input(g, w, x_shape, stride, padding):
 
 @given(conv_params)
 def test_conv2d_input_gradient_matches_naive_loops(params):
-    # stride 1 with no more output than input channels and kernels up to 3x3 takes the
-    # full-correlation kernel; everything else the col2im one
     n, c, o, kh, kw, stride, padding, _, seed = params
     rng = np.random.default_rng(seed)
     ph, pw = _pair(padding)
