@@ -210,3 +210,43 @@ def test_benchmark_runner_native_system(tmp_path, capsys):
     assert record["systems"]["native"]["ms_per_step"] > 0
     assert all(c["ok"] for c in record["checks"])
     assert "native tiny_mlp: 1 of 1 graphs run natively" in capsys.readouterr().out
+
+
+def test_unknown_dimension_graph_runs_natively_at_every_size():
+    """An actor-critic update over episodes of any length (one graph for unknown dimensions):
+    sizes are read at run time, so one native function serves every length, 1 included."""
+    def make():
+        rng = np.random.default_rng(3)
+        w = jl.Variable((rng.standard_normal((4, 2)) * 0.3).astype(np.float32))
+        v = jl.Variable((rng.standard_normal((4, 1)) * 0.3).astype(np.float32))
+
+        def update(states, actions, returns):
+            with jl.GradientTape() as tape:
+                logp = F.log_softmax(states @ w)
+                value = F.reshape(states @ v, (-1,))
+                adv = returns - value
+                loss = -F.mean(logp[np.arange(actions.shape[0]), actions] * returns) + 0.5 * F.mean(adv * adv)
+            gw, gv = tape.gradient(loss, [w, v])
+            w.assign_sub(0.1 * gw)
+            v.assign_sub(0.1 * gv)
+            return loss
+
+        return update, (w, v)
+
+    def episode(t, k):
+        r = np.random.default_rng(k)
+        return (r.standard_normal((t, 4)).astype(np.float32), r.integers(0, 2, t),
+                r.standard_normal(t).astype(np.float32))
+
+    lengths = [5, 7, 9, 12, 15, 20, 8, 1, 33, 2, 6, 1, 17]
+    fe, pe = make()
+    fj, pj = make()
+    jf = jl.jit(fj, native="always")
+    for k, t in enumerate(lengths):
+        close(fe(*episode(t, k)), jf(*episode(t, k)), f"call {k} (length {t})")
+        for a, b in zip(pe, pj):
+            close(a.numpy(), b.numpy(), f"call {k} parameters")
+    graphs = [g for g in jf.graphs() if g.graph.polymorphic]
+    assert graphs and graphs[0].tier.run is not None, [g.tier.note for g in jf.graphs()]
+    assert graphs[0].runs >= 5 and jf.stats()["eager_calls"] == 0
+    assert graphs[0].tier.mismatches == 0  # every length ran the native function, none the plan

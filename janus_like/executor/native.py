@@ -82,6 +82,11 @@ def _dt(dtype) -> str:
 class _Translator:
     def __init__(self, graph: ir.Graph):
         self.graph = graph
+        # unknown dimensions (jit/polymorphism.py): every size is read from the operands at run
+        # time; avals hold one size only, so they give ranks, dtypes and fixed parameters only.
+        # A call whose sizes break what the translation assumed raises TypeError, and
+        # CompiledGraph.body runs the plan for it (as for argument types Numba was not compiled for)
+        self.poly = graph.polymorphic
         self.lines: list[str] = []
         self.args: list[str] = []  # parameter names, in order
         self.arg_slots: list = []  # ("slot", k) or ("const", value) per parameter
@@ -131,6 +136,16 @@ class _Translator:
                 return f"{_dt(cast_to)}({self.ref(x)})"
             return self.literal(x, cast_to)
         return self.ref(x)
+
+    def dims(self, x) -> tuple:
+        """x's shape as code: its avals' ints, or in a graph for unknown dimensions x.shape[i]."""
+        if not self.poly:
+            return tuple(x.aval[0])
+        return tuple(f"{self.ref(x)}.shape[{i}]" for i in range(self.rank(x)))
+
+    def out_dims(self, n, like) -> tuple:
+        """The shape of node n, which is `like`'s (a run-time value in unknown-dimension graphs)."""
+        return self.dims(like) if self.poly else tuple(n.aval[0])
 
     # ------------------------------------------------------------------ emission
     def emit_graph(self) -> str:
@@ -240,16 +255,34 @@ class _Translator:
         return f"np.ascontiguousarray({self.ref(x)}).reshape({self._tuple(shape)})"
 
     def op_reshape(self, n, x, shape):
+        if self.poly:  # a fixed target (the probe rejects size-dependent ones); -1 from the size
+            shape = tuple(shape)
+            if shape.count(-1) == 1 and self.rank(x):
+                known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+                shape = tuple(f"{self.ref(x)}.size // {known}" if d == -1 else d for d in shape)
+            elif -1 in shape:
+                raise NativeUnsupported(f"reshape to {shape} with unknown dimensions")
+            return self._reshape(x, shape)
         return self._reshape(x, n.aval[0])
 
     def op_reshape_like(self, n, x, like):
-        return self._reshape(x, n.aval[0])
+        return self._reshape(x, self.out_dims(n, like))
 
     def op_expand_dims(self, n, x, axis):
-        return self._reshape(x, n.aval[0])
+        if not self.poly:
+            return self._reshape(x, n.aval[0])
+        rank = len(n.aval[0])
+        new = {a % rank for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+        it = iter(self.dims(x))
+        return self._reshape(x, tuple(1 if i in new else next(it) for i in range(rank)))
 
     def op_squeeze(self, n, x, axis=None):
-        return self._reshape(x, n.aval[0])
+        if not self.poly:
+            return self._reshape(x, n.aval[0])
+        if axis is None:  # which dimensions are 1 depends on the sizes
+            raise NativeUnsupported("squeeze without an axis, with unknown dimensions")
+        gone = {a % self.rank(x) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))}
+        return self._reshape(x, tuple(d for i, d in enumerate(self.dims(x)) if i not in gone))
 
     def op_transpose(self, n, x, axes=None):
         if self.rank(x) < 2:
@@ -257,22 +290,32 @@ class _Translator:
         axes = tuple(range(self.rank(x)))[::-1] if axes is None else tuple(a % self.rank(x) for a in axes)
         return f"np.transpose({self.ref(x)}, {self._tuple(axes)})"
 
-    def _broadcast(self, n, x):
+    def _broadcast(self, n, x, shape):
         if tuple(n.aval[0]) == () or self.rank(x) == 0:
-            return f"np.full({self._tuple(n.aval[0])}, {self.operand(x, n.dtype)})"
-        return f"np.broadcast_to({self.ref(x)}, {self._tuple(n.aval[0])})"
+            return f"np.full({self._tuple(shape)}, {self.operand(x, n.dtype)})"
+        return f"np.broadcast_to({self.ref(x)}, {self._tuple(shape)})"
 
     def op_broadcast_like(self, n, x, like):
-        return self._broadcast(n, x)
+        return self._broadcast(n, x, self.out_dims(n, like))
 
     def op_broadcast_to(self, n, x, shape):
-        return self._broadcast(n, x)
+        return self._broadcast(n, x, tuple(shape))
 
     def op_ones_like(self, n, x, dtype=None):
-        return f"np.ones({self._tuple(n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(1)"
+        return f"np.ones({self._tuple(self.out_dims(n, x))}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(1)"
 
     def op_zeros_like(self, n, x, dtype=None):
-        return f"np.zeros({self._tuple(n.aval[0])}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(0)"
+        return f"np.zeros({self._tuple(self.out_dims(n, x))}, {_dt(n.dtype)})" if n.aval[0] else f"{_dt(n.dtype)}(0)"
+
+    # sizes read at run time (graphs for unknown dimensions)
+    def op_dim_of(self, n, x, axis):
+        return f"{self.ref(x)}.shape[{axis}]"
+
+    def op_reduced_count(self, n, x, axes):
+        return f"max({' * '.join(f'{self.ref(x)}.shape[{a}]' for a in axes) or '1'}, 1)"
+
+    def op_arange(self, n, k):
+        return f"np.arange({self.ref(k)})"
 
     def op_concatenate(self, n, *xs, axis=0):
         parts = ", ".join(f"np.ascontiguousarray({self.ref(x)})" for x in xs)
@@ -290,6 +333,14 @@ class _Translator:
         outer = int(np.prod([shape[a] for a in keep], dtype=np.int64))
         if inner == 0 or outer == 0:
             raise NativeUnsupported(f"'{n.op}' of an empty array")
+        if self.poly:  # the counts at run time; an empty reduction is left to the plan
+            dims = self.dims(x)
+            inner, outer = ("(" + (" * ".join(dims[a] for a in part) or "1") + ")" for part in (axes, keep))
+            self.lines.append(f"if {inner} == 0 or {outer} == 0: raise TypeError('empty: the plan runs it')")
+            out_shape = tuple(1 if a in axes else dims[a] for a in range(rank)) \
+                if len(n.aval[0]) == rank else tuple(dims[a] for a in keep)
+        else:
+            out_shape = tuple(n.aval[0])
         moved = self.ref(x) if keep + list(axes) == list(range(rank)) else \
             f"np.transpose({self.ref(x)}, {self._tuple(keep + list(axes))})"
         src = x.dtype
@@ -299,7 +350,7 @@ class _Translator:
         if n.op == "mean":
             expr = f"np.true_divide({expr}, {_dt(n.dtype)}({inner}))" if n.dtype == src else \
                 f"np.true_divide({expr}.astype({_dt(n.dtype)}), {inner})"
-        return f"{expr}[0]" if n.aval[0] == () else f"{expr}.reshape({self._tuple(n.aval[0])})"
+        return f"{expr}[0]" if n.aval[0] == () else f"{expr}.reshape({self._tuple(out_shape)})"
 
     def op_sum(self, n, x, axis=None, keepdims=False, dtype=None):
         return self._reduce(n, x, axis, 0)
@@ -319,6 +370,13 @@ class _Translator:
         if gshape == shape:
             return self.ref(g) if n.dtype == g.dtype else f"{self.ref(g)}.astype({_dt(n.dtype)})"
         axes = sum_to_axes(gshape, shape)
+        if self.poly:
+            lead = len(gshape) - len(shape)
+            for i, d in enumerate(shape):  # kept at generation; should its size change, the plan runs
+                if d == 1 and gshape[i + lead] == 1:
+                    self.lines.append(f"if {self.ref(g)}.shape[{i + lead}] != 1: raise TypeError('the plan runs it')")
+            expr = self._reduce(n, g, axes, 0)  # keepdims-shaped where ranks agree, else reshaped:
+            return f"{expr}.reshape({self._tuple(self.dims(like))})" if lead else expr
         return self._reduce(n, g, axes, 0)
 
     # ------------------------------------------------------------------ indexing
@@ -340,7 +398,7 @@ class _Translator:
         raise NativeUnsupported(f"getitem {index}")
 
     def op_getitem_grad(self, n, g, x, *operands, index, unique=False):
-        out = f"np.zeros({self._tuple(x.aval[0])}, {_dt(n.dtype)})"
+        out = f"np.zeros({self._tuple(self.dims(x))}, {_dt(n.dtype)})"
         arrays = self._array_slots(index, operands)
         items = index[0]
         tmp = f"t{n.id}"
@@ -348,17 +406,20 @@ class _Translator:
             probe = np.empty(x.aval[0], np.int8)[build_index((tuple(i for i in items if i is not None), False),
                                                              [np.zeros((), np.int64)] * len(operands))]
             target = self._index((tuple(i for i in items if i is not None), False), operands)
-            value = self.ref(g) if probe.shape == () else self._reshape(g, probe.shape)
+            if self.poly and probe.shape != tuple(g.aval[0]):
+                raise NativeUnsupported(f"getitem_grad {index} with unknown dimensions")
+            value = self.ref(g) if probe.shape == () or probe.shape == tuple(g.aval[0]) and self.poly \
+                else self._reshape(g, probe.shape)
             self.lines.append(f"{tmp} = {out}")
             self.lines.append(f"{tmp}[{target}] = {value}")
             return tmp
         if len(items) == 1 and len(arrays) == 1 and type(items[0]) is tuple:
             idx = arrays[0]
-            rows = int(np.prod(idx.aval[0], dtype=np.int64))
-            rest = tuple(x.aval[0][1:])
+            rows = f"{self.ref(idx)}.size" if self.poly else int(np.prod(idx.aval[0], dtype=np.int64))
+            rest = self.dims(x)[1:]
             return (f"scatter_rows({out}, np.ascontiguousarray({self.ref(idx)}).reshape(({rows},)), "
                     f"np.ascontiguousarray({self.ref(g)}).reshape({self._tuple((rows,) + rest)}))"
-                    f".reshape({self._tuple(x.aval[0])})")
+                    f".reshape({self._tuple(self.dims(x))})")
         if len(items) == 2 and len(arrays) == 2 and self.rank(x) == 2 and all(self.rank(a) == 1 for a in arrays):
             i, j = (self.ref(operands[it[1]]) for it in items)
             return f"scatter2({out}, {i}, {j}, np.ascontiguousarray({self.ref(g)}))"
