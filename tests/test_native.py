@@ -250,3 +250,40 @@ def test_unknown_dimension_graph_runs_natively_at_every_size():
     assert graphs and graphs[0].tier.run is not None, [g.tier.note for g in jf.graphs()]
     assert graphs[0].runs >= 5 and jf.stats()["eager_calls"] == 0
     assert graphs[0].tier.mismatches == 0  # every length ran the native function, none the plan
+
+
+def test_row_sums_and_reversed_copies_translate():
+    """cumsum down axis 0 (the row-chain pass) and a copy of reversed rows (the stacking pass)."""
+    from janus_like import ir
+
+    f32 = np.dtype(np.float32)
+    x = ir.Node(ir.INPUT, (), {"slot": 0, "name": "x"}, ((5, 3), f32))
+    v = ir.Node(ir.INPUT, (), {"slot": 1, "name": "v"}, ((4,), f32))
+    c2 = ir.Node("cumsum", (x,), {"axis": 0}, ((5, 3), f32))
+    c1 = ir.Node("cumsum", (v,), {"axis": 0}, ((4,), f32))
+    rev = ir.Node("getitem", (x,), {"index": ((("s", 3, None, -1),), True)}, ((4, 3), f32))
+    cp = ir.Node("copy", (rev,), {}, ((4, 3), f32))
+    g = ir.Graph("g", [x, v, c2, c1, rev, cp], [c2, c1, cp], 2)
+    rng = np.random.default_rng(0)
+    slots = [rng.standard_normal((5, 3)).astype(np.float32), rng.standard_normal(4).astype(np.float32)]
+    got = native.compile_native(g)(slots)
+    for a, b in zip(got, interpret(g, slots)):
+        assert np.array_equal(a, b)  # running sums in order: the same bits
+
+
+def test_a_translator_error_keeps_the_plan(monkeypatch):
+    def broken(graph):
+        raise RuntimeError("a bug in the translator")
+
+    monkeypatch.setattr(native, "translate", broken)
+
+    @jl.jit(native="always")
+    def f(x):
+        return np.tanh(x) * 2.0
+
+    x = np.ones(3, np.float32)
+    for _ in range(6):
+        np.testing.assert_array_equal(f(x), np.tanh(x) * 2.0)
+    s = f.stats()
+    assert s["fallbacks"] == 0 and s["graph_calls"] >= 3
+    assert "translation failed" in f.graphs()[0].tier.note

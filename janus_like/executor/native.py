@@ -53,7 +53,7 @@ class NativeAssert(Exception):
 # reload a compiled graph in a later process
 _HEADER = ("import numpy as np\n"
            "from janus_like.executor.native import NativeAssert\n"
-           "from janus_like.executor.native_kernels import red_rows, take2, scatter2, scatter_rows\n\n\n")
+           "from janus_like.executor.native_kernels import red_rows, take2, scatter2, scatter_rows, cumsum_rows\n\n\n")
 
 
 _UNARY = {"neg": "np.negative", "exp": "np.exp", "log": "np.log", "tanh": "np.tanh", "sqrt": "np.sqrt",
@@ -316,6 +316,17 @@ class _Translator:
 
     def op_arange(self, n, k):
         return f"np.arange({self.ref(k)})"
+
+    def op_copy(self, n, x):
+        return f"{self.ref(x)}.copy()" if self.rank(x) else self.ref(x)
+
+    def op_cumsum(self, n, x, axis=0):
+        """Running sums along axis 0 (what the row-chain pass emits), float only: in order."""
+        if axis % max(self.rank(x), 1) != 0 or n.dtype.kind != "f" or n.dtype != x.dtype:
+            raise NativeUnsupported(f"cumsum along axis {axis} of {x.dtype}")
+        flat = "(" + " * ".join(str(d) for d in self.dims(x)[1:]) + ")" if self.rank(x) > 1 else "1"
+        rows = f"cumsum_rows(np.ascontiguousarray({self.ref(x)}).reshape(({self.dims(x)[0]}, {flat})))"
+        return f"{rows}.reshape({self._tuple(self.dims(x))})"
 
     def op_concatenate(self, n, *xs, axis=0):
         parts = ", ".join(f"np.ascontiguousarray({self.ref(x)})" for x in xs)

@@ -51,3 +51,15 @@ def scatter_rows(out, idx, g):
     for k in range(idx.shape[0]):
         out[idx[k]] += g[k]
     return out
+
+
+@_nj
+def cumsum_rows(x):
+    """Running sums down the first axis of the contiguous (rows, n) array x, in order."""
+    out = np.empty_like(x)
+    for k in range(x.shape[1]):
+        out[0, k] = x[0, k]
+    for r in range(1, x.shape[0]):
+        for k in range(x.shape[1]):
+            out[r, k] = out[r - 1, k] + x[r, k]
+    return out

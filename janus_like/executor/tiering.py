@@ -87,6 +87,9 @@ class Tier:
             except native.NativeUnsupported as exc:
                 self._reject(f"unsupported: {exc}")
                 return False
+            except Exception as exc:  # a translator bug must never become the user's error: the plan runs
+                self._reject(f"translation failed: {type(exc).__name__}: {exc}")
+                return False
             nodes, cached = len(self.graph.nodes), _is_cached(src)
             if nodes > AUTO_MAX_NODES and not cached:
                 self._reject(f"{nodes} nodes: over the limit of {AUTO_MAX_NODES} (compiling would take minutes)")
