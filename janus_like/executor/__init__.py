@@ -64,8 +64,12 @@ class CompiledGraph:
         self.last_slots = None
         self._finish = gen.outputs.compile_finish()  # None when there are effects (the general finish)
         self._direct = self.plan is not None and not self.tier.pending  # no native tier to consult
-        # guards + plan + commit as one function (None when RNG state must be saved around the run)
-        self.fast = fuse(self) if self._direct and not self.uses_rng and not self.generators else None
+        self.fast = self._fused() if self._direct else None
+
+    def _fused(self):
+        """Guards + plan + commit as one function (executor/fused.py); None when RNG state must
+        be saved around the run."""
+        return None if self.uses_rng or self.generators else fuse(self)
 
     def body(self, slots):
         tier = self.tier
@@ -78,7 +82,7 @@ class CompiledGraph:
             tier.adopt(self.plan, slots)
             if tier.run is None and not tier.pending:  # the plan stays: no tier to consult from now on
                 self._direct = True
-                self.fast = fuse(self) if not self.uses_rng and not self.generators else None
+                self.fast = self._fused()
         if self.plan is not None:
             return self.plan(slots)
         return interpret(self.graph, slots, self.devices)

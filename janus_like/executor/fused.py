@@ -1,9 +1,10 @@
 """One generated function per graph for the steady-state call: guards, plan, commit, result.
 
 A graph's call used to go through four Python functions (the call path, the guard program, the
-plan and the generated finish), each with its own frame and its own bookkeeping. For a graph of
-small arrays, such as an RL policy evaluated once per environment step, those layers cost about
-a third of the NumPy work. `fuse` pastes the three generated bodies into one function:
+plan and the generated finish), each with its own frame and its own bookkeeping. `fuse` pastes
+the three generated bodies into one function (on an RL policy evaluated once per environment
+step this measured 0.2 µs of a 15 µs call: the frames were cheap; the guards' checks, the
+result Tensor and the stats remain):
 
     def call(args):
         t0 = _pc()

@@ -377,8 +377,7 @@ class _Translator:
             target = self._index((tuple(i for i in items if i is not None), False), operands)
             if self.poly and probe.shape != tuple(g.aval[0]):
                 raise NativeUnsupported(f"getitem_grad {index} with unknown dimensions")
-            value = self.ref(g) if probe.shape == () or probe.shape == tuple(g.aval[0]) and self.poly \
-                else self._reshape(g, probe.shape)
+            value = self.ref(g) if probe.shape == () or self.poly else self._reshape(g, probe.shape)
             self.lines.append(f"{tmp} = {out}")
             self.lines.append(f"{tmp}[{target}] = {value}")
             return tmp

@@ -61,6 +61,16 @@ def _index_of(n, kind):
     return None
 
 
+def _reshaped(p, part_shape, shape, dtype):
+    """u when p is u (of `shape` and `dtype`) reshaped to `part_shape` (a reshape or
+    expand_dims node), else None."""
+    u = p.inputs[0] if isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") and p.inputs else None
+    if isinstance(u, ir.Node) and u.aval is not None and p.aval is not None and tuple(p.aval[0]) == part_shape \
+            and tuple(u.aval[0]) == shape and np.dtype(u.aval[1]) == np.dtype(dtype):
+        return u
+    return None
+
+
 def _stacked_rows(graph) -> dict:
     """node id -> [(X, k), ...] for values that are row k of a concatenation X along axis 0 (as
     a one-row reshape or expand_dims: per-step vectors that folded weight gradients stacked)."""
@@ -74,9 +84,8 @@ def _stacked_rows(graph) -> dict:
         if len(parts) != len(x.inputs):
             continue
         for k, p in enumerate(parts):
-            u = p.inputs[0] if p.op in ("reshape", "expand_dims") and isinstance(p.inputs[0], ir.Node) else None
-            if u is not None and u.aval is not None and tuple(u.aval[0]) == row \
-                    and np.dtype(u.aval[1]) == np.dtype(x.aval[1]):
+            u = _reshaped(p, (1,) + row, row, x.aval[1])
+            if u is not None:
                 rows.setdefault(u.id, []).append((x, k))
     return rows
 

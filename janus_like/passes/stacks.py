@@ -17,34 +17,15 @@ with the reassociating passes.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .. import ir
-from .chains import _gather, _index_of
+from .chains import _gather, _index_of, _reshaped
 
 
-def _rows(x, row):
-    """The vectors u_k when every part of concatenation x is u_k reshaped to (1,) + row."""
-    us = []
-    for p in x.inputs:
-        u = p.inputs[0] if isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") and p.inputs else None
-        if not (isinstance(u, ir.Node) and u.aval is not None and tuple(u.aval[0]) == row
-                and tuple(p.aval[0]) == (1,) + row and np.dtype(u.aval[1]) == np.dtype(x.aval[1])):
-            return None
-        us.append(u)
-    return us
-
-
-def _columns(x, n):
-    """The vectors u_k (shape (n,)) when every part of x is u_k reshaped to a column (n, 1)."""
-    us = []
-    for p in x.inputs:
-        u = p.inputs[0] if isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") and p.inputs else None
-        if not (isinstance(u, ir.Node) and u.aval is not None and tuple(u.aval[0]) == (n,)
-                and tuple(p.aval[0]) == (n, 1) and np.dtype(u.aval[1]) == np.dtype(x.aval[1])):
-            return None
-        us.append(u)
-    return us
+def _vectors(x, part_shape, shape):
+    """The values u_k when every part of concatenation x is u_k (of `shape`) reshaped to
+    `part_shape`: rows (1,) + row, or columns (n, 1) of vectors (n,)."""
+    us = [_reshaped(p, part_shape, shape, x.aval[1]) for p in x.inputs]
+    return None if None in us else us
 
 
 def _slices(x):
@@ -90,11 +71,11 @@ def stack_parts(graph: ir.Graph) -> ir.Graph:
                 x.op, x.inputs, x.params = g.op, g.inputs, g.params
                 continue
             last = ("copy", (new[-1],), {})  # descending: a reversed view, copied for the products
-        us = _rows(x, shape[1:]) if axis == 0 and len(shape) >= 2 and last is None else None
+        us = _vectors(x, (1,) + shape[1:], shape[1:]) if axis == 0 and len(shape) >= 2 and last is None else None
         if us is not None:
             flat = ir.Node("concatenate", tuple(us), {"axis": 0}, ((k * shape[1],) + shape[2:], dtype), site)
             new, last = [flat], ("reshape", (flat,), {"shape": shape})
-        cols = _columns(x, shape[0]) if axis == 1 and len(shape) == 2 else None
+        cols = _vectors(x, (shape[0], 1), (shape[0],)) if axis == 1 and len(shape) == 2 else None
         if cols is not None:
             flat = ir.Node("concatenate", tuple(cols), {"axis": 0}, ((k * shape[0],), dtype), site)
             rows = ir.Node("reshape", (flat,), {"shape": (k, shape[0])}, ((k, shape[0]), dtype), site)
