@@ -287,3 +287,58 @@ def test_a_translator_error_keeps_the_plan(monkeypatch):
     s = f.stats()
     assert s["fallbacks"] == 0 and s["graph_calls"] >= 3
     assert "translation failed" in f.graphs()[0].tier.note
+
+
+def test_the_hot_call_runs_the_native_function_from_the_fused_call():
+    """Once adopted, the native function is called from the graph's one generated call function
+    (guards, native call, commit). Whatever it cannot take makes that function miss and the
+    full path decide as before: a new shape (guard), a failed assert (eager), an FP error state
+    that raises (the plan, which raises like eager), a strided view the compiled signature does
+    not accept (the plan; after ten, the plan for good, fused in its turn)."""
+    def make():
+        w = jl.Variable(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+
+        def policy(obs):
+            h = F.tanh((obs * obs) @ w)
+            if float(F.sum(obs)) > 50.0:  # never seen during warm-up: an assert
+                h = h * 0
+            w.assign_add(0.01 * h.numpy().sum(0) * np.ones((4, 1), np.float32))
+            return F.softmax(h)
+
+        return policy, w
+
+    pe, we = make()
+    pj, wj = make()
+    jf = jl.jit(pj, native="always")
+    big = np.full((5, 4), 30.0, np.float32)
+    wide = np.arange(40, dtype=np.float32).reshape(5, 8) / 40
+    calls = [np.full((5, 4), 0.1 * k, np.float32) for k in range(6)]
+    calls += [np.ones((2, 4), np.float32), big, np.ones((5, 4), np.float32)]
+    calls += [wide[:, ::2]] * 12 + [np.full((5, 4), 0.3, np.float32)] * 3
+
+    def check(k, obs):
+        try:
+            want = pe(obs)
+        except FloatingPointError:
+            with pytest.raises(FloatingPointError):
+                jf(obs)
+            return
+        close(jf(obs), want, f"call {k}")
+        close(wj.numpy(), we.numpy(), f"w after call {k}")
+
+    for k, obs in enumerate(calls[:6]):
+        check(k, obs)
+    g = jf.graphs()[0]
+    assert g.tier.run is not None, g.tier.note
+    assert "NATIVE(" in g.fast.source
+    runs = g.runs
+    with np.errstate(over="raise"):  # while the graph is hot: the fused call must not run it natively
+        check(6, np.tile(np.float32([1e30, -1e30, 0, 0]), (5, 1)))  # raises in the plan and in eager
+    check(7, calls[6])  # another shape: another graph
+    check(8, calls[7])  # the assert fails: eager
+    check(9, calls[8])
+    assert g.runs > runs and jf.stats()["assert_failures"] >= 1
+    for k, obs in enumerate(calls[9:], 10):
+        check(k, obs)
+    assert g.tier.run is None and "argument types vary" in g.tier.note
+    assert g.fast is not None and "NATIVE(" not in g.fast.source

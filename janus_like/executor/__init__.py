@@ -20,28 +20,9 @@ from .codegen import compile_plan
 from .fused import MISS, fuse
 from .interpreter import AssertFailed, interpret
 from .placement import place
-from .tiering import Tier
+from .tiering import Tier, fp_errors_raise
 
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
-
-try:  # NumPy 2 keeps the floating-point error state in a context variable: a new state is a new object
-    from numpy._core.umath import _extobj_contextvar as _FP_STATE
-except ImportError:  # pragma: no cover - other NumPy versions: ask every time
-    _FP_STATE = None
-_fp_seen = [object(), False]  # (state object, whether some error raises under it)
-
-
-def fp_errors_raise() -> bool:
-    """True when some floating-point error is set to raise (np.seterr / np.errstate). Native
-    code raises none, so such calls run the plan. np.geterr() costs ~1 us; this asks it only
-    when the state object changed."""
-    if _FP_STATE is None:
-        return "raise" in np.geterr().values()
-    state = _FP_STATE.get()
-    if state is not _fp_seen[0]:
-        _fp_seen[0], _fp_seen[1] = state, "raise" in np.geterr().values()
-    return _fp_seen[1]
-
 
 class CompiledGraph:
     def __init__(self, gen, mode: str = "plan", native: str = "off"):
@@ -67,9 +48,14 @@ class CompiledGraph:
         self.fast = self._fused() if self._direct else None
 
     def _fused(self):
-        """Guards + plan + commit as one function (executor/fused.py); None when RNG state must
-        be saved around the run."""
-        return None if self.uses_rng or self.generators else fuse(self)
+        """Guards + plan (or the adopted native function) + commit as one function
+        (executor/fused.py); None when RNG state must be saved around the run."""
+        if self.uses_rng or self.generators:
+            return None
+        if self.tier.run is not None:
+            body = self.tier.parts(self.last_slots)
+            return None if body is None else fuse(self, body)
+        return fuse(self, self.plan.parts)
 
     def body(self, slots):
         tier = self.tier
@@ -78,9 +64,15 @@ class CompiledGraph:
                 return tier(slots)
             except TypeError:  # argument types the native function was not compiled for
                 tier.mismatch()
+                if tier.run is None:  # given up: the plan from now on
+                    self._direct = True
+                    self.fast = self._fused()
         elif tier.pending and tier.due(self.runs, self.time_s):
             tier.adopt(self.plan, slots)
-            if tier.run is None and not tier.pending:  # the plan stays: no tier to consult from now on
+            if tier.run is not None:  # native from now on, called from the fused function
+                self.last_slots = slots
+                self.fast = self._fused()
+            elif not tier.pending:  # the plan stays: no tier to consult from now on
                 self._direct = True
                 self.fast = self._fused()
         if self.plan is not None:
@@ -119,5 +111,5 @@ class CompiledGraph:
             g.bit_generator.state = state
 
 
-__all__ = ["CompiledGraph", "AssertFailed", "interpret", "compile_plan", "MISS", "OK", "GUARD_FAILED", "ASSERT_FAILED",
+__all__ = ["CompiledGraph", "fp_errors_raise", "AssertFailed", "interpret", "compile_plan", "MISS", "OK", "GUARD_FAILED", "ASSERT_FAILED",
            "RAISED", "ir"]

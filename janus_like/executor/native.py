@@ -129,4 +129,5 @@ def compile_native(graph: ir.Graph):
 
     run.source = src
     run.dispatcher = fn
+    run.getters, run.all_nodes = getters, all_nodes  # for the fused call (Tier.parts)
     return run

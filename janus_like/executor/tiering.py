@@ -31,6 +31,25 @@ import numpy as np
 from .. import ir
 from . import native
 
+try:  # NumPy 2 keeps the floating-point error state in a context variable: a new state is a new object
+    from numpy._core.umath import _extobj_contextvar as _FP_STATE
+except ImportError:  # pragma: no cover - other NumPy versions: ask every time
+    _FP_STATE = None
+_fp_seen = [object(), False]  # (state object, whether some error raises under it)
+
+
+def fp_errors_raise() -> bool:
+    """True when some floating-point error is set to raise (np.seterr / np.errstate). Native
+    code raises none, so such calls run the plan. np.geterr() costs ~1 us; this asks it only
+    when the state object changed."""
+    if _FP_STATE is None:
+        return "raise" in np.geterr().values()
+    state = _FP_STATE.get()
+    if state is not _fp_seen[0]:
+        _fp_seen[0], _fp_seen[1] = state, "raise" in np.geterr().values()
+    return _fp_seen[1]
+
+
 POLICIES = ("off", "auto", "always")
 AUTO_MAX_NODES = 600
 MIN_GAIN = 0.9  # native must take at most this fraction of the plan's time
@@ -132,6 +151,37 @@ class Tier:
             values[i] = c(values[i])
         return values
 
+    def parts(self, slots):
+        """The native call as a body for the fused call function (executor/fused.py): (lines,
+        result expression, names), or None where the outputs are not all nodes. The adopted
+        function is called with the slots directly (what `run` does per call, decided once
+        here from `slots`, a call it ran on). A raise of any kind there, from the dispatcher
+        (other argument types: compilation is disabled) or from an assert, makes the fused
+        function miss, and the full path decides as before; so does an FP error state that
+        raises, which native code would not honour."""
+        run = self.run
+        if run is None or not run.all_nodes or slots is None:
+            return None
+        env = {"NATIVE": run.dispatcher, "FP_RAISE": fp_errors_raise, "_SCALAR": _scalar}
+        args = []
+        for k, (kind, v) in enumerate(run.getters):
+            if kind == "slot":
+                a = slots[v]
+                args.append(f"S[{v}]" if type(a) is np.ndarray and a.ndim else f"_SCALAR(S[{v}])")
+            else:
+                env[f"NA{k}"] = v
+                args.append(f"NA{k}")
+        convert = dict(self._convert)
+        outs = []
+        for i in range(len(self.graph.outputs)):
+            if i in convert:
+                env[f"NC{i}"] = convert[i]
+                outs.append(f"NC{i}(out[{i}])")
+            else:
+                outs.append(f"out[{i}]")
+        lines = ["    if FP_RAISE(): return MISS", f"    out = NATIVE({', '.join(args)})"]
+        return lines, f"[{', '.join(outs)}]", env
+
     def mismatch(self):
         """A call whose argument types the native function was not compiled for ran as a plan;
         when that keeps happening, stop trying (each try costs a dispatch error)."""
@@ -144,6 +194,11 @@ class Tier:
         self.pending = False
         self.note = f"native: not used ({why})"
         return None
+
+
+def _scalar(a):
+    """One type for 0-d arrays and scalars, as `native.compile_native`'s run passes them."""
+    return a[()] if type(a) is np.ndarray and a.ndim == 0 else a
 
 
 def _time(fn, slots, reps=5):

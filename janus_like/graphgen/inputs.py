@@ -7,7 +7,7 @@ of the graph executes. The program is emitted as straight-line Python and compil
 
     def guard(args):
         s0 = args[0]
-        if type(s0) is not K[0]: return 0
+        if type(s0) is not K0: return 0
         s1 = s0.W
         ...
         return (s0, s1, ...)
@@ -20,6 +20,12 @@ import numpy as np
 
 from .. import backend
 from ..jit.assumptions import Assumption
+
+
+def _same_dtype(const: str) -> str:
+    """The dtype check: identity first (NumPy's built-in dtypes are singletons, and `is` costs
+    a third of `==`), equality for the rest (a byte-swapped or metadata-carrying equal dtype)."""
+    return f"({{v}}.dtype is {const} or {{v}}.dtype == {const})"
 
 
 def relax_text(slot) -> str:
@@ -45,11 +51,13 @@ class InputProgram:
         self._by_key: dict = {}
 
     def _const(self, value) -> str:
+        # each constant is a global of the generated function (K3): a global load is cheaper
+        # than indexing a list, and a hot guard reads ~20 of them per call
         for i, c in enumerate(self.consts):
             if c is value:
-                return f"K[{i}]"
+                return f"K{i}"
         self.consts.append(value)
-        return f"K[{len(self.consts) - 1}]"
+        return f"K{len(self.consts) - 1}"
 
     # ------------------------------------------------------------------ slots
     def root_arg(self, i, value):
@@ -114,13 +122,13 @@ class InputProgram:
         where = "" if gpu_type is None else f"type({{v}}) is{'' if on_gpu else ' not'} {self._const(gpu_type)} and "
         on = " on gpu" if on_gpu else ""
         if not unknown_axes:
-            self.check(slot, f"{where}{{v}}.shape == {shape!r} and {{v}}.dtype == {dtype}",
+            self.check(slot, f"{where}{{v}}.shape == {shape!r} and {_same_dtype(dtype)}",
                        Assumption("shape", site, f"{arr.dtype}{list(shape)}{on}", slot.text, relax=("shape", slot.text)))
             return
         # some dimensions are unknown: check the rank and every other dimension
         fixed = " and ".join(f"{{v}}.shape[{k}] == {d}" for k, d in enumerate(shape) if k not in unknown_axes)
         shown = [("?" if k in unknown_axes else d) for k, d in enumerate(shape)]
-        self.check(slot, f"{where}{{v}}.ndim == {len(shape)} and {{v}}.dtype == {dtype}" + (f" and {fixed}" if fixed else ""),
+        self.check(slot, f"{where}{{v}}.ndim == {len(shape)} and {_same_dtype(dtype)}" + (f" and {fixed}" if fixed else ""),
                    Assumption("shape", site, f"{arr.dtype}{shown}{on}", slot.text))
 
     def check_value(self, slot, site):
@@ -167,7 +175,7 @@ class InputProgram:
         ret = ", ".join(f"s{s.index}" for s in self.slots)
         src = (f"def {name}(args):\n    try:\n{body}\n        return ({ret}{',' if len(self.slots) == 1 else ''})\n"
                f"    except Exception:\n        return -1\n")
-        env = {"K": self.consts, "np": np}
+        env = {"K": self.consts, "np": np, **{f"K{i}": c for i, c in enumerate(self.consts)}}
         exec(compile(src, f"<janus_like guard {name}>", "exec"), env)
         fn = env[name]
         fn.parts = (list(self.lines), f"({ret}{',' if len(self.slots) == 1 else ''})", env)  # for executor/fused.py

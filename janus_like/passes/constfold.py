@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.registry import REGISTRY
+from .dce import dce
 
 _BROADCASTS = {"broadcast_like", "broadcast_to"}
 _SHAPE_ONLY = {"ones_like", "zeros_like"}
@@ -34,6 +35,9 @@ def _consumer(n):
 
 
 def fold_constants(graph: ir.Graph) -> ir.Graph:
+    # a dead user (the identity `sum_to`s that `simplify` bypassed, still in the list) would
+    # count as someone holding a view and block the fold: the seed chain of every backward pass
+    dce(graph)
     users: dict = {}
     for n in graph.all_nodes():
         for i in n.inputs:

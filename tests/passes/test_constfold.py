@@ -56,3 +56,17 @@ def test_outputs_views_warnings_and_unknown_sizes_are_left_alone():
     y2 = _n("mul", ones2, x, aval=((3,), F32))
     _run([x, ones2, y2], [y2], [np.ones(3, np.float32)], polymorphic=True)  # sizes vary: not a constant
     assert ones2.op == "ones_like"
+
+
+def test_dead_users_do_not_block_a_fold():
+    """`simplify` bypasses identity sum_to's of the backward seed but leaves them in the list
+    until DCE: they are no users (the seed chain of every loss made of several terms)."""
+    x = _n(ir.INPUT, aval=((3,), F32), slot=0, name="x")
+    loss = _n("sum", x, aval=((), F32), axis=None, keepdims=False)
+    one = _n("ones_like", loss, aval=((), F32))
+    dead = _n("sum_to", one, loss, aval=((), F32))  # nobody reads it any more
+    half = _n("mul", one, 0.5, aval=((), F32))
+    out = _n("mul", half, x, aval=((3,), F32))
+    for polymorphic in (False, True):
+        g = _run([x, loss, one, dead, half, out], [out], [np.arange(3, dtype=np.float32)], polymorphic)
+        assert half.op == ir.CONST and "sum_to" not in [n.op for n in g.nodes]
