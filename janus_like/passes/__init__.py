@@ -12,7 +12,7 @@ import os
 from .. import ir
 from .batch import batch_matmuls
 from .chains import fold_row_chains
-from .constfold import fold_constants
+from .constfold import fold_constants, fold_scalar_constants
 from .conv_cols import share_im2col
 from .cse import cse
 from .dce import dce
@@ -22,7 +22,11 @@ from .simplify import simplify, sum_to_reshape, unique_scatters
 from .stacks import stack_parts
 
 PIPELINE = [simplify, fold_constants, cse, share_im2col, dce]
-REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, lift_row_blocks, fold_row_chains, stack_parts, cse, dce]
+# With reassociation, broadcasts of constants are folded after the row-block passes (see
+# fold_scalar_constants): the reassociating pipeline replaces fold_constants by the scalar-only
+# fold and folds the rest at its end.
+REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, lift_row_blocks, fold_row_chains,
+                 stack_parts, fold_constants, cse, dce]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -31,7 +35,12 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     check = os.environ.get("JANUS_LIKE_VERIFY", "") not in ("", "0")
     # On a GPU the rewriting passes (whose rules create NumPy constants and buffers) stay off:
     # CSE and DCE only move and drop nodes, so placement stays what the generator derived.
-    passes = [cse, dce] if any_gpu(graph) else PIPELINE + (REASSOCIATING if reassociate else [])
+    if any_gpu(graph):
+        passes = [cse, dce]
+    elif reassociate:
+        passes = [fold_scalar_constants if p is fold_constants else p for p in PIPELINE] + REASSOCIATING
+    else:
+        passes = PIPELINE
     for p in passes:
         graph = p(graph)
         if check:
@@ -39,4 +48,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts"]

@@ -34,7 +34,15 @@ def _consumer(n):
     return op is not None and (op.elementwise or n.op in _CONSUMERS)
 
 
-def fold_constants(graph: ir.Graph) -> ir.Graph:
+def fold_scalar_constants(graph: ir.Graph) -> ir.Graph:
+    """fold_constants without making arrays out of broadcasts (`broadcast_like`, `ones_like` of
+    a shape with an axis): the row-block passes need `broadcast_like(-1/T, x_k)` to stay the
+    same op on every block, where a folded (1,) constant per block would stop the lifting. With
+    reassociation this runs first and `fold_constants` after those passes."""
+    return fold_constants(graph, arrays=False)
+
+
+def fold_constants(graph: ir.Graph, arrays: bool = True) -> ir.Graph:
     # a dead user (the identity `sum_to`s that `simplify` bypassed, still in the list) would
     # count as someone holding a view and block the fold: the seed chain of every backward pass
     dce(graph)
@@ -48,12 +56,12 @@ def fold_constants(graph: ir.Graph) -> ir.Graph:
     while changed:  # a fold can make its users foldable (ones_like -> neg -> broadcast)
         changed = False
         for n in graph.nodes:  # top level: a branch's nodes may not run
-            if n.op != ir.CONST and n.id not in outputs and _fold(n, users.get(n.id, ()), graph.polymorphic):
+            if n.op != ir.CONST and n.id not in outputs and _fold(n, users.get(n.id, ()), graph.polymorphic, arrays):
                 changed = True
     return graph
 
 
-def _fold(n, users, polymorphic) -> bool:
+def _fold(n, users, polymorphic, arrays=True) -> bool:
     op = REGISTRY.get(n.op)
     if op is None or op.stateful or n.errstate is not None or n.aval is None or not users:
         return False
@@ -63,7 +71,7 @@ def _fold(n, users, polymorphic) -> bool:
     static = all(type(d) is int for d in n.aval[0]) and (not polymorphic or n.aval[0] == ())
     first = n.inputs[0] if n.inputs else None
     if n.op in _SHAPE_ONLY or n.op in _BROADCASTS:
-        if not static or (n.op in _BROADCASTS and not (isinstance(first, ir.Node) and first.op == ir.CONST)):
+        if not static or (not arrays and n.aval[0] != ()) or (n.op in _BROADCASTS and not (isinstance(first, ir.Node) and first.op == ir.CONST)):
             return False
         args = [_value(i, shape_only=k > 0 or n.op in _SHAPE_ONLY) for k, i in enumerate(n.inputs)]
     elif op.elementwise and all(i.op == ir.CONST for i in n.inputs if isinstance(i, ir.Node)):

@@ -1,10 +1,13 @@
 """Common-subexpression elimination: one node per distinct (op, inputs, params).
 
 Only pure registry ops are merged (never asserts, RNG draws, inputs or structural nodes), and
-only when their params are hashable. Backward passes create many duplicates — every time step
+only when their params are hashable; small array constants are merged when their bytes, dtype
+and shape are equal (not returned ones). Backward passes create many duplicates — every time step
 re-derives `transpose(W)` — and later passes (batching) need them to be one node.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .. import ir
 from ..ops.registry import REGISTRY
@@ -12,9 +15,24 @@ from .simplify import substitute
 
 
 _FRESH = {"copy", "zeros_like", "ones_like"}  # made to be written into: each call is its own buffer
+_CONST_MAX = 4096  # elements: equal constants up to this size are compared by their bytes
+
+
+def _const_key(n):
+    """Equal small array constants are one: constant folding gives every time step its own
+    copy of the backward seed's `-1/T`, and row-block lifting needs them to be one operand."""
+    v = n.params.get("value")
+    if type(v) is not np.ndarray and not isinstance(v, np.generic):
+        return None
+    v = np.asarray(v)
+    if v.size > _CONST_MAX or v.dtype.hasobject:
+        return None
+    return (ir.CONST, v.dtype.str, v.shape, v.tobytes())
 
 
 def _key(n):
+    if n.op == ir.CONST:
+        return _const_key(n)
     op = REGISTRY.get(n.op)
     if op is None or op.stateful or n.op in _FRESH:
         return None
@@ -34,6 +52,7 @@ def _key(n):
 def cse(graph: ir.Graph) -> ir.Graph:
     seen: dict = {}
     mapping: dict = {}
+    outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}  # each returned constant its own
 
     def resolve(v):
         while isinstance(v, ir.Node) and v.id in mapping:
@@ -43,7 +62,7 @@ def cse(graph: ir.Graph) -> ir.Graph:
     kept = []
     for n in graph.nodes:  # top level only: a branch's nodes may not run
         n.inputs = tuple(resolve(i) for i in n.inputs)
-        key = _key(n)
+        key = _key(n) if n.op != ir.CONST or n.id not in outputs else None
         if key is not None:
             first = seen.get(key)
             if first is not None:

@@ -22,3 +22,26 @@ def test_cse_merges_identical_pure_nodes_but_not_fresh_buffers():
     assert z1 in g.nodes and z2 in g.nodes  # each zeros_like is its own buffer
     for a, b in zip(before, interpret(g, [wv])):
         np.testing.assert_array_equal(a, b)
+
+
+def test_equal_small_constants_are_one_node_unless_returned():
+    f32 = np.dtype("float32")
+    x = ir.Node(ir.INPUT, (), {"slot": 0, "name": "x"}, ((2,), f32))
+
+    def const(v):
+        v = np.asarray(v, np.float32)
+        return ir.Node(ir.CONST, (), {"value": v}, (v.shape, f32))
+
+    c1, c2, c3, c4 = const([-0.2]), const([-0.2]), const([0.2]), const([-0.2])
+    c5 = ir.Node(ir.CONST, (), {"value": np.asarray([-0.2], np.float64)}, ((1,), np.dtype("float64")))
+    adds = [ir.Node("mul", (x, c), {}, ((2,), c.aval[1])) for c in (c1, c2, c3, c5)]
+    g = ir.Graph("t", [x, c1, c2, c3, c4, c5, *adds], [*adds, c4])
+    xv = np.arange(2, dtype=np.float32)
+    before = interpret(g, [xv])
+    cse(g)
+    ir.verify(g)
+    assert adds[1].inputs[1] is c1 and c2 not in g.nodes  # same bytes, dtype and shape
+    assert adds[2].inputs[1] is c3 and adds[3].inputs[1] is c5  # another value, another dtype
+    assert c4 in g.nodes  # a returned constant is the caller's own array
+    for a, b in zip(before, interpret(g, [xv])):
+        np.testing.assert_array_equal(a, b)
