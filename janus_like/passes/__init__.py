@@ -17,6 +17,7 @@ from .conv_cols import share_im2col
 from .cse import cse
 from .dce import dce
 from .fold import fold_accumulations
+from .gather import bias_first, gather_rows
 from .lift import lift_row_blocks
 from .simplify import simplify, sum_to_reshape, unique_scatters
 from .stacks import stack_parts
@@ -25,8 +26,8 @@ PIPELINE = [simplify, fold_constants, cse, share_im2col, dce]
 # With reassociation, broadcasts of constants are folded after the row-block passes (see
 # fold_scalar_constants): the reassociating pipeline replaces fold_constants by the scalar-only
 # fold and folds the rest at its end.
-REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, lift_row_blocks, fold_row_chains,
-                 stack_parts, fold_constants, cse, dce]
+REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, gather_rows, bias_first,
+                 lift_row_blocks, fold_row_chains, stack_parts, fold_constants, cse, dce]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -48,4 +49,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first"]
