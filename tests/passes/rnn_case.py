@@ -54,3 +54,14 @@ def assert_close_to_eager(make, losses):
     step, _ = make()
     for i, want in enumerate(losses):
         np.testing.assert_allclose(float(step(np.random.default_rng(i).integers(0, 60, 13))), float(want), rtol=1e-5)
+
+
+def assert_smaller_and_close_to_without(make, jf, losses, params, without):
+    """The graph with the pass is smaller than without it, and computes the same up to
+    reassociation, as does eager."""
+    jf2, losses2, params2 = run_jit(make, without=without)
+    assert len(jf2.graphs()[0].graph.nodes) > len(jf.graphs()[0].graph.nodes)
+    np.testing.assert_allclose([float(v) for v in losses], [float(v) for v in losses2], rtol=1e-6)
+    for a, b in zip(params, params2):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert_close_to_eager(make, losses)
