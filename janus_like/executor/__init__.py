@@ -53,8 +53,7 @@ class CompiledGraph:
         if self.uses_rng or self.generators:
             return None
         if self.tier.run is not None:
-            body = self.tier.parts(self.last_slots)
-            return None if body is None else fuse(self, body)
+            return fuse(self, self.tier.parts())
         return fuse(self, self.plan.parts)
 
     def body(self, slots):
@@ -70,7 +69,6 @@ class CompiledGraph:
         elif tier.pending and tier.due(self.runs, self.time_s):
             tier.adopt(self.plan, slots)
             if tier.run is not None:  # native from now on, called from the fused function
-                self.last_slots = slots
                 self.fast = self._fused()
             elif not tier.pending:  # the plan stays: no tier to consult from now on
                 self._direct = True

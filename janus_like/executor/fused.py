@@ -15,13 +15,12 @@ result Tensor and the stats remain):
         except Exception:
             return MISS
         try:
-            v3 = np.matmul(S[1], S[2])                  # the plan, unchanged
+            v3 = np.matmul(s1, s2)                      # the plan, its S[k] the guard's locals
             values = [v3]
         except Exception:
             return MISS                                 # an assert or an error: the full path
         G.last_slots = S                                # re-runs it and reports it
-        slots = S
-        slots[0]._data = values[0]                      # the commit, unchanged
+        s0._data = values[0]                            # the commit, the same way
         R = _wrap(values[0])
         ...                                             # runs and time, as try_run keeps them
         return R
@@ -76,7 +75,7 @@ def fuse(cg, body):
     src += [f"        S = {guard_ret}", "    except Exception:", "        return MISS", "    try:"]
     src += ["    " + line for line in local(body_lines, "S")]
     src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception:", "        return MISS",
-            "    G.last_slots = S", "    slots = S"]
+            "    G.last_slots = S"]
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]
     src += [f"    R = {finish[-1][len('return '):]}", "    G.runs += 1", "    e = _pc() - t0",

@@ -38,7 +38,7 @@ import numpy as np
 from .. import ir
 from .native_translate import NativeUnsupported, _Translator
 
-__all__ = ["NativeAssert", "NativeUnsupported", "available", "cache_dir", "compile_native", "translate"]
+__all__ = ["NativeAssert", "NativeUnsupported", "as_scalar", "available", "cache_dir", "compile_native", "translate"]
 
 
 class NativeAssert(Exception):
@@ -50,6 +50,11 @@ class NativeAssert(Exception):
 _HEADER = ("import numpy as np\n"
            "from janus_like.executor.native import NativeAssert\n"
            "from janus_like.executor.native_kernels import red_rows, take2, scatter2, scatter_rows, cumsum_rows\n\n\n")
+
+
+def as_scalar(a):
+    """One type for 0-d arrays and scalars (they compute alike): a 0-d array's element."""
+    return a[()] if type(a) is np.ndarray and a.ndim == 0 else a
 
 
 def available() -> bool:
@@ -114,10 +119,7 @@ def compile_native(graph: ir.Graph):
     all_nodes = all(isinstance(o, ir.Node) for o in outputs)
 
     def run(slots):
-        args = [slots[v] if k == "slot" else v for k, v in getters]
-        for i, a in enumerate(args):  # one type for 0-d arrays and scalars (they compute alike)
-            if type(a) is np.ndarray and a.ndim == 0:
-                args[i] = a[()]
+        args = [as_scalar(slots[v]) if k == "slot" else v for k, v in getters]
         try:
             values = fn(*args)
         except NativeAssert as exc:

@@ -151,23 +151,24 @@ class Tier:
             values[i] = c(values[i])
         return values
 
-    def parts(self, slots):
+    def parts(self):
         """The native call as a body for the fused call function (executor/fused.py): (lines,
         result expression, names), or None where the outputs are not all nodes. The adopted
-        function is called with the slots directly (what `run` does per call, decided once
-        here from `slots`, a call it ran on). A raise of any kind there, from the dispatcher
-        (other argument types: compilation is disabled) or from an assert, makes the fused
-        function miss, and the full path decides as before; so does an FP error state that
-        raises, which native code would not honour."""
+        function is called with the slots directly (what `run` does per call; only a slot the
+        guards do not fix to an array with axes goes through `native.as_scalar`). A raise of
+        any kind there, from the dispatcher (other argument types: compilation is disabled) or
+        from an assert, makes the fused function miss, and the full path decides as before; so
+        does an FP error state that raises, which native code would not honour."""
         run = self.run
-        if run is None or not run.all_nodes or slots is None:
+        if run is None or not run.all_nodes:
             return None
-        env = {"NATIVE": run.dispatcher, "FP_RAISE": fp_errors_raise, "_SCALAR": _scalar}
+        ranked = {n.params["slot"] for n in self.graph.nodes
+                  if n.op == ir.INPUT and n.aval is not None and len(n.aval[0]) > 0}
+        env = {"NATIVE": run.dispatcher, "FP_RAISE": fp_errors_raise, "_SCALAR": native.as_scalar}
         args = []
         for k, (kind, v) in enumerate(run.getters):
             if kind == "slot":
-                a = slots[v]
-                args.append(f"S[{v}]" if type(a) is np.ndarray and a.ndim else f"_SCALAR(S[{v}])")
+                args.append(f"S[{v}]" if v in ranked else f"_SCALAR(S[{v}])")
             else:
                 env[f"NA{k}"] = v
                 args.append(f"NA{k}")
@@ -194,11 +195,6 @@ class Tier:
         self.pending = False
         self.note = f"native: not used ({why})"
         return None
-
-
-def _scalar(a):
-    """One type for 0-d arrays and scalars, as `native.compile_native`'s run passes them."""
-    return a[()] if type(a) is np.ndarray and a.ndim == 0 else a
 
 
 def _time(fn, slots, reps=5):

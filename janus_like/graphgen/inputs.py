@@ -175,7 +175,7 @@ class InputProgram:
         ret = ", ".join(f"s{s.index}" for s in self.slots)
         src = (f"def {name}(args):\n    try:\n{body}\n        return ({ret}{',' if len(self.slots) == 1 else ''})\n"
                f"    except Exception:\n        return -1\n")
-        env = {"K": self.consts, "np": np, **{f"K{i}": c for i, c in enumerate(self.consts)}}
+        env = {"np": np, **{f"K{i}": c for i, c in enumerate(self.consts)}}
         exec(compile(src, f"<janus_like guard {name}>", "exec"), env)
         fn = env[name]
         fn.parts = (list(self.lines), f"({ret}{',' if len(self.slots) == 1 else ''})", env)  # for executor/fused.py

@@ -46,8 +46,7 @@ def _scalar_of(i):
 def gather_rows(graph: ir.Graph) -> ir.Graph:
     if graph.polymorphic:
         return graph
-    runs: dict = {}  # (T id, A id) -> {c: [gather nodes]}
-    tables: dict = {}
+    runs: dict = {}  # (T id, A id) -> (T, A, {c: [gather nodes]})
     for n in graph.nodes:  # top level: a branch's nodes may not run
         if n.op != "getitem" or n.params.get("index") != _GATHER or len(n.inputs) != 2 or _shape(n) is None:
             continue
@@ -56,15 +55,13 @@ def gather_rows(graph: ir.Graph) -> ir.Graph:
         if found is None or _shape(t) is None or len(_shape(t)) < 1:
             continue
         a, c = found
-        runs.setdefault((t.id, a.id), {}).setdefault(c, []).append(n)
-        tables[(t.id, a.id)] = (t, a)
+        runs.setdefault((t.id, a.id), (t, a, {}))[2].setdefault(c, []).append(n)
     mapping, order = {}, {n.id: k for k, n in enumerate(graph.nodes)}
     added = []
-    for key, by_c in runs.items():
+    for t, a, by_c in runs.values():
         cs = sorted(by_c)
         if len(cs) < 2 or cs[-1] - cs[0] + 1 != len(cs):  # a run of consecutive positions only
             continue
-        t, a = tables[key]
         lo, k = cs[0], len(cs)
         first = min((n for ns in by_c.values() for n in ns), key=lambda n: order[n.id])
         idx = ir.Node("getitem", (a,), {"index": ((("s", lo, lo + k, None),), True)}, ((k,), a.aval[1]), first.site)
@@ -90,33 +87,36 @@ def _same_kind(*nodes):
     return all(v is not None for v in avals) and len({np.dtype(v[1]) for v in avals}) == 1
 
 
+def _row_plus_bias(n, fam, uses, outputs):
+    """(family, inner, row, m, b) when n is `(row + m) + b` (either operand order) with row a
+    family member, the inner sum used by n alone, and b broadcasting into row's shape."""
+    if n.op != "add" or n.errstate is not None:
+        return None
+    for inner, b in (n.inputs, n.inputs[::-1]):
+        if not (isinstance(inner, ir.Node) and isinstance(b, ir.Node) and inner.op == "add") \
+                or inner.errstate is not None or inner.id in outputs or uses.get(inner.id, 0) != 1:
+            continue
+        for row, m in (inner.inputs, inner.inputs[::-1]):
+            member = fam.member.get(getattr(row, "id", None))
+            if member is not None and isinstance(m, ir.Node) and _same_kind(n, inner, row, m, b) \
+                    and _shape(row) == _shape(n) and _shape(b) is not None \
+                    and np.broadcast_shapes(_shape(row), _shape(b)) == _shape(row):
+                return member[0], inner, row, m, b
+    return None
+
+
 def bias_first(graph: ir.Graph) -> ir.Graph:
     fam = _find_families(graph.nodes)
-    users = _uses(graph)
+    uses = _uses(graph)
     outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
-    candidates: dict = {}  # (family, b id) -> [(outer, inner, row, m)]
+    groups: dict = {}  # (family, b id) -> [(outer, inner, row, m, b)]
     for n in graph.nodes:
-        if n.op != "add" or n.errstate is not None:
-            continue
-        for inner, b in (n.inputs, n.inputs[::-1]):
-            if not (isinstance(inner, ir.Node) and isinstance(b, ir.Node) and inner.op == "add"):
-                continue
-            if inner.errstate is not None or inner.id in outputs or users.get(inner.id, 0) != 1:
-                continue
-            for row, m in (inner.inputs, inner.inputs[::-1]):
-                member = fam.member.get(getattr(row, "id", None))
-                if member is None or not isinstance(m, ir.Node) or not _same_kind(n, inner, row, m, b):
-                    continue
-                if _shape(row) != _shape(n) or _shape(b) is None or \
-                        np.broadcast_shapes(_shape(row), _shape(b)) != _shape(row):
-                    continue
-                candidates.setdefault((member[0], b.id), []).append((n, inner, row, m, b))
-                break
-            else:
-                continue
-            break
+        found = _row_plus_bias(n, fam, uses, outputs)
+        if found is not None:
+            family, inner, row, m, b = found
+            groups.setdefault((family, b.id), []).append((n, inner, row, m, b))
     changed = False
-    for group in candidates.values():
+    for group in groups.values():
         if len(group) < 2:  # only where the lifting can add b once for many rows
             continue
         for n, inner, row, m, b in group:
