@@ -7,7 +7,7 @@ A node's inputs are other nodes or literal Python constants (numbers, None, dtyp
 are registry ops, or one of the structural opcodes below. `verify(graph)` checks the invariants
 every pass must keep, with networkx for the graph algorithm (acyclicity); `to_networkx` gives the
 graph to reports and tests. Nothing on the way to a first graph run imports networkx (its import
-costs ~0.25 s): the passes' re-ordering uses the standard library's graphlib (`passes/order.py`),
+costs ~0.25 s): the passes' re-ordering is a heap-ordered Kahn walk (`passes/order.py`),
 checked against networkx's lexicographic topological sort in the tests.
 """
 from __future__ import annotations

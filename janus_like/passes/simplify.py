@@ -61,13 +61,21 @@ def _identity(n):
 
 def substitute(graph: ir.Graph, mapping: dict) -> None:
     """Replace every use of node id k by mapping[k] (a Node), everywhere in the graph."""
+    if not mapping:
+        return
+    Node = ir.Node
+
     def resolve(v):
-        while isinstance(v, ir.Node) and v.id in mapping:
+        while isinstance(v, Node) and v.id in mapping:
             v = mapping[v.id]
         return v
 
     for n in graph.all_nodes():
-        n.inputs = tuple(resolve(i) for i in n.inputs)
+        # most nodes use nothing that is replaced: test before building a new tuple
+        for i in n.inputs:
+            if isinstance(i, Node) and i.id in mapping:
+                n.inputs = tuple(resolve(i) for i in n.inputs)
+                break
         if n.op == ir.COND:
             n.params["then_outs"] = [resolve(o) for o in n.params["then_outs"]]
             n.params["else_outs"] = [resolve(o) for o in n.params["else_outs"]]

@@ -1,7 +1,8 @@
-"""The passes' topological re-ordering (stdlib graphlib + a heap) is networkx's lexicographic
+"""The passes' topological re-ordering (Kahn's algorithm with a heap) is networkx's lexicographic
 topological sort: same order on random graphs with effects, every node after its operands."""
 import networkx as nx
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,3 +37,12 @@ def test_order_matches_networkx_lexicographic_sort(n, seed):
     assert [i for i in ours if i in set(effects)] == effects  # effects keep their order
     for m in nodes:
         assert all(position[x.id] < position[m.id] for x in m.inputs if isinstance(x, ir.Node))
+
+
+def test_a_cycle_is_an_error_not_a_short_order():
+    a = ir.Node("neg", (), {}, ((), F64))
+    b = ir.Node("neg", (a,), {}, ((), F64))
+    a.inputs = (b,)
+    c = ir.Node("neg", (), {}, ((), F64))
+    with pytest.raises(ValueError, match="cycle through 2 nodes"):
+        stable_topological_order([a, b, c], lambda i: i)
