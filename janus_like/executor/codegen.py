@@ -239,6 +239,14 @@ class _Emitter:
         pad = " " * indent
         args = ", ".join(self.arg(i) for i in n.inputs)
         v = f"v{n.id}"
+        if n.op == "index_add" and isinstance(n.inputs[0], ir.Node) and ir.numpy_typed(n.inputs[0]):
+            # x with g added at an index hitting each position once: in x's buffer when x is
+            # dead here and the graph's own (memory planning), else in a copy
+            x = self.arg(n.inputs[0])
+            idx = self.index_code(n.params["index"], n.inputs[2:])
+            start = x if n.id in reuse else f"{x}.copy()"
+            self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {self.arg(n.inputs[1])}")
+            return
         if n.id in reuse:  # an operand's buffer is dead after this node: write into it
             target = self.arg(n.inputs[reuse[n.id]])
             if n.op == "clip":
@@ -356,7 +364,7 @@ _INPLACE = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_div
 # ops whose result is always a new buffer owned by the graph (never a view of, or identical to,
 # an input): only such values may be overwritten once dead
 _FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate", "zeros_like", "ones_like", "copy",
-                          "index_update", "getitem_grad", "sigmoid", "relu", "clip", "where", "pow", "cast"}
+                          "index_update", "index_add", "getitem_grad", "sigmoid", "relu", "clip", "where", "pow", "cast"}
 
 
 def _refs_of(n):
@@ -419,12 +427,13 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
     reuse: dict = {}  # node id -> index of the operand whose buffer receives the result
     taken = set()
     for pos, n in enumerate(graph.nodes):
-        if (n.op not in _INPLACE and not _clip_inline(n)) or not n.inputs or n.aval is None or len(n.aval[0]) == 0:
+        if (n.op not in _INPLACE and n.op != "index_add" and not _clip_inline(n)) or not n.inputs \
+                or n.aval is None or len(n.aval[0]) == 0:
             continue
         shape = _known(n)
         if shape is not None and int(np.prod(shape)) < REUSE_MIN_ELEMENTS:
             continue  # a tiny result: allocating it is cheaper than NumPy's out= path
-        for k, a in enumerate(n.inputs):  # any operand of a ufunc may receive its output
+        for k, a in enumerate(n.inputs[:1] if n.op == "index_add" else n.inputs):  # a ufunc: any operand
             if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):
                 continue
             if a.id in outputs or a.id in taken or a.id in viewed or last_use.get(a.id) != pos:

@@ -372,12 +372,7 @@ class _Translator:
         items = index[0]
         tmp = f"t{n.id}"
         if not arrays:
-            probe = np.empty(x.aval[0], np.int8)[build_index((tuple(i for i in items if i is not None), False),
-                                                             [np.zeros((), np.int64)] * len(operands))]
-            target = self._index((tuple(i for i in items if i is not None), False), operands)
-            if self.poly and probe.shape != tuple(g.aval[0]):
-                raise NativeUnsupported(f"getitem_grad {index} with unknown dimensions")
-            value = self.ref(g) if probe.shape == () or self.poly else self._reshape(g, probe.shape)
+            target, value = self._basic_target(n, g, x, operands, index)
             self.lines.append(f"{tmp} = {out}")
             self.lines.append(f"{tmp}[{target}] = {value}")
             return tmp
@@ -392,6 +387,30 @@ class _Translator:
             i, j = (self.ref(operands[it[1]]) for it in items)
             return f"scatter2({out}, {i}, {j}, np.ascontiguousarray({self.ref(g)}))"
         raise NativeUnsupported(f"getitem_grad {index}")
+
+    def _basic_target(self, n, g, x, operands, index):
+        """(index code, value code) writing g, the gradient of x[index] for a basic index, into
+        an array of x's shape: newaxis items dropped, g reshaped to what they leave."""
+        items = tuple(i for i in index[0] if i is not None)
+        probe = np.empty(x.aval[0], np.int8)[build_index((items, False), [np.zeros((), np.int64)] * len(operands))]
+        if self.poly and probe.shape != tuple(g.aval[0]):
+            raise NativeUnsupported(f"{n.op} {index} with unknown dimensions")
+        value = self.ref(g) if probe.shape == () or self.poly else self._reshape(g, probe.shape)
+        return self._index((items, False), operands), value
+
+    def op_index_add(self, n, x, v, *operands, index):
+        arrays = self._array_slots(index, operands)
+        items = index[0]
+        if not arrays:
+            target, value = self._basic_target(n, v, x, operands, index)
+            tmp = f"t{n.id}"
+            self.lines.append(f"{tmp} = {self.ref(x)}.copy()")
+            self.lines.append(f"{tmp}[{target}] += {value}")
+            return tmp
+        if len(items) == 2 and len(arrays) == 2 and self.rank(x) == 2 and all(self.rank(a) == 1 for a in arrays):
+            i, j = (self.ref(operands[it[1]]) for it in items)
+            return f"scatter2({self.ref(x)}.copy(), {i}, {j}, np.ascontiguousarray({self.operand(v, n.dtype)}))"
+        raise NativeUnsupported(f"index_add {index}")
 
     def op_index_update(self, n, x, v, *operands, index):
         if self._array_slots(index, operands) or None in index[0]:

@@ -346,6 +346,14 @@ def _getitem_grad(xp, g, x, *operands, index, unique=False):
     return out
 
 
+def _index_add(xp, x, v, *operands, index):
+    # x with v added at an index that hits each position at most once (passes/onehot.py makes it
+    # from `getitem_grad + x` only for such an index: a repeated position would be added once)
+    y = x.copy()
+    y[build_index(index, operands)] += v
+    return y
+
+
 def _index_update(xp, x, v, *operands, index):
     y = x.copy()
     y[build_index(index, operands)] = v
@@ -354,6 +362,7 @@ def _index_update(xp, x, v, *operands, index):
 
 register("getitem", _getitem,
          vjp=lambda g, o, x, *ops, index: (F.getitem_grad(g, x, *ops, index=index),) + (None,) * len(ops))
+register("index_add", _index_add, doc="x with v added at an index (a graph pass makes it; no gradient)")
 register("getitem_grad", _getitem_grad,
          vjp=lambda g, o, gy, x, *ops, index, unique=False: (F.getitem_raw(g, ops, index),) + (None,) * (1 + len(ops)))
 

@@ -1,0 +1,154 @@
+"""sparse_onehot_grads: cross-entropy's backward without the dense one-hot gradient.
+
+`sum(neg(x))` becomes `neg(sum(x))`, the row sums of `getitem_grad(g, x, arange(N), labels)`
+become g as a column, and `getitem_grad + D` becomes D with g added at the index. The jitted
+step (reassociating passes on) is compared with eager after every call, through labels that
+wrap, repeat, go out of bounds, a batch of another size and non-finite logits."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import janus_like as jl
+from janus_like import F, ir
+from janus_like.passes import sparse_onehot_grads
+
+from jit.harness import check
+
+from .exact import assert_exact_pass
+
+F32 = np.dtype(np.float32)
+
+
+def _make(n_in, n_classes, permuted=False):
+    def make():
+        w = jl.Variable(np.random.default_rng(0).standard_normal((n_in, n_classes)).astype(np.float32))
+
+        def step(x, labels):
+            with jl.GradientTape() as tape:
+                logp = F.log_softmax(x @ w)
+                r = np.array([2, 0, 3, 1]) if permuted else np.arange(x.shape[0])
+                loss = -F.mean(logp[r, labels])
+            (gw,) = tape.gradient(loss, [w])
+            w.assign_sub(0.5 * gw)
+            return loss
+
+        return step, w
+    return make
+
+
+def _call(x, labels):
+    return lambda state: (x, labels)
+
+
+def _ops(jf):
+    return {n.op for g in jf.compiled for n in g.graph.all_nodes()}
+
+
+@settings(deadline=None, max_examples=25)
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 12), c=st.integers(2, 9), scale=st.sampled_from([1.0, 30.0]))
+def test_cross_entropy_steps_agree_with_eager(seed, n, c, scale):
+    rng = np.random.default_rng(seed)
+
+    def batch(m):
+        x = (rng.standard_normal((m, 3)) * scale).astype(np.float32)
+        return _call(x, rng.integers(-c, c, m))  # negative labels wrap, as in eager
+
+    calls = [batch(n) for _ in range(6)] + [batch(n + 1), batch(n)]
+    jf = check(_make(3, c), calls, reassociate=True)
+    ops = _ops(jf)
+    assert "index_add" in ops and "getitem_grad" not in ops, ops
+
+
+def test_out_of_bounds_labels_raise_as_in_eager_and_non_finite_logits_agree():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    bad = x.copy()
+    bad[1, 2] = np.inf
+    calls = [_call(x, np.array([0, 1, 2, 3]))] * 5 + [_call(x, np.array([0, 9, 1, 1])),
+                                                      _call(bad, np.array([1, 1, 2, 0])),
+                                                      _call(x, np.array([3, 2, 1, 0]))]
+    with np.errstate(all="ignore"):
+        jf = check(_make(3, 5), calls, reassociate=True)
+    assert "index_add" in _ops(jf)
+
+
+def test_rows_that_are_not_arange_keep_the_row_sum():
+    """A permutation of the rows still hits each position once (index_add), but the row sums of
+    the one-hot are not g in order: that rewrite is left alone."""
+    rng = np.random.default_rng(2)
+    calls = [_call(rng.standard_normal((4, 3)).astype(np.float32), rng.integers(0, 4, 4)) for _ in range(6)]
+    jf = check(_make(3, 4, permuted=True), calls, reassociate=True)
+    graph_ops = [n.op for g in jf.compiled for n in g.graph.nodes]
+    assert "index_add" in graph_ops and "getitem_grad" in graph_ops
+
+
+def _node(op, *inputs, aval, **params):
+    return ir.Node(op, tuple(inputs), params, aval)
+
+
+@pytest.mark.parametrize("op", ["sum", "sum_to"])
+def test_the_sum_of_a_negation_is_the_negation_of_the_sum_bit_for_bit(op):
+    x = _node(ir.INPUT, aval=((5, 7), F32), slot=0, name="x")
+    like = _node(ir.INPUT, aval=((5, 1), F32), slot=1, name="like")
+    neg = _node("neg", x, aval=((5, 7), F32))
+    total = _node("sum_to", neg, like, aval=((5, 1), F32)) if op == "sum_to" else \
+        _node("sum", neg, aval=((5, 1), F32), axis=1, keepdims=True)
+    g = ir.Graph("g", [x, like, neg, total], [total], 2)
+    rng = np.random.default_rng(3)
+    slots = [(rng.standard_normal((5, 7)) * 1e3).astype(np.float32), np.zeros((5, 1), np.float32)]
+    assert_exact_pass(g, slots, sparse_onehot_grads, "negated sum")
+    assert [n.op for n in g.nodes if n.op in ("neg", "sum", "sum_to")] == [op, "neg"]
+
+
+def test_a_negation_with_other_users_is_left_alone():
+    x = _node(ir.INPUT, aval=((4,), F32), slot=0, name="x")
+    neg = _node("neg", x, aval=((4,), F32))
+    total = _node("sum", neg, aval=((1,), F32), axis=0, keepdims=True)
+    g = ir.Graph("g", [x, neg, total], [total, neg], 1)
+    sparse_onehot_grads(g)
+    assert total.op == "sum" and total.inputs == (neg,)
+
+
+def test_a_scatter_added_to_a_broadcast_operand_stays_dense():
+    """`G + b` with b of another shape (broadcast): not an index_add."""
+    x = _node(ir.INPUT, aval=((3, 4), F32), slot=0, name="x")
+    g = _node(ir.INPUT, aval=((3,), F32), slot=1, name="g")
+    rows = _node(ir.CONST, aval=((3,), np.dtype(np.int64)), value=np.arange(3))
+    cols = _node(ir.INPUT, aval=((3,), np.dtype(np.int64)), slot=2, name="cols")
+    G = _node("getitem_grad", g, x, rows, cols, aval=((3, 4), F32), index=((("slot", 0), ("slot", 1)), False),
+              unique=True)
+    b = _node(ir.INPUT, aval=((4,), F32), slot=3, name="b")
+    out = _node("add", G, b, aval=((3, 4), F32))
+    graph = ir.Graph("g", [x, g, rows, cols, G, b, out], [out], 4)
+    sparse_onehot_grads(graph)
+    assert out.op == "add"
+
+
+def test_index_add_writes_into_its_operand_only_when_nothing_reads_it_later():
+    from janus_like.executor import compile_plan, interpret
+
+    x = _node(ir.INPUT, aval=((8, 16), F32), slot=0, name="x")
+    g = _node(ir.INPUT, aval=((8,), F32), slot=1, name="g")
+    cols = _node(ir.INPUT, aval=((8,), np.dtype(np.int64)), slot=2, name="cols")
+    rows = _node(ir.CONST, aval=((8,), np.dtype(np.int64)), value=np.arange(8))
+    outs = []
+    nodes = [x, g, cols, rows]
+    for keep in (True, False):  # D read again after the add (an output), or dead after it
+        d = _node("mul", x, 2.0, aval=((8, 16), F32))
+        G = _node("getitem_grad", g, x, rows, cols, aval=((8, 16), F32),
+                  index=((("slot", 0), ("slot", 1)), False), unique=True)
+        out = _node("add", d, G, aval=((8, 16), F32))
+        nodes += [d, G, out]
+        outs += [out, d] if keep else [out]
+    graph = ir.Graph("g", nodes, outs, 3)
+    rng = np.random.default_rng(4)
+    slots = [rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal(8).astype(np.float32),
+             np.array([1, -1, 0, 15, 3, 3, -16, 7])]
+    before = interpret(graph, slots)
+    sparse_onehot_grads(graph)
+    assert [n.op for n in graph.nodes].count("index_add") == 2
+    plan = compile_plan(graph)
+    assert "v{0} = v{1}; v{0}[".format(outs[2].id, outs[2].inputs[0].id) in plan.source  # in place when dead
+    for b, p in zip(before, plan(slots)):
+        np.testing.assert_array_equal(b, p)
