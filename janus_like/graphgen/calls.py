@@ -114,6 +114,11 @@ class CallsMixin:
         out_target = kwargs.pop("out", None)
         if isinstance(out_target, tuple):
             out_target = out_target[0]
+        # a list or tuple reached from the inputs (a global, an attribute): its elements, each
+        # guarded as the profile saw it, as for builtins (np.array(rows) is a constant array
+        # when rows holds ints that did not vary)
+        args = [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, (list, tuple)) else a
+                for a in args]
         if not _any_abstract((args, kwargs)) and out_target is None:
             return self.lift(func(*args, **kwargs))  # constant folding
         if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":

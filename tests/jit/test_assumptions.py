@@ -9,7 +9,7 @@ import numpy as np
 
 import janus_like as jl
 
-from .harness import assumption_kinds, check, random_array
+from .harness import assumption_kinds, check, fallback_reasons, random_array
 
 
 
@@ -247,6 +247,26 @@ def test_tuple_indexed_from_the_end_guards_length():
     calls = [lambda s, n=n, i=i: (tuple(random_array(10 * i + k, (2,)) for k in range(n)),) for i, n in enumerate(lengths)]
     jf = check(make, calls)
     assert "length" in assumption_kinds(jf)
+
+
+def test_numpy_array_of_a_tuple_of_ints_is_a_guarded_constant():
+    """np.array(rows) of a tuple reached from the inputs: its elements are guarded values and the
+    array a graph constant (it used to be an opaque object, and every graph call fell back)."""
+    def make():
+        def f(x, rows):
+            return x[np.array(rows)] * 2.0 + np.asarray(rows)
+
+        return f, {}
+
+    x = random_array(0, (5,))
+    rows = [(2, 0, 3, 1)] * 5 + [(4, 4, 0, 1), (4, 4, 0, 1), (1, 2, 3, 0, 4), (2, 0, 3, 1)]
+    calls = [lambda s, r=r: (x, r) for r in rows]
+    jf = check(make, calls, min_graph_calls=2)
+    first = jf.compiled[0].graph
+    assert any(n.op == "const" and np.asarray(n.params["value"]).dtype == np.int64 for n in first.nodes)
+    # new values fail the value guard; once they vary the elements are graph inputs, and an
+    # array built from graph scalars has no op yet: eager for that signature, said plainly
+    assert not fallback_reasons(jf) & {"user-error", "internal-error"}, jf.explain()
 
 
 # ------------------------------------------------------------------ keys of a dict argument
