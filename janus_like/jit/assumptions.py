@@ -81,7 +81,8 @@ REASONS = {r.id: r for r in [
            "the generator unrolls at most 20,000 iterations and inlines 400 calls deep; "
            "restructure the recursion or leave that function eager"),
     Reason("kwargs", "keyword arguments that are not simple values", "pass arrays positionally"),
-    Reason("internal-error", "the graph generator failed on this code (a janus_like bug)",
+    Reason("internal-error", "the graph generator failed on this code, or its graph raised where eager did not "
+                             "(a janus_like bug)",
            "please report it with JANUS_LIKE_DEBUG=1 output; the function runs eagerly meanwhile"),
     Reason("assumption", "a speculated assumption did not hold for this call", "see the assumption's site"),
     Reason("under-tape", "the jitted function was called while an eager GradientTape was recording",

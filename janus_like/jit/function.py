@@ -180,7 +180,7 @@ class JitFunction:
                 continue
             if status == ex.ASSERT_FAILED:
                 return self._assert_failed(entry, g, payload, args)
-            return self._raised(g, payload, args)
+            return self._raised(entry, g, payload, args)
         # ---- GENERATE
         if guard_failure is not None:
             c["guard_failures"] += 1
@@ -209,7 +209,7 @@ class JitFunction:
             entry.graphs.remove(g)
             entry.eager_reason = Fallback("unsupported-syntax", "guards reject the generating call")
             return self._eager(args)
-        return self._raised(g, payload, args)
+        return self._raised(entry, g, payload, args)
 
     # ================================================================== phases
     def _profiled(self, args):
@@ -385,11 +385,26 @@ class JitFunction:
             return True
         return False
 
-    def _raised(self, g, exc, args):
+    def _raised(self, entry, g, exc, args):
+        """The graph raised: eager re-runs the call. When eager raises too, it is the user's
+        error (eager's exception reaches the caller); when eager succeeds, the graph computes
+        something eager does not, a janus_like defect: that signature runs eagerly from then on."""
         self._hot = None
         self.counters["fallbacks"] += 1
-        self._note(Fallback("user-error", f"graph raised {type(exc).__name__}: {exc}"))
-        return self._eager(args)
+        text = f"graph raised {type(exc).__name__}: {exc}"
+        try:
+            result = self._eager(args)
+        except Exception:
+            self._note(Fallback("user-error", text))
+            raise
+        fb = Fallback("internal-error", f"{text}, where eager did not")
+        self._note(fb)
+        if g in entry.graphs:
+            entry.graphs.remove(g)
+        entry.eager_reason = fb
+        if os.environ.get("JANUS_LIKE_DEBUG"):
+            raise RuntimeError(f"janus_like: {fb.detail}") from exc
+        return result
 
     def _positional(self, args, kwargs):
         try:

@@ -485,3 +485,43 @@ def test_identical_functions_in_two_files_each_profiled(tmp_path):
     for mod in (first, second):
         jf = side_by_side(lambda mod=mod: (mod.f, {}), call_sequence(8, lambda s, i: (np.abs(random_array(i, (2,))),)))
         assert jf.stats()["graph_calls"] == 5, jf.explain()
+
+
+def test_a_graph_error_eager_does_not_raise_is_an_internal_error_and_stops_that_graph(monkeypatch):
+    """The user's error is one eager raises too; a graph that raises where eager does not is a
+    janus_like defect: named so, the eager result returned, and the signature eager from then."""
+    from janus_like import executor as ex
+
+    tries = []
+
+    def broken(self, args):
+        tries.append(1)
+        return ex.RAISED, RuntimeError("boom")
+
+    def make():
+        def f(x, scale):
+            return np.tanh(x) * (1.0 / scale)
+        return f, {}
+
+    monkeypatch.setattr(ex.CompiledGraph, "try_run", broken)
+    x = random_array(0, (4,))
+    calls = [lambda s: (x, 2.0)] * 7
+    jf = side_by_side(make, calls, check_interpreter=False)
+    fbs = [fb for fb in jf.fallbacks() if fb.reason == "internal-error"]
+    assert len(fbs) == 1 and "boom, where eager did not" in fbs[0].detail, jf.explain()
+    assert len(tries) == 1, jf.explain()  # after it, no graph for that signature
+    assert "user-error" not in fallback_reasons(jf)
+    assert jf.stats()["eager_calls"] == 4
+
+
+def test_an_error_eager_raises_too_stays_the_users():
+    def make():
+        def f(x, idx):
+            return x[idx] * 2.0
+        return f, {}
+
+    x = random_array(0, (4,))
+    ok, bad = np.array([0, 1]), np.array([0, 9])  # index 9: IndexError in the graph and in eager
+    calls = [lambda s: (x, ok)] * 5 + [lambda s: (x, bad), lambda s: (x, ok)]
+    jf = check(make, calls)
+    assert "user-error" in fallback_reasons(jf) and "internal-error" not in fallback_reasons(jf)
