@@ -4,6 +4,8 @@
 become g as a column, and `getitem_grad + D` becomes D with g added at the index. The jitted
 step (reassociating passes on) is compared with eager after every call, through labels that
 wrap, repeat, go out of bounds, a batch of another size and non-finite logits."""
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,7 +13,7 @@ from hypothesis import strategies as st
 
 import janus_like as jl
 from janus_like import F, ir
-from janus_like.passes import sparse_onehot_grads
+from janus_like.passes import onehot, sparse_onehot_grads
 
 from jit.harness import check
 
@@ -37,6 +39,11 @@ def _make(n_in, n_classes, permuted=False):
     return make
 
 
+def _any_size():
+    """index_add for arrays of any size (by default only from DENSE_MIN_ELEMENTS on)."""
+    return mock.patch.object(onehot, "DENSE_MIN_ELEMENTS", 0)
+
+
 def _call(x, labels):
     return lambda state: (x, labels)
 
@@ -55,7 +62,8 @@ def test_cross_entropy_steps_agree_with_eager(seed, n, c, scale):
         return _call(x, rng.integers(-c, c, m))  # negative labels wrap, as in eager
 
     calls = [batch(n) for _ in range(6)] + [batch(n + 1), batch(n)]
-    jf = check(_make(3, c), calls, reassociate=True)
+    with _any_size():
+        jf = check(_make(3, c), calls, reassociate=True)
     ops = _ops(jf)
     assert "index_add" in ops and "getitem_grad" not in ops, ops
 
@@ -68,7 +76,7 @@ def test_out_of_bounds_labels_raise_as_in_eager_and_non_finite_logits_agree():
     calls = [_call(x, np.array([0, 1, 2, 3]))] * 5 + [_call(x, np.array([0, 9, 1, 1])),
                                                       _call(bad, np.array([1, 1, 2, 0])),
                                                       _call(x, np.array([3, 2, 1, 0]))]
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), _any_size():
         jf = check(_make(3, 5), calls, reassociate=True)
     assert "index_add" in _ops(jf)
 
@@ -78,9 +86,21 @@ def test_rows_that_are_not_arange_keep_the_row_sum():
     the one-hot are not g in order: that rewrite is left alone."""
     rng = np.random.default_rng(2)
     calls = [_call(rng.standard_normal((4, 3)).astype(np.float32), rng.integers(0, 4, 4)) for _ in range(6)]
-    jf = check(_make(3, 4, permuted=True), calls, reassociate=True)
+    with _any_size():
+        jf = check(_make(3, 4, permuted=True), calls, reassociate=True)
     graph_ops = [n.op for g in jf.compiled for n in g.graph.nodes]
     assert "index_add" in graph_ops and "getitem_grad" in graph_ops
+
+
+def test_by_default_only_large_one_hots_become_sparse():
+    """(64, 80) logits: index_add; (4, 5): the dense add stays (cheaper at that size), while the
+    row sums still become the column."""
+    rng = np.random.default_rng(5)
+    for (n, c), sparse in (((64, 80), True), ((4, 5), False)):
+        calls = [_call(rng.standard_normal((n, 3)).astype(np.float32), rng.integers(0, c, n)) for _ in range(5)]
+        ops = _ops(check(_make(3, c), calls, reassociate=True))
+        assert ("index_add" in ops) is sparse and ("getitem_grad" in ops) is not sparse, ops
+        assert "sum_to" not in ops, ops  # the one-hot's row sums are the column, at either size
 
 
 def _node(op, *inputs, aval, **params):
@@ -146,7 +166,8 @@ def test_index_add_writes_into_its_operand_only_when_nothing_reads_it_later():
     slots = [rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal(8).astype(np.float32),
              np.array([1, -1, 0, 15, 3, 3, -16, 7])]
     before = interpret(graph, slots)
-    sparse_onehot_grads(graph)
+    with _any_size():
+        sparse_onehot_grads(graph)
     assert [n.op for n in graph.nodes].count("index_add") == 2
     plan = compile_plan(graph)
     assert "v{0} = v{1}; v{0}[".format(outs[2].id, outs[2].inputs[0].id) in plan.source  # in place when dead
