@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import index_source, is_basic, scatter_add
+from ..ops.indexing import index_source, is_basic, rows_by_product, scatter_add
 from ..ops.primitives import sum_to_axes
 from ..ops.registry import REGISTRY
 from .interpreter import AssertFailed
@@ -43,7 +43,7 @@ class _Emitter:
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
         self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean,
-                              "SCATTER_ADD": scatter_add, "CLIP": _CLIP, "BCAST": _broadcast_copy}
+                              "SCATTER_ADD": scatter_add, "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP, "BCAST": _broadcast_copy}
         self.outputs: set = set()  # ids of the graph's outputs
         self._kernels: dict = {}
 
@@ -267,7 +267,9 @@ class _Emitter:
             dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
             idx = self.index_code(n.params["index"], n.inputs[2:])
             zeros = f"{pad}{v} = np.zeros({shape}, {self.const(dt)}); "
-            if n.params.get("unique") or is_basic(n.params["index"]):
+            if n.params.get("dense"):
+                self.lines.append(f"{pad}{v} = ROWS_BY_PRODUCT({shape}, {self.arg(n.inputs[2])}, {self.arg(g)})")
+            elif n.params.get("unique") or is_basic(n.params["index"]):
                 self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
             else:
                 self.lines.append(f"{zeros}SCATTER_ADD({v}, ({idx}), {self.arg(g)})")

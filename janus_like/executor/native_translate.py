@@ -366,7 +366,7 @@ class _Translator:
             return f"take2({self.ref(x)}, {i}, {j})"
         raise NativeUnsupported(f"getitem {index}")
 
-    def op_getitem_grad(self, n, g, x, *operands, index, unique=False):
+    def op_getitem_grad(self, n, g, x, *operands, index, unique=False, dense=False):  # dense: summed in order here
         out = f"np.zeros({self._tuple(self.dims(x))}, {_dt(n.dtype)})"
         arrays = self._array_slots(index, operands)
         items = index[0]

@@ -115,3 +115,22 @@ def scatter_add(out, idx, g):
             return out
     np.add.at(out, idx, g)
     return out
+
+
+def rows_by_product(shape, idx, g):
+    """zeros(shape) with g's rows added at the 1-D integer index idx, as a one-hot product:
+    `onehot(idx).T @ g`, where onehot is (len(idx), shape[0]). Duplicate rows are summed by the
+    BLAS in its own order (a reassociation of `np.add.at`'s sums; `passes/onehot.py` asks for it
+    only in reassociating mode, for small tables). A non-finite g (0 * inf would reach rows
+    the index does not hit) or an index out of range takes `scatter_add`, which reports the
+    error as `np.add.at` does. On char_rnn's (60, 100) table and 25 ids: 21 against 45-54 us."""
+    if np.isfinite(g).all():
+        onehot = np.zeros((shape[0], idx.size), g.dtype)
+        try:
+            onehot[idx, np.arange(idx.size)] = 1
+        except IndexError:
+            pass
+        else:
+            return (onehot @ g.reshape(idx.size, -1)).reshape(shape)
+    out = np.zeros(shape, g.dtype)
+    return scatter_add(out, idx, g)

@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from . import api as F
-from .indexing import build_index, is_basic, scatter_add
+from .indexing import build_index, is_basic, rows_by_product, scatter_add
 from .registry import P, bind, register
 
 
@@ -332,9 +332,12 @@ def _getitem(xp, x, *operands, index):
     return x[build_index(index, operands)]
 
 
-def _getitem_grad(xp, g, x, *operands, index, unique=False):
+def _getitem_grad(xp, g, x, *operands, index, unique=False, dense=False):
     # unique=True (set by a graph pass when the index provably hits each position once) lets a
-    # plain assignment replace the much slower unbuffered add.at
+    # plain assignment replace the much slower unbuffered add.at; dense=True (set by a
+    # reassociating pass for a small table's rows) sums them as a one-hot product
+    if dense and xp is np:
+        return rows_by_product(np.shape(x), operands[0], g)
     out = xp.zeros(xp.shape(x), dtype=x.dtype if np.issubdtype(x.dtype, np.inexact) else g.dtype)
     idx = build_index(index, operands)
     if unique or is_basic(index):
@@ -364,7 +367,8 @@ register("getitem", _getitem,
          vjp=lambda g, o, x, *ops, index: (F.getitem_grad(g, x, *ops, index=index),) + (None,) * len(ops))
 register("index_add", _index_add, doc="x with v added at an index (a graph pass makes it; no gradient)")
 register("getitem_grad", _getitem_grad,
-         vjp=lambda g, o, gy, x, *ops, index, unique=False: (F.getitem_raw(g, ops, index),) + (None,) * (1 + len(ops)))
+         vjp=lambda g, o, gy, x, *ops, index, unique=False, dense=False:
+         (F.getitem_raw(g, ops, index),) + (None,) * (1 + len(ops)))
 
 
 def _index_update_vjp(g, out, x, v, *ops, index):

@@ -173,3 +173,68 @@ def test_index_add_writes_into_its_operand_only_when_nothing_reads_it_later():
     assert "v{0} = v{1}; v{0}[".format(outs[2].id, outs[2].inputs[0].id) in plan.source  # in place when dead
     for b, p in zip(before, plan(slots)):
         np.testing.assert_array_equal(b, p)
+
+
+# ------------------------------------------------------------------ dense_row_sums
+@settings(deadline=None, max_examples=40)
+@given(rows=st.integers(1, 30), width=st.integers(1, 40), n=st.integers(1, 30), seed=st.integers(0, 2**16),
+       negative=st.booleans(), dtype=st.sampled_from([np.float32, np.float64]))
+def test_rows_by_product_sums_the_rows_add_at_sums(rows, width, n, seed, negative, dtype):
+    from janus_like.ops.indexing import rows_by_product
+
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(-rows if negative else 0, rows, n)
+    g = (rng.standard_normal((n, width)) * 10.0 ** rng.integers(-3, 4, (n, 1))).astype(dtype)
+    want = np.zeros((rows, width), dtype)
+    np.add.at(want, idx, g)
+    got = rows_by_product((rows, width), idx, g)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # the same sums in another order: within a few ulps of the row's magnitude
+    scale = np.zeros((rows, width))
+    np.add.at(scale, idx, np.abs(g).astype(np.float64))
+    assert np.all(np.abs(got - want) <= 4 * np.finfo(dtype).eps * scale)
+
+
+def test_rows_by_product_takes_the_exact_scatter_for_non_finite_rows_and_bad_ids():
+    from janus_like.ops.indexing import rows_by_product
+
+    g = np.ones((3, 2), np.float32)
+    g[1, 0] = np.inf
+    want = np.zeros((4, 2), np.float32)
+    np.add.at(want, np.array([0, 2, 2]), g)
+    got = rows_by_product((4, 2), np.array([0, 2, 2]), g)
+    assert np.array_equal(got, want) and np.isfinite(got[[1, 3]]).all()  # no 0 * inf = NaN elsewhere
+    with pytest.raises(IndexError) as product_error:
+        rows_by_product((4, 2), np.array([0, 7, 1]), np.ones((3, 2), np.float32))
+    with pytest.raises(IndexError) as add_at_error:
+        np.add.at(np.zeros((4, 2), np.float32), np.array([0, 7, 1]), np.ones((3, 2), np.float32))
+    assert str(product_error.value) == str(add_at_error.value)
+
+
+def test_a_small_tables_row_gradient_is_a_product_close_to_the_scatter_and_eager():
+    from .rnn_case import assert_close_to_eager, make_rnn, run_jit
+
+    make = make_rnn()
+    jf, losses, params = run_jit(make)
+    grads = [n for n in jf.graphs()[0].graph.nodes if n.op == "getitem_grad" and n.inputs[1].aval[0] == (60, 100)]
+    assert len(grads) == 1 and grads[0].params.get("dense"), grads
+    jf2, losses2, params2 = run_jit(make, without=onehot.dense_row_sums)
+    assert not any(n.params.get("dense") for n in jf2.graphs()[0].graph.nodes)
+    np.testing.assert_allclose([float(v) for v in losses], [float(v) for v in losses2], rtol=1e-6)
+    for a, b in zip(params, params2):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert_close_to_eager(make, losses)
+
+
+def test_a_large_table_or_narrow_rows_keep_the_scatter():
+    def grad_node(rows, width, n):
+        g = _node(ir.INPUT, aval=((n, width), F32), slot=0, name="g")
+        x = _node(ir.INPUT, aval=((rows, width), F32), slot=1, name="x")
+        ids = _node(ir.INPUT, aval=((n,), np.dtype(np.int64)), slot=2, name="ids")
+        out = _node("getitem_grad", g, x, ids, aval=((rows, width), F32), index=((("slot", 0),), True))
+        onehot.dense_row_sums(ir.Graph("g", [g, x, ids, out], [out], 3))
+        return out.params.get("dense", False)
+
+    assert grad_node(60, 100, 25)  # char_rnn's table
+    assert not grad_node(1000, 64, 320)  # the LSTM's: (1000, 320) one-hot, slower than the rounds
+    assert not grad_node(60, 2, 25)  # 50 values: add.at is as fast
