@@ -25,10 +25,8 @@ from .tiering import Tier, fp_errors_raise
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
 
 class CompiledGraph:
-    def __init__(self, gen, mode: str = "plan", native: str = "off", stats=None):
+    def __init__(self, gen, mode: str = "plan", native: str = "off"):
         self.gen = gen
-        # (counters, times) of the JitFunction that owns the graph: the fused call counts itself
-        self.stats = stats
         self.graph = gen.graph
         self.guard = gen.guard
         self.outputs = gen.outputs

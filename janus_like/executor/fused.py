@@ -78,13 +78,8 @@ def fuse(cg, body):
             "    G.last_slots = S"]
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]
-    src += [f"    R = {finish[-1][len('return '):]}", "    G.runs += 1", "    e = _pc() - t0", "    G.time_s += e"]
-    if cg.stats is not None:  # the owner's statistics, as its call path keeps them for try_run
-        env["CN"], env["TM"] = cg.stats
-        src += ['    CN["calls"] += 1', '    CN["graph_calls"] += 1', '    TM["graph_s"] += e']
-    else:
-        src += ["    G.last_s = e"]
-    src += ["    return R"]
+    src += [f"    R = {finish[-1][len('return '):]}", "    G.runs += 1", "    e = _pc() - t0",
+            "    G.last_s = e", "    G.time_s += e", "    return R"]
     text = "\n".join(src) + "\n"
     exec(compile(text, f"<janus_like call {cg.graph.name}>", "exec"), env)
     call = env["call"]

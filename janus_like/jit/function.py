@@ -27,7 +27,6 @@ from ..passes import optimize
 from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
-from ..executor.fused import MISS
 from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
 from .polymorphism import arg_key, probe_args, signature, sizes_of, varying_dims
@@ -39,10 +38,6 @@ def _log_topics():
 
 _ENV = getattr(os.environ, "_data", None)  # CPython's raw dict: a lookup here costs ~50 ns, not ~1 µs
 _DISABLE_KEY = os.environ.encodekey("JANUS_LIKE_DISABLE") if hasattr(os.environ, "encodekey") else None
-
-
-# the hot path's first test: None when the variable is not set at all (then no _disabled() call)
-_env_get = _ENV.get if _ENV is not None and _DISABLE_KEY is not None else (lambda key: True)
 
 
 def _disabled():
@@ -114,23 +109,23 @@ class JitFunction:
         if self.__self__ is not None:
             args = (self.__self__,) + args
         hot = self._hot
-        if hot is not None and not kwargs and not _tapes and (_env_get(_DISABLE_KEY) is None or not _disabled()):
+        if hot is not None and not kwargs and not _tapes and not _disabled():
             # The steady state: the graph that ran last, tried first, without computing the
             # signature key. Its guards check everything the graph relies on, so a call it
             # accepts is one it computes correctly; anything else takes the full path below.
-            fast = hot.fast  # guards, plan, commit and statistics in one generated function
-            if fast is not None:  # (executor/fused.py)
+            fast = hot.fast  # guards, plan and commit in one generated function (executor/fused.py)
+            if fast is not None:
                 result = fast(args)
-                if result is not MISS:
-                    return result
+                ok = result is not ex.MISS
             else:
                 status, result = hot.try_run(args)
-                if status is ex.OK:
-                    c = self.counters
-                    c["calls"] += 1
-                    c["graph_calls"] += 1
-                    self.times["graph_s"] += hot.last_s
-                    return result
+                ok = status is ex.OK
+            if ok:
+                c = self.counters
+                c["calls"] += 1
+                c["graph_calls"] += 1
+                self.times["graph_s"] += hot.last_s
+                return result
             self._hot = None
         return self._dispatch(args, kwargs)
 
@@ -296,7 +291,7 @@ class JitFunction:
         if self._dims and any(i < len(args) for i in self._dims):
             try:
                 gen = self._generate_polymorphic(entry, args, name)
-                g = ex.CompiledGraph(gen, self.mode, self.native, (self.counters, self.times))
+                g = ex.CompiledGraph(gen, self.mode, self.native)
             except Exception as exc:  # whatever the reason (a generator bug too): back to one graph per size
                 if not isinstance(exc, Unsupported) and os.environ.get("JANUS_LIKE_DEBUG"):
                     raise
@@ -315,8 +310,7 @@ class JitFunction:
             self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
             return g
         try:
-            g = ex.CompiledGraph(self._build(entry, args, name), self.mode, self.native,
-                                 (self.counters, self.times))
+            g = ex.CompiledGraph(self._build(entry, args, name), self.mode, self.native)
         except Unsupported as exc:
             return self._failed(entry, exc)
         except RecursionError:
