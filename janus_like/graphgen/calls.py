@@ -108,17 +108,20 @@ class CallsMixin:
             out = _as_tensor_kind(out)
         return out
 
+    def _containers(self, args, kinds):
+        """args with each container of `kinds` reached from the inputs (a global, an attribute)
+        replaced by its elements, each guarded as the profile saw it."""
+        return [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, kinds) else a
+                for a in args]
+
     def call_numpy(self, func, args, kwargs):
         from ..tensor import _FUNCTIONS, _UFUNCS
 
         out_target = kwargs.pop("out", None)
         if isinstance(out_target, tuple):
             out_target = out_target[0]
-        # a list or tuple reached from the inputs (a global, an attribute): its elements, each
-        # guarded as the profile saw it, as for builtins (np.array(rows) is a constant array
-        # when rows holds ints that did not vary)
-        args = [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, (list, tuple)) else a
-                for a in args]
+        # np.array(rows) of a global tuple: a constant array when rows holds ints that did not vary
+        args = self._containers(args, (list, tuple))
         if not _any_abstract((args, kwargs)) and out_target is None:
             return self.lift(func(*args, **kwargs))  # constant folding
         if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
@@ -183,8 +186,7 @@ class CallsMixin:
                 except AttributeError:
                     return False
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
-        args = [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, (list, tuple, dict)) else a
-                for a in args]
+        args = self._containers(args, (list, tuple, dict))
         if func is sum and args and _any_abstract(args[0]):
             total = args[1] if len(args) > 1 else 0
             for x in args[0]:

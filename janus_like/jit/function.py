@@ -19,7 +19,6 @@ import sys
 import time
 import types
 
-
 from .. import executor as ex
 from ..graphgen.evaluator import Generator
 from ..graphgen.values import Unsupported
@@ -29,23 +28,8 @@ from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
+from .switches import disabled as _disabled, log_topics as _log_topics
 from .polymorphism import arg_key, probe_args, signature, sizes_of, varying_dims
-
-
-def _log_topics():
-    return set(filter(None, os.environ.get("JANUS_LIKE_LOGS", "").split(",")))
-
-
-_ENV = getattr(os.environ, "_data", None)  # CPython's raw dict: a lookup here costs ~50 ns, not ~1 µs
-_DISABLE_KEY = os.environ.encodekey("JANUS_LIKE_DISABLE") if hasattr(os.environ, "encodekey") else None
-
-
-def _disabled():
-    """JANUS_LIKE_DISABLE is read on every call (so tests and users can flip it at run time)."""
-    if _ENV is not None and _DISABLE_KEY is not None:
-        v = _ENV.get(_DISABLE_KEY)
-        return v is not None and v not in (b"", b"0", "", "0")
-    return os.environ.get("JANUS_LIKE_DISABLE", "") not in ("", "0")
 
 
 class _Entry:
@@ -427,7 +411,7 @@ class JitFunction:
     def _log(self, topic, text):
         self.events.append((time.perf_counter(), topic, text))
         topics = _log_topics()
-        if topic in topics or "all" in topics or (topic == "graphs" and "regen" in topics and False):
+        if topic in topics or "all" in topics:
             print(f"[janus_like:{topic}] {text}", file=sys.stderr)
 
     def stats(self) -> dict:

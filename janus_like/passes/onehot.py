@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import is_basic
+from .families import _shape
 from .fold import _uses
 
 
@@ -45,10 +46,6 @@ from .fold import _uses
 # fancy-index += cost ~1 us more than zeros, an assignment and an add (the plan, 56.6 against
 # 55.7 us); on the LSTM's (320, 1000) they save ~0.3 ms of 11.6
 DENSE_MIN_ELEMENTS = 4096
-
-
-def _shape(n):
-    return tuple(n.aval[0]) if isinstance(n, ir.Node) and n.aval is not None else None
 
 
 def _reduced_axes(n):
@@ -87,7 +84,7 @@ def _row_column(graph, n, forward):
         return None
     G = n.inputs[0]
     found = _scatter(G)
-    if found is None or len(_shape(G)) != 2:
+    if found is None or _shape(G) is None or len(_shape(G)) != 2:
         return None
     g, operands = found
     items = G.params["index"][0]
