@@ -231,3 +231,27 @@ def test_transfers_send_gradients_back_to_the_source_device(gpu):
     assert g_t.device == "gpu" and g_w.device == "cpu"
     np.testing.assert_array_equal(host(g_t), np.ones(3))
     np.testing.assert_array_equal(g_w.numpy(), np.arange(3.0))
+
+
+def test_numpy_array_of_gpu_values_in_a_graph(gpu):
+    """np.array([...]) / np.float32(...) of GPU Tensors convert through host copies, as
+    Tensor.__array__ makes them; of a raw device array they raise (eager too), so eager runs."""
+    def make():
+        def f(x):
+            return np.array([x.sum(), 1.0, x[0]]) * np.float32(x[1])
+
+        return f, None
+
+    calls = call_sequence(5, lambda s, i: (jl.tensor(random_array(i, (3,))).to("gpu"),))
+    jf = side_by_side(make, calls)
+    assert jf.stats()["graph_calls"] >= 1, jf.explain()
+
+    def make_raw():
+        def f(x):
+            return np.array([x, x])
+
+        return f, None
+
+    calls = call_sequence(5, lambda s, i: (backend.to_device(random_array(i, (3,)), "gpu"),))
+    jf = side_by_side(make_raw, calls)
+    assert jf.stats()["graph_calls"] == 0

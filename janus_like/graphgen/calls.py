@@ -12,8 +12,9 @@ from ..ops import api as F
 from ..source import NoSource, function_ast, has_yield
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
+from .conversions import convert, is_conversion
 from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_array_kind, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
 
 class CallsMixin:
@@ -128,16 +129,8 @@ class CallsMixin:
             from ..ops.registry import P, bind
 
             return _as_kind(bind(P.arange, args[0]), "array")
-        if func in (np.asarray, np.asanyarray, np.array) and args and isinstance(args[0], Sym) and args[0].kind != "py" \
-                and args[0].device == "gpu":
-            if args[0].kind != "tensor":
-                raise Unsupported("device-mismatch", f"numpy.{func.__name__} of a GPU array (CuPy makes no implicit "
-                                                     "host copies)", self.site)
-            args = (args[0].numpy(),) + tuple(args[1:])  # Tensor.__array__: a host copy
-        if func in (np.asarray, np.asanyarray) and len(args) == 1 and isinstance(args[0], Sym) and not kwargs:
-            return args[0] if args[0].kind != "tensor" else Sym(args[0].node, "array")
-        if func is np.array and isinstance(args[0], Sym) and len(args) == 1 and not kwargs:
-            return _as_array_kind(Sym(args[0].node, "array").copy())  # np.array copies
+        if is_conversion(func):  # np.asarray(x), np.array([a, b]), np.float32(x)
+            return convert(func, args, kwargs, self.site)
         if func is np.copyto:
             dst, src = args[0], args[1]
             self.write_box(dst, self.inplace_value(dst, src))

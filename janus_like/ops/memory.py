@@ -36,3 +36,9 @@ def _cumsum(xp, x, axis=0):
 
 register("cumsum", _cumsum,
          doc="running sums along `axis`, added strictly in order (numpy.cumsum)")
+
+
+register("asarray", lambda xp, x: xp.asarray(x),
+         doc="np.asarray of a 0-d value: a NumPy scalar becomes a 0-d array, an array stays itself")
+register("numpy_scalar", lambda xp, x, dtype: np.dtype(dtype).type(x),
+         doc="a NumPy scalar type called on a 0-d value (np.float32(x)): a NumPy scalar of `dtype`")
