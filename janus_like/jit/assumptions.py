@@ -108,3 +108,19 @@ class Fallback:
         if r is not None:
             text += f" — {r.explanation}. Hint: {r.hint}."
         return text
+
+
+def user_site(exc: BaseException) -> str:
+    """`file.py:line` of the innermost frame of exc's traceback in the user's code (outside
+    janus_like and installed packages), or ""."""
+    import os
+    import sysconfig
+    import traceback
+
+    skip = tuple({os.path.dirname(os.path.dirname(os.path.abspath(__file__))), sysconfig.get_paths()["stdlib"],
+                  sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    site = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if not os.path.abspath(frame.filename).startswith(skip):
+            site = f"{os.path.basename(frame.filename)}:{frame.lineno}"
+    return site

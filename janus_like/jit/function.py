@@ -27,13 +27,13 @@ from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
-from .assumptions import REASONS, Fallback
+from .assumptions import REASONS, Fallback, user_site as _user_site
 from .switches import disabled as _disabled, log_topics as _log_topics
 from .polymorphism import arg_key, probe_args, signature, sizes_of, varying_dims
 
 
 class _Entry:
-    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries")
+    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries", "generation_error")
 
     def __init__(self):
         self.graphs: list = []
@@ -41,6 +41,7 @@ class _Entry:
         self.failures: dict = {}
         self.relaxed: set = set()
         self.retries = 0
+        self.generation_error: Exception | None = None  # set by _generate, read at once by its caller
 
 
 class JitFunction:
@@ -176,6 +177,8 @@ class JitFunction:
             return self._eager(args)
         g = self._generate(entry, args)
         if g is None:
+            if entry.generation_error is not None:
+                return self._generation_raised(entry, args)
             return self._profiled(args) if entry.eager_reason is None else self._eager(args)
         status, payload = g.try_run(args)
         if status == ex.OK:
@@ -301,11 +304,11 @@ class JitFunction:
             entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation")
             self._note(entry.eager_reason)
             return None
-        except Exception as exc:  # a generator bug must never become the user's error
-            entry.eager_reason = Fallback("internal-error", f"{type(exc).__name__}: {exc}")
-            self._note(entry.eager_reason)
+        except Exception as exc:  # user code on baked values (1 / 0), or a generator bug: eager decides
             if os.environ.get("JANUS_LIKE_DEBUG"):
                 raise
+            entry.eager_reason = Fallback("internal-error", f"{type(exc).__name__}: {exc}")
+            entry.generation_error = exc
             return None
         finally:
             self.times["generate_s"] += time.perf_counter() - start
@@ -362,6 +365,24 @@ class JitFunction:
             self._log("regen", f"relaxing {key[0]} assumption at {assumption.site} after {n} failures")
             return True
         return False
+
+    def _generation_raised(self, entry, args):
+        """Generating raised: evaluating the user's code on values the graph bakes in (a
+        constant `1 / 0`), or a generator defect. Eager runs the call: when it raises the same
+        exception, it is the user's error, reported at eager's source line; else a janus_like
+        defect. Either way the signature runs eagerly from then on."""
+        exc, entry.generation_error = entry.generation_error, None
+        self.counters["fallbacks"] += 1
+        try:
+            result = self._eager(args)
+        except Exception as eager_exc:
+            if type(eager_exc) is type(exc) and str(eager_exc) == str(exc):
+                entry.eager_reason = Fallback("user-error", f"generation raised {type(exc).__name__}: {exc}, "
+                                                            "as eager does", _user_site(eager_exc))
+            self._note(entry.eager_reason)
+            raise
+        self._note(entry.eager_reason)
+        return result
 
     def _raised(self, entry, g, exc, args):
         """The graph raised: eager re-runs the call. When eager raises too, it is the user's

@@ -307,3 +307,38 @@ def test_an_error_eager_raises_too_stays_the_users():
     calls = [lambda s: (x, ok)] * 5 + [lambda s: (x, bad), lambda s: (x, ok)]
     jf = check(make, calls)
     assert "user-error" in fallback_reasons(jf) and "internal-error" not in fallback_reasons(jf)
+
+
+def test_an_error_raised_while_generating_that_eager_raises_too_stays_the_users():
+    """`1 / (len(x) - 3)` is folded while generating (len(x) is fixed by the shape guard): for
+    a length-3 input generation raises ZeroDivisionError. Eager raises it too, so it is the
+    user's error at the user's line, not a janus_like defect."""
+    def make():
+        def f(x):
+            return x * (1 / (len(x) - 3))
+        return f, {}
+
+    calls = [lambda s: (np.ones(4),)] * 5 + [lambda s: (np.ones(3),)] * 2 + [lambda s: (np.ones(4),)]
+    jf = check(make, calls)
+    (fb,) = jf.fallbacks()
+    assert fb.reason == "user-error" and "ZeroDivisionError" in fb.detail, jf.explain()
+    assert fb.site.startswith("test_fallbacks.py:"), fb.site
+    assert jf.stats()["graph_calls"] == 3  # the length-4 signature still runs as a graph
+
+
+def test_a_generator_error_eager_does_not_raise_is_an_internal_error(monkeypatch):
+    from janus_like.graphgen import evaluator
+
+    def make():
+        def f(x):
+            return x * 2.0
+        return f, {}
+
+    def broken(self, args):
+        raise KeyError("generator defect")
+
+    monkeypatch.setattr(evaluator.Generator, "generate", broken)
+    jf = side_by_side(make, [lambda s: (np.ones(3),)] * 6, check_interpreter=False)
+    (fb,) = jf.fallbacks()
+    assert fb.reason == "internal-error" and "generator defect" in fb.detail, jf.explain()
+    assert jf.stats()["eager_calls"] == 3
