@@ -70,11 +70,7 @@ class CallsMixin:
             if _any_abstract((args, kwargs)):
                 if func is Variable:
                     raise Unsupported("object-construction", "creating a Variable inside the function", self.site)
-                src = args[0]
-                if not isinstance(src, Sym) or len(args) > 1 or kwargs:
-                    raise Unsupported("unsupported-call", "tensor() of a structure of graph values", self.site)
-                return _as_kind(F.reshape_like(Sym(src.node, "array"), Sym(src.node, "array")), "tensor") \
-                    if src.kind == "array" else Sym(src.node, "tensor")
+                return self.new_tensor(args, kwargs)
             return self.lift(func(*args, **kwargs))
         if isinstance(func, types.FunctionType):
             if module.startswith(_LIBRARY_PREFIXES) and not module.startswith(_INLINE_LIBRARY):
@@ -94,6 +90,21 @@ class CallsMixin:
             if func.__module__.startswith(("janus_like.nn", "janus_like.optim")) or func.__module__ not in ("builtins",):
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
+
+    def new_tensor(self, args, kwargs):
+        """Tensor(data, dtype) of graph values: np.array(data, dtype) as a new Tensor, which
+        (as eagerly) no gradient reaches through `data`."""
+        from .. import backend
+
+        src = args[0]
+        dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+        if isinstance(src, Sym) and src.kind == "array" and dtype is None and len(args) == 1 and not kwargs:
+            return _as_kind(F.reshape_like(Sym(src.node, "array"), Sym(src.node, "array")), "tensor")  # a new node
+        if isinstance(src, Sym) and src.kind == "tensor" and dtype is None and len(args) == 1 and not kwargs:
+            return _as_kind(Sym(F.stop_gradient(src).node, "array").copy(), "tensor")  # on its device
+        if backend._state["device"] != "cpu" or len(args) > 2 or set(kwargs) - {"dtype"}:
+            raise Unsupported("unsupported-call", "tensor() of graph values with these arguments", self.site)
+        return _as_kind(convert(np.array, [src], {} if dtype is None else {"dtype": dtype}, self.site), "tensor")
 
     def call_library(self, func, args, kwargs):
         """janus_like's functional API and other pure library code: call it with abstract values."""

@@ -101,6 +101,41 @@ def test_conversions_cut_the_tape_as_eager_does():
     check(make, [lambda s, i=i: (random_array(i, (3,)),) for i in range(6)])
 
 
+@pytest.mark.parametrize("body", ["jl.tensor([l, m]) * x32[0]", "jl.tensor(l) * x32", "jl.Tensor(x, np.float32)",
+                                  "jl.tensor(np.float32(l))", "jl.tensor([[n, 1], [2, n]])"])
+def test_tensors_made_from_graph_values(tmp_path, body):
+    module = load_module(tmp_path, f"""
+        import numpy as np
+        import janus_like as jl
+
+        def f(x):
+            x32 = np.ones(x.shape, np.float32)
+            {_PRELUDE}
+            return {body}
+    """)
+    jf = check(lambda: (module.f, {}), _calls())
+    assert not jf.fallbacks(), jf.explain()
+
+
+def test_a_new_tensor_cuts_the_tape_as_eager_does():
+    """Tensor(h) copies h's values into a new Tensor the tape has not seen: eagerly no gradient
+    flows back through it, and none may in the graph (it used to be h's own node there)."""
+    def make():
+        w = jl.Variable(random_array(0, (3,)), name="w")
+
+        def step(x):
+            with jl.GradientTape() as tape:
+                h = F.tanh(x * w)
+                y = F.sum(jl.tensor(h) * w) + F.sum(jl.Tensor(h * 2.0) * h)
+            g = tape.gradient(y, w)
+            w.assign_sub(0.1 * g)
+            return y, g
+
+        return step, w
+
+    check(make, [lambda s, i=i: (random_array(i, (3,)),) for i in range(6)])
+
+
 def test_unsupported_arguments_are_named(tmp_path):
     module = load_module(tmp_path, """
         import numpy as np
