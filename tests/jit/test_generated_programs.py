@@ -1,5 +1,5 @@
 """Random programs, eager vs jit. Hypothesis draws a small program from a grammar (array and scalar
-arithmetic, NumPy calls, `if` on Python values and on computed values, `for` over `range` and over
+arithmetic, NumPy calls and conversions, `if` on Python values and on computed values, `for` over `range` and over
 lists, helper calls, attribute/container/Variable mutation, in-place updates, the global RNG,
 print), renders it as Python source in a real module file (the JIT reads source), and runs it side
 by side on a random call sequence (shape changes, scalar changes, list-length changes included).
@@ -91,7 +91,8 @@ def simple_statements(draw, loop_var=False):
     """Statements allowed anywhere (including inside loops and Python-value branches)."""
     v = draw(st.sampled_from(_VARS))
     kind = draw(st.sampled_from(["assign", "assign", "iadd", "imul", "row", "col", "slice", "fancy", "out",
-                                 "attr", "attr_inplace", "append", "dictset", "variable", "bump", "xs_append"]))
+                                 "attr", "attr_inplace", "append", "dictset", "variable", "bump", "xs_append",
+                                 "convert"]))
     e = draw(nm_expressions(2, loop_var))
     if kind == "assign":
         return [f"{v} = {e}"]
@@ -117,6 +118,11 @@ def simple_statements(draw, loop_var=False):
         return [f"obj.log.append(np.sum({v}))"]
     if kind == "xs_append":
         return [f"xs.append({v} * 1.0)"]
+    if kind == "convert":  # NumPy conversions of graph scalars (graphgen/conversions.py)
+        return [draw(st.sampled_from([f"{v} = {v} * np.asarray(float(np.sum({v})) * 0.01)",
+                                      f"{v} = {v} * np.float32(np.mean({v}))",
+                                      f"obj.log.append(np.array([float(np.sum({v})), np.max({v}), 1.0]))",
+                                      f"{v} = {v} + np.array([np.mean({v}), s])[1]"]))]
     if kind == "dictset":
         return [f"obj.cache[{draw(st.sampled_from(['a', 'b']))!r}] = {e}"]
     if kind == "variable":
