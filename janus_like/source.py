@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import linecache
 import os
 import textwrap
 
@@ -22,6 +23,8 @@ def _parse_cached(filename, firstlineno, code):
 
 
 def _parse(code):
+    if code.co_name == "<lambda>":
+        return _lambda(code)
     try:
         lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError) as exc:
@@ -36,6 +39,32 @@ def _parse(code):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return node
     raise NoSource("source is not a function definition")
+
+
+def _lambda(code):
+    """A lambda as the FunctionDef `def <lambda>(args): return body`, its nodes at their places
+    in the file. The lambda is the one on its first line whose body starts where one of the
+    code object's instructions does (two lambdas there with the same start: no source)."""
+    text = "".join(linecache.getlines(code.co_filename))
+    if not text:
+        raise NoSource(f"no source file for the lambda at {os.path.basename(code.co_filename)}:{code.co_firstlineno}")
+    try:
+        module = ast.parse(text)
+    except SyntaxError as exc:
+        raise NoSource(f"cannot parse source: {exc}") from None
+    starts = {(p[0], p[2]) for p in code.co_positions() if p[0] is not None}
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    found = [n for n in ast.walk(module) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno
+             and (n.body.lineno, n.body.col_offset) in starts
+             and tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs) == params]
+    if len(found) != 1:
+        raise NoSource(f"{len(found) or 'no'} lambdas match the one at "
+                       f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}")
+    lam = found[0]
+    ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
+    fn = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[], returns=None,
+                         type_comment=None)
+    return ast.copy_location(fn, lam)
 
 
 def function_ast(func) -> ast.FunctionDef:

@@ -224,3 +224,41 @@ def test_keyword_call_binds_positionally():
     for i in range(6):
         np.testing.assert_array_equal(jf(np.ones(2), scale=float(i)), f(np.ones(2), scale=float(i)))
     np.testing.assert_array_equal(jf(x=np.ones(2)), f(np.ones(2)))
+
+
+# ------------------------------------------------------------------ lambdas (source.py finds them in the file)
+RELU = lambda z: np.maximum(z, 0.0)  # noqa: E731  a module-level lambda, called from jitted code
+STEPS = {"tanh": lambda x, w: np.tanh(x @ w), "relu": lambda x, w: RELU(x @ w) * 0.5}  # two on one line
+TWINS = [lambda x: x * 2.0, lambda x: x * 3.0]  # same line, same parameters: told apart by column
+
+
+@pytest.mark.parametrize("name", ["tanh", "relu"])
+def test_a_lambda_among_others_on_its_line_runs_as_a_graph(name):
+    w = random_array(3, (3, 3))
+    jf = check(lambda: (STEPS[name], {}), call_sequence(6, lambda s, i: (random_array(i, (2, 3)), w)))
+    assert jf.stats()["graph_calls"] == 3, jf.explain()
+
+
+def test_a_lambda_over_several_lines_closing_over_a_local():
+    def make():
+        scale = np.float64(0.5)
+        f = lambda x, bias=1.0: (np.tanh(x) * scale  # noqa: E731
+                                 + bias)
+        return f, {}
+
+    jf = check(make, call_sequence(6, lambda s, i: (random_array(i, (4,)),)))
+    assert jf.stats()["graph_calls"] == 3, jf.explain()
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_lambdas_on_one_line_with_the_same_parameters_are_told_apart(k):
+    jf = check(lambda: (TWINS[k], {}), call_sequence(6, lambda s, i: (random_array(i, (3,)),)))
+    assert jf.stats()["graph_calls"] == 3, jf.explain()
+
+
+def test_a_lambda_without_a_source_file_runs_eagerly_with_the_reason():
+    jf = jl.jit(eval("lambda x: x * 2.0"))
+    for _ in range(5):
+        assert np.array_equal(jf(np.ones(2)), np.full(2, 2.0))
+    (fb,) = jf.fallbacks()
+    assert fb.reason == "no-source", jf.explain()
