@@ -60,11 +60,44 @@ def _lambda(code):
     if len(found) != 1:
         raise NoSource(f"{len(found) or 'no'} lambdas match the one at "
                        f"{os.path.basename(code.co_filename)}:{code.co_firstlineno}")
-    lam = found[0]
+    return lambda_as_def(found[0])
+
+
+def lambda_as_def(lam: ast.Lambda) -> ast.FunctionDef:
+    """`lambda args: body` as `def <lambda>(args): return body`, at the lambda's place."""
     ret = ast.copy_location(ast.Return(value=lam.body), lam.body)
     fn = ast.FunctionDef(name="<lambda>", args=lam.args, body=[ret], decorator_list=[], returns=None,
                          type_comment=None)
     return ast.copy_location(fn, lam)
+
+
+def local_names(fn_ast) -> frozenset:
+    """The names local to a function (parameters, names bound in its body, not declared global
+    or nonlocal), by Python's scoping rules: nested functions, lambdas, classes and
+    comprehensions have their own scopes (only a nested def's or class's own name binds here)."""
+    a = fn_ast.args
+    names = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+    names.update(p.arg for p in (a.vararg, a.kwarg) if p is not None)
+    declared = set()
+    todo = list(fn_ast.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            todo.extend(node.decorator_list)
+            continue
+        elif isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.NamedExpr):
+            names.add(node.target.id)
+        todo.extend(ast.iter_child_nodes(node))
+    return frozenset(names - declared)
 
 
 def function_ast(func) -> ast.FunctionDef:

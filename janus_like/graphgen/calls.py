@@ -9,11 +9,11 @@ import types
 import numpy as np
 
 from ..ops import api as F
-from ..source import NoSource, function_ast, has_yield
+from ..source import NoSource, function_ast, has_yield, local_names
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
-from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
 
@@ -37,6 +37,8 @@ class CallsMixin:
             return self.inline(func.func, [func.self_value] + list(args), kwargs)
         if isinstance(func, ContainerMethod):
             return self.container_method(func, args, kwargs)
+        if isinstance(func, LocalFunction):
+            return self.inline(func, list(args), kwargs)
         if isinstance(func, ObjRef):
             call = getattr(type(func.obj), "__call__", None)
             if isinstance(call, types.FunctionType):
@@ -245,19 +247,25 @@ class CallsMixin:
         return v
 
     def inline(self, func, args, kwargs):
-        try:
-            fn_ast = function_ast(func)
-        except NoSource as exc:
-            raise Unsupported("no-source", f"{func.__qualname__}: {exc}", self.site) from None
+        if isinstance(func, LocalFunction):  # defined in jitted code: its scope is the defining frame
+            fn_ast, outer = func.node, func.frame
+            frame = Frame(func, outer.globals, outer.filename, outer, local_names(fn_ast))
+            frame.cells = outer.cells
+        else:
+            try:
+                fn_ast = function_ast(func)
+            except NoSource as exc:
+                raise Unsupported("no-source", f"{func.__qualname__}: {exc}", self.site) from None
+            frame = Frame(func, func.__globals__, func.__code__.co_filename)
+            if func.__closure__:
+                for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+                    frame.cells[name] = cell
         if has_yield(fn_ast):
             raise Unsupported("generator", f"{func.__qualname__} is a generator", self.site)
         self.depth += 1
         if self.depth > MAX_DEPTH:
+            self.depth -= 1
             raise Unsupported("recursion-limit", f"inlining deeper than {MAX_DEPTH} calls", self.site)
-        frame = Frame(func, func.__globals__, func.__code__.co_filename)
-        if func.__closure__:
-            for name, cell in zip(func.__code__.co_freevars, func.__closure__):
-                frame.cells[name] = cell
         self.bind_args(frame, fn_ast, func, args, kwargs)
         saved_site = self.site
         try:

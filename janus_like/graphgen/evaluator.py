@@ -66,6 +66,7 @@ class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin,
         self.unrolled = 0
         self.pure_depth = 0  # >0 while building a cond branch: no writes allowed
         self.branch_frames: list = []  # frames whose own `return` would leave a cond/loop block
+        self.comprehensions = 0  # comprehensions being evaluated (a lambda there is not supported)
         self.site = ""
         self._unknown = ()
 

@@ -9,9 +9,9 @@ import operator
 import types
 
 from ..ops import api as F
-from ..source import site_key
+from ..source import function_ast, lambda_as_def, local_names, site_key
 from .builder import SymbolicTape
-from .values import BoundMethod, DeferredStr, ObjRef, Sym, Unsupported, VarRef
+from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _unwrap_obj
 
 
@@ -156,7 +156,39 @@ class ExpressionsMixin:
         return self.comprehension(node, frame, dict, add)
 
     def expr_Lambda(self, node, frame):
-        raise Unsupported("unsupported-syntax", "lambda inside the function", self.site)
+        if self.comprehensions:  # its free names would be the comprehension's, gone after it
+            raise Unsupported("unsupported-syntax", "lambda inside a comprehension", self.site)
+        return self.local_function(lambda_as_def(node), frame)
+
+    def local_function(self, fn_ast, frame):
+        """A `def` or `lambda` in jitted code: its defaults are evaluated now, as Python does."""
+        a = fn_ast.args
+        defaults = tuple(self.eval(d, frame) for d in a.defaults)
+        kwdefaults = {k.arg: self.eval(d, frame) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        return LocalFunction(fn_ast, frame, defaults, kwdefaults)
+
+    def enclosing_name(self, name, frame):
+        """A local function's free name, read from the frames enclosing it at the time of the
+        call (late binding), or _MISSING when it is a global or builtin."""
+        if name in self.names_of(frame):
+            raise Unsupported("user-error", f"local variable {name!r} referenced before assignment", self.site)
+        enc = frame.enclosing
+        while enc is not None:
+            if name in enc.global_names:
+                return _MISSING
+            if name in enc.locals:
+                return enc.locals[name]
+            if name in self.names_of(enc):
+                raise Unsupported("user-error", f"free variable {name!r} referenced before assignment in "
+                                                "enclosing scope", self.site)
+            enc = enc.enclosing
+        return _MISSING
+
+    @staticmethod
+    def names_of(frame):
+        if frame.local_names is None:
+            frame.local_names = local_names(function_ast(frame.func))
+        return frame.local_names
 
     def eval(self, node, frame):
         method = getattr(self, "expr_" + type(node).__name__, None)
@@ -167,6 +199,10 @@ class ExpressionsMixin:
     def load_name(self, name, frame, node=None):
         if name in frame.locals and name not in frame.global_names:
             return frame.locals[name]
+        if frame.enclosing is not None and name not in frame.global_names:
+            value = self.enclosing_name(name, frame)
+            if value is not _MISSING:
+                return value
         key = site_key(frame.filename, node) if node is not None else None
         if name in frame.cells:
             cell = frame.cells[name]
@@ -330,6 +366,7 @@ class ExpressionsMixin:
     def comprehension(self, node, frame, make, add):
         acc = make()
         saved = dict(frame.locals)
+        self.comprehensions += 1
 
         def loop(gens):
             if not gens:
@@ -344,6 +381,7 @@ class ExpressionsMixin:
         try:
             loop(node.generators)
         finally:
+            self.comprehensions -= 1
             frame.locals.clear()
             frame.locals.update(saved)
         return acc

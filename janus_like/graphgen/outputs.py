@@ -63,7 +63,7 @@ class Outputs:
             return ("dict", [(k, self.spec(x)) for k, x in v.items()])
         if isinstance(v, (Tensor, np.ndarray)):
             return ("fresh", v)
-        if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod"):
+        if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod", "LocalFunction"):
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} escapes the function", "")
         return ("const", v)
 

@@ -51,6 +51,12 @@ class StatementsMixin:
     def stmt_Continue(self, node, frame):
         raise _Continue()
 
+    def stmt_FunctionDef(self, node, frame):
+        if node.decorator_list:
+            raise Unsupported("unsupported-syntax", f"decorated function {node.name!r} defined inside the function",
+                              self.site)
+        self.store_name(node.name, self.local_function(node, frame), frame)
+
     def stmt_Global(self, node, frame):
         frame.global_names.update(node.names)
 

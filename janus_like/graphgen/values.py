@@ -226,6 +226,27 @@ class BoundMethod:
         self.self_value = self_value
 
 
+class LocalFunction:
+    """A function defined inside the jitted code (`def` or `lambda`): inlined where it is
+    called, reading its free names from the frame that defined it when it runs (Python's late
+    binding). It never becomes a real function: passed to library code, or escaping through the
+    result or the state, it is Unsupported."""
+
+    __slots__ = ("node", "frame", "__defaults__", "__kwdefaults__", "__name__", "__qualname__")
+
+    def __init__(self, node, frame, defaults, kwdefaults):
+        self.node, self.frame = node, frame
+        self.__defaults__, self.__kwdefaults__ = defaults, kwdefaults
+        self.__name__ = self.__qualname__ = node.name
+
+    def __call__(self, *args, **kwargs):  # library code calling it (map, sorted(key=...))
+        raise Unsupported("unsupported-call", f"{self.__name__} (defined inside the jitted function) called by "
+                                              "library code", _builder().site if _builder() else "")
+
+    def __repr__(self):
+        return f"LocalFunction({self.__name__})"
+
+
 class DeferredStr:
     """An f-string or str() whose parts include graph values: formatted after the commit."""
 

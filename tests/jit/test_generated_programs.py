@@ -1,5 +1,5 @@
 """Random programs, eager vs jit. Hypothesis draws a small program from a grammar (array and scalar
-arithmetic, NumPy calls and conversions, `if` on Python values and on computed values, `for` over `range` and over
+arithmetic, NumPy calls and conversions, local functions, `if` on Python values and on computed values, `for` over `range` and over
 lists, helper calls, attribute/container/Variable mutation, in-place updates, the global RNG,
 print), renders it as Python source in a real module file (the JIT reads source), and runs it side
 by side on a random call sequence (shape changes, scalar changes, list-length changes included).
@@ -92,7 +92,7 @@ def simple_statements(draw, loop_var=False):
     v = draw(st.sampled_from(_VARS))
     kind = draw(st.sampled_from(["assign", "assign", "iadd", "imul", "row", "col", "slice", "fancy", "out",
                                  "attr", "attr_inplace", "append", "dictset", "variable", "bump", "xs_append",
-                                 "convert"]))
+                                 "convert", "local"]))
     e = draw(nm_expressions(2, loop_var))
     if kind == "assign":
         return [f"{v} = {e}"]
@@ -123,6 +123,10 @@ def simple_statements(draw, loop_var=False):
                                       f"{v} = {v} * np.float32(np.mean({v}))",
                                       f"obj.log.append(np.array([float(np.sum({v})), np.max({v}), 1.0]))",
                                       f"{v} = {v} + np.array([np.mean({v}), s])[1]"]))]
+    if kind == "local":  # a function defined in the jitted code, reading an enclosing name late
+        w = draw(st.sampled_from(_VARS))
+        return ["def inner(a, k=s):", f"    return np.tanh(a) * k + {w}[0]", f"{v} = inner({e})",
+                f"{v} = {draw(st.sampled_from(['inner', '(lambda a: inner(a) * 0.5)']))}({v})"]
     if kind == "dictset":
         return [f"obj.cache[{draw(st.sampled_from(['a', 'b']))!r}] = {e}"]
     if kind == "variable":
