@@ -240,8 +240,9 @@ class LocalFunction:
         self.__name__ = self.__qualname__ = node.name
 
     def __call__(self, *args, **kwargs):  # library code calling it (map, sorted(key=...))
+        b = _builder()
         raise Unsupported("unsupported-call", f"{self.__name__} (defined inside the jitted function) called by "
-                                              "library code", _builder().site if _builder() else "")
+                                              "library code", b.site if b is not None else "")
 
     def __repr__(self):
         return f"LocalFunction({self.__name__})"

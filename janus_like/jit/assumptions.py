@@ -6,6 +6,9 @@ eagerly, with an explanation and a hint, from the table `REASONS`.
 """
 from __future__ import annotations
 
+import os
+import sysconfig
+import traceback
 from dataclasses import dataclass, field
 
 KINDS = {
@@ -113,10 +116,6 @@ class Fallback:
 def user_site(exc: BaseException) -> str:
     """`file.py:line` of the innermost frame of exc's traceback in the user's code (outside
     janus_like and installed packages), or ""."""
-    import os
-    import sysconfig
-    import traceback
-
     skip = tuple({os.path.dirname(os.path.dirname(os.path.abspath(__file__))), sysconfig.get_paths()["stdlib"],
                   sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     site = ""

@@ -27,13 +27,14 @@ from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
-from .assumptions import REASONS, Fallback, user_site as _user_site
+from .assumptions import REASONS, Fallback
+from .failures import FailuresMixin
 from .switches import disabled as _disabled, log_topics as _log_topics
 from .polymorphism import arg_key, probe_args, signature, sizes_of, varying_dims
 
 
 class _Entry:
-    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries", "generation_error")
+    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries")
 
     def __init__(self):
         self.graphs: list = []
@@ -41,10 +42,9 @@ class _Entry:
         self.failures: dict = {}
         self.relaxed: set = set()
         self.retries = 0
-        self.generation_error: Exception | None = None  # set by _generate, read at once by its caller
 
 
-class JitFunction:
+class JitFunction(FailuresMixin):
     """A function compiled speculatively. Call it like the original; see `stats()`/`explain()`."""
 
     _janus_jit = True
@@ -175,10 +175,13 @@ class JitFunction:
             else:
                 self._fallbacks[(fb.reason, fb.site, fb.detail)].count += 1
             return self._eager(args)
-        g = self._generate(entry, args)
+        try:
+            g = self._generate(entry, args)
+        except Exception as exc:  # user code on baked-in values (1 / 0), or a generator bug: eager decides
+            if os.environ.get("JANUS_LIKE_DEBUG"):
+                raise
+            return self._generation_raised(entry, exc, args)
         if g is None:
-            if entry.generation_error is not None:
-                return self._generation_raised(entry, args)
             return self._profiled(args) if entry.eager_reason is None else self._eager(args)
         status, payload = g.try_run(args)
         if status == ex.OK:
@@ -272,6 +275,8 @@ class JitFunction:
         return gen
 
     def _generate(self, entry, args):
+        """A new graph for this signature, or None (Unsupported: the reason is noted). Any other
+        exception propagates: the caller lets eager decide whose error it is."""
         self._hot = None
         start = time.perf_counter()
         name = getattr(self.__wrapped__, "__qualname__", "fn")
@@ -304,12 +309,6 @@ class JitFunction:
             entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation")
             self._note(entry.eager_reason)
             return None
-        except Exception as exc:  # user code on baked values (1 / 0), or a generator bug: eager decides
-            if os.environ.get("JANUS_LIKE_DEBUG"):
-                raise
-            entry.eager_reason = Fallback("internal-error", f"{type(exc).__name__}: {exc}")
-            entry.generation_error = exc
-            return None
         finally:
             self.times["generate_s"] += time.perf_counter() - start
         entry.graphs.insert(0, g)
@@ -318,92 +317,6 @@ class JitFunction:
                   f"generated graph for {name}: {g.graph.size()} nodes, {len(g.assumptions)} assumptions"
                   + (f", relaxed {sorted(map(str, entry.relaxed))}" if entry.relaxed else ""))
         return g
-
-    def _failed(self, entry, exc):
-        fb = Fallback(exc.reason, exc.detail, exc.site)
-        self._note(fb)
-        if exc.reason == "unprofiled-branch" and entry.retries < 3:
-            entry.retries += 1  # profile this call, then try again
-        else:
-            entry.eager_reason = fb
-        return None
-
-    def _assert_failed(self, entry, g, assumption, args):
-        self._hot = None
-        c = self.counters
-        c["assert_failures"] += 1
-        c["fallbacks"] += 1
-        self._log("assumptions", assumption.failure_text() if assumption is not None else "assert failed")
-        self._count_failure(entry, g, assumption)
-        return self._eager(args)
-
-    def _guard_failed(self, entry, g, index):
-        """Returns True when this call should just run eagerly (waiting to see if it repeats)."""
-        self._hot = None
-        if index < 0:
-            self._note(Fallback("user-error", "reading an input raised (missing attribute or item)"))
-            return False
-        assumption = g.assumptions[index]
-        self._log("assumptions", assumption.failure_text())
-        if assumption.relax is not None and assumption.kind == "value":
-            self.counters["fallbacks"] += 1
-            return not self._count_failure(entry, g, assumption)
-        return False  # a new structure/shape/type: specialize another graph
-
-    def _count_failure(self, entry, g, assumption):
-        assumption.failures += 1
-        self._note(Fallback("assumption", assumption.failure_text(), assumption.site))
-        key = assumption.relax
-        if key is None:
-            return False
-        n = entry.failures[key] = entry.failures.get(key, 0) + 1
-        if n >= self.regen_after and key not in entry.relaxed:
-            entry.relaxed.add(key)
-            if g in entry.graphs:
-                entry.graphs.remove(g)
-            self.counters["regenerations"] += 1
-            self._log("regen", f"relaxing {key[0]} assumption at {assumption.site} after {n} failures")
-            return True
-        return False
-
-    def _generation_raised(self, entry, args):
-        """Generating raised: evaluating the user's code on values the graph bakes in (a
-        constant `1 / 0`), or a generator defect. Eager runs the call: when it raises the same
-        exception, it is the user's error, reported at eager's source line; else a janus_like
-        defect. Either way the signature runs eagerly from then on."""
-        exc, entry.generation_error = entry.generation_error, None
-        self.counters["fallbacks"] += 1
-        try:
-            result = self._eager(args)
-        except Exception as eager_exc:
-            if type(eager_exc) is type(exc) and str(eager_exc) == str(exc):
-                entry.eager_reason = Fallback("user-error", f"generation raised {type(exc).__name__}: {exc}, "
-                                                            "as eager does", _user_site(eager_exc))
-            self._note(entry.eager_reason)
-            raise
-        self._note(entry.eager_reason)
-        return result
-
-    def _raised(self, entry, g, exc, args):
-        """The graph raised: eager re-runs the call. When eager raises too, it is the user's
-        error (eager's exception reaches the caller); when eager succeeds, the graph computes
-        something eager does not, a janus_like defect: that signature runs eagerly from then on."""
-        self._hot = None
-        self.counters["fallbacks"] += 1
-        text = f"graph raised {type(exc).__name__}: {exc}"
-        try:
-            result = self._eager(args)
-        except Exception:
-            self._note(Fallback("user-error", text))
-            raise
-        fb = Fallback("internal-error", f"{text}, where eager did not")
-        self._note(fb)
-        if g in entry.graphs:
-            entry.graphs.remove(g)
-        entry.eager_reason = fb
-        if os.environ.get("JANUS_LIKE_DEBUG"):
-            raise RuntimeError(f"janus_like: {fb.detail}") from exc
-        return result
 
     def _positional(self, args, kwargs):
         try:

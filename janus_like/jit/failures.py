@@ -1,0 +1,102 @@
+"""What a JitFunction does when speculation fails (a mixin of `function.JitFunction`).
+
+- generation is Unsupported: the signature runs eagerly with the reason (or, for a branch the
+  profile never saw, is profiled again first);
+- a guard or an assert fails: the failure is counted against its assumption, and after
+  `regen_after` failures of a relaxable one the graph is regenerated with it relaxed;
+- the graph raises, or generating it does: eager re-runs the call and decides whose error it is
+  (eager raises too: the user's; else a janus_like defect, and that signature runs eagerly).
+"""
+from __future__ import annotations
+
+import os
+
+from .assumptions import Fallback, user_site
+
+
+class FailuresMixin:
+    def _failed(self, entry, exc):
+        fb = Fallback(exc.reason, exc.detail, exc.site)
+        self._note(fb)
+        if exc.reason == "unprofiled-branch" and entry.retries < 3:
+            entry.retries += 1  # profile this call, then try again
+        else:
+            entry.eager_reason = fb
+        return None
+
+    def _assert_failed(self, entry, g, assumption, args):
+        self._hot = None
+        c = self.counters
+        c["assert_failures"] += 1
+        c["fallbacks"] += 1
+        self._log("assumptions", assumption.failure_text() if assumption is not None else "assert failed")
+        self._count_failure(entry, g, assumption)
+        return self._eager(args)
+
+    def _guard_failed(self, entry, g, index):
+        """Returns True when this call should just run eagerly (waiting to see if it repeats)."""
+        self._hot = None
+        if index < 0:
+            self._note(Fallback("user-error", "reading an input raised (missing attribute or item)"))
+            return False
+        assumption = g.assumptions[index]
+        self._log("assumptions", assumption.failure_text())
+        if assumption.relax is not None and assumption.kind == "value":
+            self.counters["fallbacks"] += 1
+            return not self._count_failure(entry, g, assumption)
+        return False  # a new structure/shape/type: specialize another graph
+
+    def _count_failure(self, entry, g, assumption):
+        assumption.failures += 1
+        self._note(Fallback("assumption", assumption.failure_text(), assumption.site))
+        key = assumption.relax
+        if key is None:
+            return False
+        n = entry.failures[key] = entry.failures.get(key, 0) + 1
+        if n >= self.regen_after and key not in entry.relaxed:
+            entry.relaxed.add(key)
+            if g in entry.graphs:
+                entry.graphs.remove(g)
+            self.counters["regenerations"] += 1
+            self._log("regen", f"relaxing {key[0]} assumption at {assumption.site} after {n} failures")
+            return True
+        return False
+
+    def _generation_raised(self, entry, exc, args):
+        """Generating raised: evaluating the user's code on values the graph bakes in (a
+        constant `1 / 0`), or a generator defect. Eager runs the call: when it raises the same
+        exception, it is the user's error, reported at eager's source line; else a janus_like
+        defect. Either way the signature runs eagerly from then on."""
+        self.counters["fallbacks"] += 1
+        entry.eager_reason = Fallback("internal-error", f"{type(exc).__name__}: {exc}")
+        try:
+            result = self._eager(args)
+        except Exception as eager_exc:
+            if type(eager_exc) is type(exc) and str(eager_exc) == str(exc):
+                entry.eager_reason = Fallback("user-error", f"generation raised {type(exc).__name__}: {exc}, "
+                                                            "as eager does", user_site(eager_exc))
+            self._note(entry.eager_reason)
+            raise
+        self._note(entry.eager_reason)
+        return result
+
+    def _raised(self, entry, g, exc, args):
+        """The graph raised: eager re-runs the call. When eager raises too, it is the user's
+        error (eager's exception reaches the caller); when eager succeeds, the graph computes
+        something eager does not, a janus_like defect: that signature runs eagerly from then on."""
+        self._hot = None
+        self.counters["fallbacks"] += 1
+        text = f"graph raised {type(exc).__name__}: {exc}"
+        try:
+            result = self._eager(args)
+        except Exception:
+            self._note(Fallback("user-error", text))
+            raise
+        fb = Fallback("internal-error", f"{text}, where eager did not")
+        self._note(fb)
+        if g in entry.graphs:
+            entry.graphs.remove(g)
+        entry.eager_reason = fb
+        if os.environ.get("JANUS_LIKE_DEBUG"):
+            raise RuntimeError(f"janus_like: {fb.detail}") from exc
+        return result
