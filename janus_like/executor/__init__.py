@@ -25,8 +25,10 @@ from .tiering import Tier, fp_errors_raise
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
 
 class CompiledGraph:
-    def __init__(self, gen, mode: str = "plan", native: str = "off"):
+    def __init__(self, gen, mode: str = "plan", native: str = "off", stats=None):
         self.gen = gen
+        # the caller's (counters, times) dicts: the fused function counts its calls there itself
+        self.stats = stats
         self.graph = gen.graph
         self.guard = gen.guard
         self.outputs = gen.outputs

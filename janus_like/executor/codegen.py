@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import re
 
 import numpy as np
 
@@ -36,6 +37,10 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
            "ne": "not_equal", "sin": "sin", "cos": "cos", "sign": "sign", "logical_and": "logical_and",
            "logical_or": "logical_or", "logical_not": "logical_not"}
+
+
+# reductions whose array method is exactly `ufunc.reduce(a, axis, dtype, out, keepdims)`
+_REDUCE = {"sum": "add", "max": "maximum", "min": "minimum"}
 
 
 class _Emitter:
@@ -114,6 +119,12 @@ class _Emitter:
             expr = self.inline_ranked(n, x)
             if expr is not None:
                 return expr
+        if n.op in _REDUCE and array_in and ir.numpy_typed(x):
+            # what the array method calls (NumPy's _methods), without its Python wrapper and
+            # keyword parsing: ~0.8 us less per call on a small array
+            dtype = self.const(n.params.get("dtype")) if n.op == "sum" else "None"
+            return (f"np.{_REDUCE[n.op]}.reduce({self.arg(x)}, {self.const(n.params.get('axis'))}, {dtype}, None, "
+                    f"{bool(n.params.get('keepdims', False))!r})")
         if n.op in ("sum", "mean", "max", "min") and array_in:
             kw = [f"axis={self.const(n.params.get('axis'))}", f"keepdims={n.params.get('keepdims', False)!r}"]
             if n.op == "sum" and n.params.get("dtype") is not None:
@@ -461,6 +472,27 @@ def _pool():
     return _POOL[0]
 
 
+_NUMPY_NAME = re.compile(r"\bnp\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+
+
+def _bind_numpy(lines, env):
+    """`np.add(...)` -> `NP_add(...)`, `np.add.reduce` -> `NP_add_reduce`, with the function
+    itself in the plan's globals: one dictionary lookup per call instead of a global lookup and
+    one attribute lookup per dot (~50 ns each; a small graph's plan makes dozens per call)."""
+    def bind(m):
+        obj = np
+        try:
+            for part in m.group(1).split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            return m.group(0)
+        name = "NP_" + m.group(1).replace(".", "_")
+        if env.setdefault(name, obj) is not obj:
+            return m.group(0)
+        return name
+    return [_NUMPY_NAME.sub(bind, line) for line in lines]
+
+
 def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | None = None):
     """Compile `graph` to a Python function `plan(slots) -> list of output values`.
 
@@ -481,6 +513,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     if async_nodes:
         em.globals["POOL"] = _pool()
     em.emit(graph.nodes, 4, plan_reuse(graph, busy) if reuse_buffers else {})
+    em.lines = _bind_numpy(em.lines, em.globals)
     outs = ", ".join(em.arg(o) for o in graph.outputs)
     src = "def plan(S):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
     code = compile(src, f"<janus_like plan {graph.name}>", "exec")

@@ -54,6 +54,8 @@ def fuse(cg, body):
     (guard_lines, guard_ret, guard_env), (finish_lines, finish_env) = pieces
     body_lines, body_ret, body_env = body
     env = {"MISS": MISS, "_pc": time.perf_counter, "G": cg}
+    if cg.stats is not None:
+        env["_C"], env["_T"] = cg.stats
     for names in (body_env, guard_env, finish_env):
         for k, v in names.items():
             if k.startswith("__") or k in ("plan", "guard", "finish"):
@@ -79,7 +81,10 @@ def fuse(cg, body):
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]
     src += [f"    R = {finish[-1][len('return '):]}", "    G.runs += 1", "    e = _pc() - t0",
-            "    G.last_s = e", "    G.time_s += e", "    return R"]
+            "    G.last_s = e", "    G.time_s += e"]
+    if cg.stats is not None:  # the JitFunction's statistics, so that its __call__ need not
+        src += ['    _C["calls"] += 1', '    _C["graph_calls"] += 1', '    _T["graph_s"] += e']
+    src += ["    return R"]
     text = "\n".join(src) + "\n"
     exec(compile(text, f"<janus_like call {cg.graph.name}>", "exec"), env)
     call = env["call"]

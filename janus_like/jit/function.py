@@ -20,6 +20,7 @@ import time
 import types
 
 from .. import executor as ex
+from ..executor.fused import MISS as _MISS
 from ..graphgen.evaluator import Generator
 from ..graphgen.values import Unsupported
 from ..passes import optimize
@@ -29,7 +30,7 @@ from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
 from .failures import FailuresMixin
-from .switches import disabled as _disabled, log_topics as _log_topics
+from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabled as _disabled, log_topics as _log_topics
 from .polymorphism import arg_key, probe_args, signature, sizes_of, varying_dims
 
 
@@ -94,23 +95,23 @@ class JitFunction(FailuresMixin):
         if self.__self__ is not None:
             args = (self.__self__,) + args
         hot = self._hot
-        if hot is not None and not kwargs and not _tapes and not _disabled():
+        if hot is not None and not kwargs and not _tapes and _env_get(_DISABLE_NAME) is None:
             # The steady state: the graph that ran last, tried first, without computing the
             # signature key. Its guards check everything the graph relies on, so a call it
             # accepts is one it computes correctly; anything else takes the full path below.
-            fast = hot.fast  # guards, plan and commit in one generated function (executor/fused.py)
+            fast = hot.fast  # guards, plan, commit and statistics in one function (executor/fused.py)
             if fast is not None:
                 result = fast(args)
-                ok = result is not ex.MISS
+                if result is not _MISS:
+                    return result
             else:
                 status, result = hot.try_run(args)
-                ok = status is ex.OK
-            if ok:
-                c = self.counters
-                c["calls"] += 1
-                c["graph_calls"] += 1
-                self.times["graph_s"] += hot.last_s
-                return result
+                if status is ex.OK:
+                    c = self.counters
+                    c["calls"] += 1
+                    c["graph_calls"] += 1
+                    self.times["graph_s"] += hot.last_s
+                    return result
             self._hot = None
         return self._dispatch(args, kwargs)
 
@@ -283,7 +284,7 @@ class JitFunction(FailuresMixin):
         if self._dims and any(i < len(args) for i in self._dims):
             try:
                 gen = self._generate_polymorphic(entry, args, name)
-                g = ex.CompiledGraph(gen, self.mode, self.native)
+                g = ex.CompiledGraph(gen, self.mode, self.native, (self.counters, self.times))
             except Exception as exc:  # whatever the reason (a generator bug too): back to one graph per size
                 if not isinstance(exc, Unsupported) and os.environ.get("JANUS_LIKE_DEBUG"):
                     raise
@@ -302,7 +303,8 @@ class JitFunction(FailuresMixin):
             self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
             return g
         try:
-            g = ex.CompiledGraph(self._build(entry, args, name), self.mode, self.native)
+            g = ex.CompiledGraph(self._build(entry, args, name), self.mode, self.native,
+                                   (self.counters, self.times))
         except Unsupported as exc:
             return self._failed(entry, exc)
         except RecursionError:

@@ -20,3 +20,12 @@ def disabled():
         v = _ENV.get(_DISABLE_KEY)
         return v is not None and v not in (b"", b"0", "", "0")
     return os.environ.get("JANUS_LIKE_DISABLE", "") not in ("", "0")
+
+
+# The steady-state call's test: `ENV_GET(DISABLE_NAME) is None` exactly when the variable is
+# unset (one dictionary lookup, no Python call); a call that finds it set takes the full path,
+# where `disabled()` decides what its value means.
+if _ENV is not None and _DISABLE_KEY is not None:
+    ENV_GET, DISABLE_NAME = _ENV.get, _DISABLE_KEY
+else:
+    ENV_GET, DISABLE_NAME = os.environ.get, "JANUS_LIKE_DISABLE"

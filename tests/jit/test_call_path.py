@@ -88,6 +88,12 @@ def test_jit_disable_and_an_outer_tape_still_win_over_the_hot_graph(monkeypatch)
     before = f.stats()["graph_calls"]
     f(x)
     assert f.stats()["graph_calls"] == before
+    monkeypatch.setenv("JANUS_LIKE_DISABLE", "0")  # set but off: the full path, still the graph
+    f(x)
+    assert f.stats()["graph_calls"] == before + 1
+    monkeypatch.delenv("JANUS_LIKE_DISABLE")
+    f(x)
+    assert f.stats()["graph_calls"] == before + 2
 
 
 @settings(deadline=None, max_examples=25)

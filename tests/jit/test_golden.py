@@ -92,13 +92,14 @@ def _golden(expected):
 
 def test_golden_straight_line(prog):
     f32 = np.float32
+    # a small product runs as np.dot under reassociation (passes/products.py)
     g = _graph_after(prog.mlp, [(np.ones((2, 3), f32), np.ones((3, 4), f32), np.zeros(4, f32))] * 4)
     assert normalize(str(g.graph)) == _golden("""
         graph mlp(3 inputs) {
           %1 = input arg0 : float32[2,3]
           %2 = input arg1 : float32[3,4]
           %3 = input arg2 : float32[4]
-          %4 = matmul(%1, %2) : float32[2,4]  @ prog.py:5
+          %4 = dot(%1, %2) : float32[2,4]  @ prog.py:5
           %5 = add(%4, %3) : float32[2,4]  @ prog.py:5
           %6 = tanh(%5) : float32[2,4]  @ prog.py:5
           return (%6,)
