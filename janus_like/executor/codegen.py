@@ -487,7 +487,7 @@ def _bind_numpy(lines, env):
         except AttributeError:
             return m.group(0)
         name = "NP_" + m.group(1).replace(".", "_")
-        if env.setdefault(name, obj) is not obj:
+        if env.setdefault(name, obj) != obj:  # `np.add.reduce` is a new (equal) object each time
             return m.group(0)
         return name
     return [_NUMPY_NAME.sub(bind, line) for line in lines]
