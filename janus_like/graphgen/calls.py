@@ -3,6 +3,7 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import types
 
@@ -12,9 +13,15 @@ from ..ops import api as F
 from ..source import NoSource, function_ast, has_yield, local_names
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
+from .callbacks import _NOT_HANDLED
 from .conversions import convert, is_conversion
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
+
+
+# builtins (and C library functions outside the library modules' names) that call a function
+# they are given; the other builtins only hold, name or test it
+_CALLING_BUILTINS = {map, filter, sorted, min, max, iter, functools.reduce}
 
 
 class CallsMixin:
@@ -74,6 +81,13 @@ class CallsMixin:
                     raise Unsupported("object-construction", "creating a Variable inside the function", self.site)
                 return self.new_tensor(args, kwargs)
             return self.lift(func(*args, **kwargs))
+        library = isinstance(func, np.ufunc) or (module.startswith(_LIBRARY_PREFIXES) and module != "builtins"
+                                                 and callable(func))
+        if (library or func in _CALLING_BUILTINS) and not (isinstance(func, types.FunctionType)
+                                                           and module.startswith(_INLINE_LIBRARY)):
+            result = self.library_callback(func, args, kwargs)  # library code given a user function
+            if result is not _NOT_HANDLED:
+                return result
         if isinstance(func, types.FunctionType):
             if module.startswith(_LIBRARY_PREFIXES) and not module.startswith(_INLINE_LIBRARY):
                 return self.call_library(func, args, kwargs)
@@ -85,6 +99,8 @@ class CallsMixin:
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
             if isinstance(owner, (list, dict, set, str, tuple)) and not _any_objref((args, kwargs)):
+                if self.library_callback(func, args, kwargs) is not _NOT_HANDLED:  # list.sort(key=f)
+                    raise AssertionError("no container method is replayed")
                 return func(*args, **kwargs)  # a local container's method
         if isinstance(func, type):
             if issubclass(func, BaseException):

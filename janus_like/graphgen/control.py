@@ -281,7 +281,7 @@ class ControlFlowMixin:
         if isinstance(iterable, ObjRef):  # elements the profiler saw vary become graph inputs
             items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
         else:
-            items = self.iterate(iterable)
+            items = self.iterate_lazily(iterable)  # an iterator's items computed as they are pulled
         for item in items:
             self.count_unroll()
             self.assign(node.target, item, frame)

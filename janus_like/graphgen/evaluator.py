@@ -19,6 +19,7 @@ from .. import backend, ir
 from ..ops.registry import set_builder
 from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
+from .callbacks import CallbacksMixin
 from .calls import CallsMixin
 from .containers import ContainersMixin
 from .control import ControlFlowMixin
@@ -36,7 +37,7 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-class Generator(CallsMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin, ContainersMixin):
+class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin, ContainersMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input

@@ -373,7 +373,7 @@ class ExpressionsMixin:
                 add(acc, frame)
                 return
             gen = gens[0]
-            for item in self.iterate(self.eval(gen.iter, frame)):
+            for item in self.iterate_lazily(self.eval(gen.iter, frame)):
                 self.count_unroll()
                 self.assign(gen.target, item, frame)
                 if all(self.truth(self.eval(c, frame)) for c in gen.ifs):
@@ -386,4 +386,5 @@ class ExpressionsMixin:
             frame.locals.update(saved)
         return acc
 
-    expr_GeneratorExp = expr_ListComp
+    def expr_GeneratorExp(self, node, frame):
+        return self.lazy_genexp(node, frame)  # lazy, in its own scope (callbacks.py)

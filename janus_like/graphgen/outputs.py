@@ -8,6 +8,9 @@ code would have produced (Tensor, ndarray, NumPy scalar, Python number, lists, d
 """
 from __future__ import annotations
 
+import collections
+import collections.abc
+
 import numpy as np
 
 from .. import ir
@@ -16,6 +19,9 @@ from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 _ALIASING_OPS = {ir.INPUT, ir.CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
                  "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get"}
+
+
+_MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
 
 
 class Outputs:
@@ -65,6 +71,11 @@ class Outputs:
             return ("fresh", v)
         if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod", "LocalFunction"):
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} escapes the function", "")
+        if hasattr(type(v), "__next__") or isinstance(v, _MUTABLE):
+            # made by the call (an iterator over graph values, a set): a constant would hand every
+            # call the same object, and an iterator's items would be computed outside the graph
+            raise Unsupported("unsupported-syntax", f"a {type(v).__name__} object made in the function "
+                                                    "leaves it (returned or stored)", "")
         return ("const", v)
 
     def plan_copies(self):

@@ -2,6 +2,7 @@
 result is always eager's. Also: the kill switch, event logs, whose error a graph error is, and
 the interpreter mode. The ways a function reaches `jit` are in test_entry_points.py."""
 import inspect
+import itertools
 import zlib
 
 import numpy as np
@@ -51,7 +52,7 @@ def _uses_generator(x):
 
 
 def _uses_lambda(x):
-    return sum(map(lambda t: t * t, [x, x])) + 1.0  # MARK  library code calling a local function
+    return sum(itertools.starmap(lambda a, b: a * b, [(x, x), (x, x)])) + 1.0  # MARK  library code calling it
 
 
 def _uses_unsupported_library(x):

@@ -3,6 +3,8 @@ inlined where called, read their free names from the defining frame at the time 
 (Python's late binding), evaluate defaults at definition, recurse, run under a GradientTape, and
 write to the enclosing function's containers. What they cannot do in a graph (escape through the
 result, be called by library code, live in a comprehension) keeps the signature eager, named."""
+import itertools
+
 import numpy as np
 
 import janus_like as jl
@@ -135,7 +137,7 @@ def test_what_cannot_be_a_graph_is_eager_with_the_reason():
 
     def make_map():
         def f(xs):
-            return sum(map(lambda z: np.tanh(z), xs))  # library code calling it
+            return list(itertools.accumulate(xs, lambda a, z: a + np.tanh(z)))[-1]  # library code calling it
 
         return f, {}
 
@@ -150,6 +152,6 @@ def test_what_cannot_be_a_graph_is_eager_with_the_reason():
     assert "unsupported-syntax" in fallback_reasons(jf), jf.explain()
     jf = check(make_map, call_sequence(5, lambda s, i: ([random_array(i, (2,)), random_array(i + 1, (2,))],)),
                min_graph_calls=0)
-    assert any("called by library code" in fb.detail for fb in jf.fallbacks()), jf.explain()
+    assert any("from library code" in fb.detail for fb in jf.fallbacks()), jf.explain()
     jf = check(make_comprehension, _xs(5), min_graph_calls=0)
     assert any("comprehension" in fb.detail for fb in jf.fallbacks()), jf.explain()

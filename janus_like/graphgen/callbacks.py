@@ -1,0 +1,185 @@
+"""User code called back by library code, and lazy iterators.
+
+Library code (a builtin, NumPy, functools) that receives a user function calls it with whatever
+it holds. Called during generation with graph values, the user function would run as plain
+Python: the generator would not see what it reads, so nothing guards a global it reads (the
+graph keeps the generation-time value after the global changes) and whatever it returns can
+escape the graph. So:
+
+- `map`, `filter`, `sorted(key=)`, `min`/`max(key=)` and `functools.reduce` with a user
+  function are done here, the function inlined like any call;
+- any other library call given a user function stays eager (`unsupported-call`).
+
+`map`, `filter` and generator expressions are lazy in Python: the function runs when the
+consumer pulls the next item, interleaved with the consumer's own code (a `for` body that prints,
+or reads state the function writes). Here they are Python generators that inline the next
+call when pulled, so a `for` loop over them, or a builtin consuming them, builds the nodes in
+eager's order. An iterator that leaves the function (returned, stored) stays eager: the graph
+cannot hand back a live iterator (see outputs.spec).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import types
+
+from .support import Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
+from .values import BoundMethod, LocalFunction, ObjRef, Unsupported
+
+_NOT_HANDLED = object()
+
+
+def is_user_callable(v) -> bool:
+    """A function whose body the generator would inline if it were called directly."""
+    if isinstance(v, (LocalFunction, BoundMethod)) or _is_jit(v):
+        return True
+    if isinstance(v, types.MethodType):
+        v = v.__func__
+    if isinstance(v, types.FunctionType):
+        return not (v.__module__ or "").startswith(_LIBRARY_PREFIXES)
+    if isinstance(v, ObjRef):
+        call = getattr(type(v.obj), "__call__", None)
+        return isinstance(call, types.FunctionType) and not isinstance(v.obj, type)
+    return False
+
+
+def _callables_in(args, kwargs):
+    found = []
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, (list, tuple)):
+            found += [x for x in v if is_user_callable(x)]
+        elif is_user_callable(v):
+            found.append(v)
+    return found
+
+
+def _name(f) -> str:
+    f = getattr(f, "func", f)
+    return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
+
+
+class CallbacksMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def library_callback(self, func, args, kwargs):
+        """The result of library `func` called with a user function among its arguments, or
+        _NOT_HANDLED when there is none. Raises Unsupported for library code this module does
+        not replay."""
+        users = _callables_in(args, kwargs)
+        if not users:
+            return _NOT_HANDLED
+        handler = _HANDLERS.get(func)
+        if handler is not None:
+            result = handler(self, args, kwargs)
+            if result is not _NOT_HANDLED:
+                return result
+        raise Unsupported("unsupported-call", f"{_name(func)}() would call the user function {_name(users[0])} "
+                                              "from library code", self.site)
+
+    def iterate_lazily(self, value):
+        """What a `for` loop or a comprehension iterates: an iterator as it is (its items are
+        computed as they are pulled, as in eager code), anything else as `iterate` lists it."""
+        if hasattr(type(value), "__next__"):
+            return value
+        return self.iterate(value)
+
+    # ---------------------------------------------------------------- the replayed builtins
+    def _map(self, args, kwargs):
+        if kwargs or len(args) < 2 or not is_user_callable(args[0]):
+            return _NOT_HANDLED
+        f, iterators = args[0], [iter(self.iterate_lazily(a)) for a in args[1:]]
+
+        def pulled():
+            while True:
+                items = []
+                for it in iterators:
+                    try:
+                        items.append(next(it))
+                    except StopIteration:
+                        return
+                yield self.call(f, items, {})
+        return pulled()
+
+    def _filter(self, args, kwargs):
+        if kwargs or len(args) != 2 or not is_user_callable(args[0]):
+            return _NOT_HANDLED
+        f, source = args[0], iter(self.iterate_lazily(args[1]))
+        return (x for x in source if self.truth(self.call(f, [x], {})))
+
+    def _keys(self, f, items, what):
+        keys = [self.call(f, [x], {}) for x in items]
+        if _any_abstract(keys):
+            raise Unsupported("data-dependent-python", f"{what}() by keys computed in the graph", self.site)
+        return keys
+
+    def _sorted(self, args, kwargs):
+        key = kwargs.get("key")
+        if len(args) != 1 or set(kwargs) - {"key", "reverse"} or not is_user_callable(key):
+            return _NOT_HANDLED
+        items = list(self.iterate_lazily(args[0]))
+        keys = self._keys(key, items, "sorted")
+        # the same comparisons on the same keys: the same (stable) order as eager's sorted
+        order = sorted(range(len(items)), key=keys.__getitem__, reverse=bool(kwargs.get("reverse", False)))
+        return [items[i] for i in order]
+
+    def _extreme(self, pick, args, kwargs):
+        key = kwargs.get("key")
+        if not args or set(kwargs) - {"key", "default"} or not is_user_callable(key):
+            return _NOT_HANDLED
+        items = list(self.iterate_lazily(args[0])) if len(args) == 1 else list(args)
+        if not items:
+            if "default" in kwargs and len(args) == 1:
+                return kwargs["default"]
+            raise Unsupported("user-error", f"{pick.__name__}() of an empty sequence", self.site)
+        keys = self._keys(key, items, pick.__name__)
+        return items[pick(range(len(items)), key=keys.__getitem__)]  # the first extreme, as eager
+
+    def _reduce(self, args, kwargs):
+        if kwargs or len(args) not in (2, 3) or not is_user_callable(args[0]):
+            return _NOT_HANDLED
+        f, source = args[0], iter(self.iterate_lazily(args[1]))
+        if len(args) == 3:
+            acc = args[2]
+        else:
+            try:
+                acc = next(source)
+            except StopIteration:
+                raise Unsupported("user-error", "reduce() of an empty iterable with no initial value",
+                                  self.site) from None
+        for x in source:
+            acc = self.call(f, [acc, x], {})
+        return acc
+
+    # ---------------------------------------------------------------- generator expressions
+    def lazy_genexp(self, node, frame):
+        """A generator expression: its first iterable evaluated now, everything else in its own
+        scope when the next item is pulled (names of the enclosing function read then)."""
+        if any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
+            raise Unsupported("unsupported-syntax", "lambda inside a generator expression", self.site)
+        first = self.iterate_lazily(self.eval(node.generators[0].iter, frame))
+        targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        scope = Frame(frame.func, frame.globals, frame.filename, frame, frozenset(targets))
+        scope.cells = frame.cells
+
+        def items(k, source):
+            gen = node.generators[k]
+            for item in source:
+                self.count_unroll()
+                self.assign(gen.target, item, scope)
+                if not all(self.truth(self.eval(c, scope)) for c in gen.ifs):
+                    continue
+                if k + 1 == len(node.generators):
+                    yield self.eval(node.elt, scope)
+                else:
+                    yield from items(k + 1, self.iterate_lazily(self.eval(node.generators[k + 1].iter, scope)))
+        return items(0, first)
+
+
+_HANDLERS = {
+    map: CallbacksMixin._map,
+    filter: CallbacksMixin._filter,
+    sorted: CallbacksMixin._sorted,
+    min: lambda self, args, kwargs: self._extreme(min, args, kwargs),
+    max: lambda self, args, kwargs: self._extreme(max, args, kwargs),
+    functools.reduce: CallbacksMixin._reduce,
+}

@@ -1,0 +1,140 @@
+"""User functions called by library code (map, filter, sorted/min/max with key=,
+functools.reduce) and lazy iterators (map, filter, generator expressions): inlined in eager's
+order, with what they read guarded; anything else stays eager, and an iterator that leaves the
+function is eager's. Every case runs eager and jit side by side (results, state, printed output)."""
+import functools
+import itertools
+
+import numpy as np
+
+from .harness import call_sequence, check, fallback_reasons, random_array
+
+SCALE = 2.0  # read by _scaled, changed by the call sequences below
+
+
+def _scaled(x):
+    return x * SCALE
+
+
+def _set_scale(i, switch_at=5):
+    global SCALE
+    SCALE = 2.0 if i < switch_at else 3.0
+
+
+def _lists(n, shape=(3,), length=3, switch_at=None):
+    def args(state, i):
+        if switch_at is not None:
+            _set_scale(i, switch_at)
+        return ([random_array(10 * i + k, shape) for k in range(length)],)
+    return call_sequence(n, args)
+
+
+def test_map_of_a_module_function_sees_a_changed_global():
+    # the bug this guards against: the function ran as plain Python with graph values, so the
+    # global it read was baked into the graph unguarded, and the graph kept SCALE = 2
+    def make():
+        def f(xs):
+            return list(map(_scaled, xs))
+        return f, {}
+
+    jf = check(make, _lists(9, switch_at=5))
+    assert "SCALE" in jf.explain() and jf.stats()["graph_calls"] >= 4, jf.explain()  # guarded, then an input
+
+
+def test_map_filter_and_genexp_run_in_eagers_order_with_the_loop_body():
+    def make():
+        log = []
+
+        def g(x):
+            print("g", x.shape)
+            log.append(x.sum())
+            return x * len(log)  # reads what the loop body wrote
+
+        def f(xs):
+            out = []
+            for y in map(g, xs):
+                print("body", len(log))
+                log.append(0.0)
+                out.append(y)
+            for y in (g(x) + 1.0 for x in xs if x.shape[0] > 1):
+                print("genexp body", len(log))
+                out.append(y)
+            for a, b in zip(filter(lambda v: v.shape[0] > 2, xs), map(lambda v: v * 2.0, xs)):
+                print("zip body")
+                out.append(a + b)
+            return out, log
+        return f, {}
+
+    check(make, _lists(6))
+
+
+def test_sorted_min_max_and_reduce_with_user_keys():
+    def make():
+        def f(xs, names):
+            order = sorted(names, key=lambda s: (len(s), s))
+            longest = max(names, key=len)  # a builtin key: plain Python
+            first = min(names, key=lambda s: s[-1])
+            rev = sorted(range(len(xs)), key=lambda i: -i, reverse=True)
+            total = functools.reduce(lambda acc, x: acc + np.tanh(x), xs, 0.0)
+            prod = functools.reduce(lambda a, b: a * b, xs)
+            pairs = list(map(lambda a, b: a - b, xs, xs[1:]))
+            kept = list(filter(lambda x: x.shape[0] == 3, xs))
+            return order, longest, first, rev, total, prod, pairs, kept
+        return f, {}
+
+    calls = call_sequence(6, lambda s, i: ([random_array(i + k, (3,)) for k in range(3)],
+                                           ["bb", "a", "ccc", "ab"][: 2 + i % 3]))
+    jf = check(make, calls)
+    assert jf.stats()["eager_calls"] == 0, jf.explain()
+
+
+def test_generator_expressions_have_their_own_scope_and_late_binding():
+    def make():
+        def f(xs):
+            x = "outer"
+            scale = 1.0
+            gen = (x * scale for x in xs)  # `x` is the genexp's own; `scale` read when pulled
+            scale = 3.0
+            total = sum(gen)
+            nested = [v for v in (a * b for a in xs for b in (1.0, 2.0))]
+            return total, x, nested, sum(x.sum() for x in xs)
+        return f, {}
+
+    check(make, _lists(6))
+
+
+def test_iterators_and_sets_that_leave_the_function_are_eagers():
+    import janus_like as jl
+
+    def gen(xs):
+        return (x * 2.0 for x in xs)
+
+    def mapped(xs):
+        return map(np.tanh, xs)
+
+    def a_set(xs):
+        return {len(xs)}
+
+    for fn in (gen, mapped, a_set):
+        jf = jl.jit(fn)
+        for i in range(6):
+            xs = [random_array(i, (2,)), random_array(i + 1, (2,))]
+            got, want = jf(xs), fn(xs)
+            assert type(got) is type(want)
+            np.testing.assert_array_equal(np.array(list(got)), np.array(list(want)))
+        assert jf.stats()["graph_calls"] == 0 and "unsupported-syntax" in fallback_reasons(jf), jf.explain()
+
+
+def test_other_library_code_given_a_user_function_is_eager_with_the_reason():
+    def make():
+        def f(xs):
+            return list(itertools.starmap(_scaled_pair, zip(xs, xs)))
+        return f, {}
+
+    jf = check(make, _lists(6, switch_at=3), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0
+    assert any("from library code" in fb.detail and "_scaled_pair" in fb.detail for fb in jf.fallbacks()), jf.explain()
+
+
+def _scaled_pair(a, b):
+    return a * b * SCALE
