@@ -92,7 +92,7 @@ def simple_statements(draw, loop_var=False):
     v = draw(st.sampled_from(_VARS))
     kind = draw(st.sampled_from(["assign", "assign", "iadd", "imul", "row", "col", "slice", "fancy", "out",
                                  "attr", "attr_inplace", "append", "dictset", "variable", "bump", "xs_append",
-                                 "convert", "local"]))
+                                 "convert", "local", "callback"]))
     e = draw(nm_expressions(2, loop_var))
     if kind == "assign":
         return [f"{v} = {e}"]
@@ -127,6 +127,18 @@ def simple_statements(draw, loop_var=False):
         w = draw(st.sampled_from(_VARS))
         return ["def inner(a, k=s):", f"    return np.tanh(a) * k + {w}[0]", f"{v} = inner({e})",
                 f"{v} = {draw(st.sampled_from(['inner', '(lambda a: inner(a) * 0.5)']))}({v})"]
+    if kind == "callback":  # user functions called by library code; lazy iterators (graphgen/callbacks.py)
+        w = draw(st.sampled_from(_VARS))
+        return draw(st.sampled_from([
+            [f"{v} = sum(map(helper, [{v}, {w}]))"],
+            [f"{v} = functools.reduce(lambda a, b: a + b * 0.5, [{v}, {w}, {e}])"],
+            [f"{v} = sorted([{v}, {w}], key=lambda a: -a.shape[1])[0] * 0.5"],
+            [f"{v} = ([{v}] + list(filter(lambda a: a.shape[0] > 2, [{w}, {e}])))[-1]"],
+            # the item reads {v} when pulled, after the body's write: eager's order or a wrong value
+            [f"for t in (np.tanh(a) * {v}[0, 0] for a in [{v}, {w}]):", f"    obj.log.append(np.sum(t))",
+             f"    {v} = {v} + t * 0.1"],
+            [f"for t in map(lambda a: bump(obj, a), [{v}, {w}]):", f"    obj.log.append(np.sum(obj.acc))",
+             f"    {v} = {v} * 0.5 + t"]]))
     if kind == "dictset":
         return [f"obj.cache[{draw(st.sampled_from(['a', 'b']))!r}] = {e}"]
     if kind == "variable":
@@ -195,6 +207,8 @@ def programs(draw):
 
 
 PRELUDE = '''
+import functools
+
 import numpy as np
 import janus_like as jl
 
