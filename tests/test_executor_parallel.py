@@ -5,7 +5,8 @@ import numpy as np
 import janus_like as jl
 from janus_like import F
 from janus_like.executor import interpret
-from janus_like.executor.codegen import ASYNC_GAP, compile_plan, plan_async
+from janus_like.executor.buffers import ASYNC_GAP, plan_async
+from janus_like.executor.codegen import compile_plan
 
 
 def test_parallel_plan_matches_interpreter_and_sequential_plan():

@@ -71,7 +71,7 @@ class Outputs:
             return ("fresh", v)
         if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod", "LocalFunction"):
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} escapes the function", "")
-        if hasattr(type(v), "__next__") or isinstance(v, _MUTABLE):
+        if isinstance(v, _MUTABLE):
             # made by the call (an iterator over graph values, a set): a constant would hand every
             # call the same object, and an iterator's items would be computed outside the graph
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} object made in the function "

@@ -180,7 +180,7 @@ def test_unknown_dimension_graphs_drop_a_broadcast_only_against_its_own_like():
 
 
 def test_buffers_are_reused_for_large_results_only():
-    from janus_like.executor.codegen import REUSE_MIN_ELEMENTS
+    from janus_like.executor.buffers import REUSE_MIN_ELEMENTS
 
     for size, reused in ((REUSE_MIN_ELEMENTS * 4, True), (2, False)):
         x = _in(0, (size,))
