@@ -23,6 +23,8 @@ from .placement import place
 from .tiering import Tier, fp_errors_raise
 
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
+INLINE_PLAN_LINES = 200  # plans up to this many lines are pasted into the fused call function
+
 
 class CompiledGraph:
     def __init__(self, gen, mode: str = "plan", native: str = "off", stats=None):
@@ -56,6 +58,10 @@ class CompiledGraph:
             return None
         if self.tier.run is not None:
             return fuse(self, self.tier.parts())
+        if len(self.plan.parts[0]) > INLINE_PLAN_LINES:
+            # a long plan is called, not pasted: compiling its text a second time cost as much
+            # as its first compile (14 ms of the LSTM step's first call), a frame ~0.1 µs a call
+            return fuse(self, ([], "PLAN(S)", {"PLAN": self.plan}))
         return fuse(self, self.plan.parts)
 
     def body(self, slots):

@@ -154,8 +154,6 @@ class CallbacksMixin:
     def lazy_genexp(self, node, frame):
         """A generator expression: its first iterable evaluated now, everything else in its own
         scope when the next item is pulled (names of the enclosing function read then)."""
-        if any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
-            raise Unsupported("unsupported-syntax", "lambda inside a generator expression", self.site)
         first = self.iterate_lazily(self.eval(node.generators[0].iter, frame))
         targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
         scope = Frame(frame.func, frame.globals, frame.filename, frame, frozenset(targets))

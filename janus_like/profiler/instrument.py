@@ -17,7 +17,7 @@ import copy
 import types
 import weakref
 
-from ..source import NoSource, function_ast
+from ..source import function_ast
 
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
                  "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
@@ -110,7 +110,7 @@ def instrumented(fn, hooks):
     if entry is None:
         try:
             entry = _compile(fn)
-        except (NoSource, SyntaxError, ValueError, TypeError):
+        except Exception:  # NoSource, or a copy that cannot be built: profile without it
             entry = False
         _cache[id(fn.__code__)] = (weakref.ref(fn.__code__), entry)
     if entry is False:
@@ -128,6 +128,15 @@ def _compile(fn):
     fn_ast = copy.deepcopy(function_ast(fn))
     fn_ast.decorator_list = []
     fn_ast.name = "__jl_inner"  # so a recursive reference to the original name stays a global
+    # Defaults and annotations are evaluated when the factory runs the `def`, where the names
+    # they read (`lambda z, i=i: ...` in a comprehension, an enclosing local) do not exist: the
+    # copy gets the original's evaluated defaults instead, and needs no annotations.
+    a = fn_ast.args
+    a.defaults, a.kw_defaults = [], [None] * len(a.kwonlyargs)
+    for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    fn_ast.returns = None
     filename = fn.__code__.co_filename
     local_names = _local_names(fn_ast)
     _Instrument(filename, local_names).visit(fn_ast)

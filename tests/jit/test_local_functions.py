@@ -2,7 +2,8 @@
 inlined where called, read their free names from the defining frame at the time of the call
 (Python's late binding), evaluate defaults at definition, recurse, run under a GradientTape, and
 write to the enclosing function's containers. What they cannot do in a graph (escape through the
-result, be called by library code, live in a comprehension) keeps the signature eager, named."""
+result, be called by library code other than map/filter/sorted/min/max/reduce) keeps the
+signature eager, named."""
 import itertools
 
 import numpy as np
@@ -141,17 +142,65 @@ def test_what_cannot_be_a_graph_is_eager_with_the_reason():
 
         return f, {}
 
-    def make_comprehension():
-        def f(x):
-            fs = [lambda: x * i for i in range(3)]  # noqa: B023  late binding to the comprehension's i
-            return [g() for g in fs]
-
-        return f, {}
-
     jf = check(make_escape, _xs(5), min_graph_calls=0)
     assert "unsupported-syntax" in fallback_reasons(jf), jf.explain()
     jf = check(make_map, call_sequence(5, lambda s, i: ([random_array(i, (2,)), random_array(i + 1, (2,))],)),
                min_graph_calls=0)
     assert any("from library code" in fb.detail for fb in jf.fallbacks()), jf.explain()
-    jf = check(make_comprehension, _xs(5), min_graph_calls=0)
-    assert any("comprehension" in fb.detail for fb in jf.fallbacks()), jf.explain()
+
+
+def test_lambdas_made_in_comprehensions_and_generator_expressions():
+    """A comprehension with a lambda in it has its own scope, as in Python: the lambdas read the
+    comprehension's names when called (all see the last i), defaults are evaluated per item,
+    the enclosing function's same-named local is untouched. Before, such a comprehension kept
+    the signature eager, and a lambda with a default (`i=i`) made the warm-up call raise
+    NameError in the profiler's copy of it (the copy evaluated the default where i does not
+    exist)."""
+    def make():
+        def f(x, xs):
+            i = 10.0
+            late = [lambda: x * i for i in range(3)]  # noqa: B023
+            bound = [lambda i=i: x * i for i in range(3)]
+            table = {k: (lambda z: z + len(k)) for k in ("a", "bb")}  # noqa: B023
+            called = [(lambda z: z * i)(x) for i in range(3)]
+            pairs = [lambda: x * i + j for i in range(2) for j in range(3) if i != j]  # noqa: B023
+            orders = [sorted(range(3), key=lambda a: (a * k) % 3) for k in range(1, 3)]
+            lazy = list((lambda: x - i) for i in range(2))  # noqa: B023
+            total = sum(g() for g in bound)
+            return ([g() for g in late], [g() for g in bound], table["bb"](x), called, [g() for g in pairs],
+                    orders, [g() for g in lazy], total, i, xs[0] * len(xs))
+
+        return f, {}
+
+    calls = call_sequence(6, lambda s, i: (random_array(i, (3,)), [random_array(i + k, (2,)) for k in range(3)]))
+    jf = check(make, calls)
+    assert jf.stats()["graph_calls"] == 3, jf.explain()
+
+
+def _helpers():
+    k, number = 2.0, float
+    g = lambda z, k=k: z * k  # noqa: E731
+
+    def h(z, m: number = k, *, n: number = 1.0) -> number:
+        return z + m * n
+
+    return g, h
+
+
+def test_profiled_copies_keep_defaults_and_annotations_of_the_original():
+    """The profiler's instrumented copy of a function is built without evaluating its defaults
+    and annotations again (they read the enclosing function's locals, which do not exist where
+    the copy is built: NameError before); the copy gets the original's evaluated defaults."""
+    from janus_like.profiler.instrument import _compile, instrumented
+
+    class Hooks:
+        def __getattr__(self, name):
+            return lambda key, value, *rest: value
+
+    g, h = _helpers()
+    for fn in (g, h):
+        code = _compile(fn)
+        assert code.co_argcount == fn.__code__.co_argcount and code.co_name == fn.__code__.co_name
+    copy = instrumented(h, Hooks())
+    assert copy is not None and copy(1.0) == h(1.0) == 3.0 and copy(1.0, n=2.0) == h(1.0, n=2.0)
+    assert instrumented(g, Hooks())(4.0) == 8.0
