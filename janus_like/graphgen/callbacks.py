@@ -154,12 +154,20 @@ class CallbacksMixin:
     def lazy_genexp(self, node, frame):
         """A generator expression: its first iterable evaluated now, everything else in its own
         scope when the next item is pulled (names of the enclosing function read then)."""
+        scope, steps = self.scoped_iteration(node, frame)
+        return (self.eval(node.elt, scope) for _ in steps)
+
+    def scoped_iteration(self, node, frame):
+        """(scope, steps) for a comprehension or generator expression run in its own scope, as
+        Python runs them: the first iterable is evaluated now, in `frame`; each step (pulled
+        lazily) binds the targets of the next item that passes the `if`s in `scope`, where the
+        element (and any lambda made there) reads them."""
         first = self.iterate_lazily(self.eval(node.generators[0].iter, frame))
         targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
         scope = Frame(frame.func, frame.globals, frame.filename, frame, frozenset(targets))
         scope.cells = frame.cells
 
-        def items(k, source):
+        def steps(k, source):
             gen = node.generators[k]
             for item in source:
                 self.count_unroll()
@@ -167,10 +175,10 @@ class CallbacksMixin:
                 if not all(self.truth(self.eval(c, scope)) for c in gen.ifs):
                     continue
                 if k + 1 == len(node.generators):
-                    yield self.eval(node.elt, scope)
+                    yield
                 else:
-                    yield from items(k + 1, self.iterate_lazily(self.eval(node.generators[k + 1].iter, scope)))
-        return items(0, first)
+                    yield from steps(k + 1, self.iterate_lazily(self.eval(node.generators[k + 1].iter, scope)))
+        return scope, steps(0, first)
 
 
 _HANDLERS = {

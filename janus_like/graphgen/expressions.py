@@ -12,7 +12,7 @@ from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from .builder import SymbolicTape
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, Frame, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _unwrap_obj
+from .support import ContainerMethod, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _unwrap_obj
 
 
 class ExpressionsMixin:
@@ -390,30 +390,17 @@ class ExpressionsMixin:
 
     def scoped_comprehension(self, node, frame, make, add):
         """A comprehension with a lambda in it runs in its own scope, as Python runs every
-        comprehension: a lambda made there reads the comprehension's names when it is called
-        (late binding: `[lambda: i for i in range(3)]` all see the last i). The first iterable
-        is evaluated in the enclosing scope, the rest in the comprehension's."""
+        comprehension (callbacks.scoped_iteration): a lambda made there reads the
+        comprehension's names when it is called (late binding: `[lambda: i for i in range(3)]`
+        all see the last i)."""
         if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
             raise Unsupported("unsupported-syntax", "`:=` in a comprehension with a lambda", self.site)
-        targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
-        scope = Frame(frame.func, frame.globals, frame.filename, frame, frozenset(targets))
-        scope.cells = frame.cells
         acc = make()
-
-        def loop(k, source):
-            gen = node.generators[k]
-            for item in self.iterate_lazily(source):
-                self.count_unroll()
-                self.assign(gen.target, item, scope)
-                if not all(self.truth(self.eval(c, scope)) for c in gen.ifs):
-                    continue
-                if k + 1 == len(node.generators):
-                    add(acc, scope)
-                else:
-                    loop(k + 1, self.eval(node.generators[k + 1].iter, scope))
         outer, self.comprehensions = self.comprehensions, 0
         try:
-            loop(0, self.eval(node.generators[0].iter, frame))
+            scope, steps = self.scoped_iteration(node, frame)
+            for _ in steps:
+                add(acc, scope)
         finally:
             self.comprehensions = outer
         return acc

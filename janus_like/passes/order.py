@@ -36,26 +36,14 @@ def refs(n):
     return out
 
 
-def _plain_ops():
-    """Ops that are never effects: registered ops that are not stateful (RNG draws are)."""
-    from ..ops.registry import REGISTRY
-    plain = {name for name, op in REGISTRY.items() if not op.stateful}
-    plain |= {ir.INPUT, ir.CONST, ir.TO_PY, ir.TUPLE_GET, ir.LOOP_VAR, ir.PY_OP}
-    return frozenset(plain - {ir.ASSERT, ir.RANDOM, ir.COND, ir.LOOP})
-
-
-_PLAIN = _plain_ops()
-
-
 def dependencies(nodes) -> dict:
     """node id -> ids of the nodes it must come after: its operands, and the previous effect."""
     ids = {n.id for n in nodes}
     deps: dict = {}
     last_effect = None
-    plain = _PLAIN
     for n in nodes:
         before = {r.id for r in refs(n) if r.id in ids}
-        if n.op not in plain and (n.op in _NESTED or _has_effect(n)):
+        if n.op in _NESTED or _has_effect(n):
             if last_effect is not None:
                 before.add(last_effect)
             last_effect = n.id
