@@ -213,6 +213,7 @@ def run_model(name, args, jit):
     eager_ms = results.get("eager", {}).get("ms_per_step")
     numpy_ms = results.get("numpy", {}).get("ms_per_step")
     eager_blocks = results.get("eager", {}).get("blocks_ms")
+    numpy_blocks = results.get("numpy", {}).get("blocks_ms")
     for r in results.values():
         if "ms_per_step" in r:
             r["speedup_vs_eager"] = eager_ms / r["ms_per_step"] if eager_ms else None
@@ -221,6 +222,8 @@ def run_model(name, args, jit):
             # two is immune to load drift between repeats and to work that changes over training
             r["speedup_vs_eager_paired"] = (statistics.median(e / b for e, b in zip(eager_blocks, r["blocks_ms"]))
                                             if eager_blocks and len(eager_blocks) == len(r["blocks_ms"]) else None)
+            r["ratio_to_numpy_paired"] = (statistics.median(b / n for n, b in zip(numpy_blocks, r["blocks_ms"]))
+                                          if numpy_blocks and len(numpy_blocks) == len(r["blocks_ms"]) else None)
     record["systems"] = results
     record["checks"] = check_losses(losses, args.check_steps)
     for check in record["checks"]:
@@ -272,8 +275,8 @@ def _ratio(v):
 
 def format_table(records):
     """One row per (model, system): timings, or why the system did not run."""
-    cols = ("model", "system", "ms/step", "steps/s", "vs eager", "paired", "vs numpy", "first ms", "warm-up ms",
-            "graph", "loss")
+    cols = ("model", "system", "ms/step", "steps/s", "vs eager", "paired", "vs numpy", "np paired", "first ms",
+            "warm-up ms", "graph", "loss")
     timed, other = [], []
     for rec in records:
         verdicts = {c["system"]: "ok" if c["ok"] else "MISMATCH" for c in rec["checks"]}
@@ -283,6 +286,7 @@ def format_table(records):
                               "-" if r["speedup_vs_eager"] is None else f"{r['speedup_vs_eager']:.2f}x",
                               _ratio(r.get("speedup_vs_eager_paired")),
                               "-" if r["ratio_to_numpy"] is None else f"{r['ratio_to_numpy']:.2f}",
+                              "-" if r.get("ratio_to_numpy_paired") is None else f"{r['ratio_to_numpy_paired']:.2f}",
                               f"{r['first_call_ms']:.2f}", f"{r['warmup_ms']:.2f}",
                               format_graph_share(r.get("steady_state")),
                               "ref" if sys_name == "eager" else verdicts.get(sys_name, "-")))
@@ -457,7 +461,8 @@ def main(argv=None) -> int:
     print(f"{'quick' if args.quick else 'full'} run, {elapsed:.1f} s; ms/step: median over {args.repeats} "
           f"blocks after {args.warmup} warm-up calls; vs eager = eager ms / system ms; "
           f"paired = median over repeats of eager block ms / system block ms; "
-          f"vs numpy = system ms / hand-NumPy ms; graph = steady-state calls run as a graph", flush=True)
+          f"vs numpy = system ms / hand-NumPy ms; np paired = median over repeats of system block ms / "
+          f"hand-NumPy block ms; graph = steady-state calls run as a graph", flush=True)
     failed = any(rec["errors"] or not all(c["ok"] for c in rec["checks"]) for rec in records)
     if args.json:
         report = {

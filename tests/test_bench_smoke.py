@@ -8,6 +8,7 @@ overhead benchmark still run end to end on tiny settings.
 from __future__ import annotations
 
 import json
+import statistics
 
 import numpy as np
 import pytest
@@ -159,6 +160,9 @@ def test_runner_quick_smoke(tmp_path, capsys):
         assert systems["eager"]["speedup_vs_eager"] == pytest.approx(1.0)
         assert systems["eager"]["speedup_vs_eager_paired"] == pytest.approx(1.0)
         assert systems["numpy"]["ratio_to_numpy"] == pytest.approx(1.0)
+        assert systems["numpy"]["ratio_to_numpy_paired"] == pytest.approx(1.0)
+        assert systems["eager"]["ratio_to_numpy_paired"] == pytest.approx(statistics.median(
+            e / n for e, n in zip(systems["eager"]["blocks_ms"], systems["numpy"]["blocks_ms"])))
         checks = {c["system"]: c for c in record["checks"]}
         assert checks["numpy"]["ok"] and checks["numpy"]["steps"] == 4
         if not jit_exists:

@@ -206,6 +206,9 @@ class ExpressionsMixin:
         key = site_key(frame.filename, node) if node is not None else None
         if name in frame.cells:
             cell = frame.cells[name]
+            over = self.cell_overlay.get(id(cell), _MISSING)
+            if over is not _MISSING:
+                return over
             try:
                 value = cell.cell_contents
             except ValueError:

@@ -29,7 +29,7 @@ class Outputs:
         self.nodes: list = []
         self._index: dict = {}
         self.commits: list = []  # (kind, slot, value index, copy)
-        self.ops: list = []  # setattr/setitem/call/global with value specs, in program order
+        self.ops: list = []  # setattr/setitem/call/global/cell with value specs, in program order
         self.effects: list = []
         self.result = None
         self.sink_count: dict = {}
@@ -176,6 +176,8 @@ class Outputs:
                 getattr(slots[op[1]], op[2])(*args, **kwargs)
             elif tag == "global":
                 op[1][op[2]] = self.build(op[3], values, slots)
+            elif tag == "cell":
+                op[1].cell_contents = self.build(op[3], values, slots)
         for fn, args, kwargs in prepared:
             fn(*args, **kwargs)
         return self.build(self.result, values, slots)
@@ -260,8 +262,8 @@ def build_outputs(gen, result) -> Outputs:
         elif tag == "call":
             out.ops.append(("call", w[1].slot.index, w[2], [out.spec(a) for a in w[3]],
                             {k: out.spec(a) for k, a in w[4].items()}))
-        elif tag == "global":
-            out.ops.append(("global", w[1], w[2], out.spec(w[3])))
+        elif tag in ("global", "cell"):
+            out.ops.append((tag, w[1], w[2], out.spec(w[3])))
     for fn, args, kwargs, _site in gen.effects:
         out.effects.append((fn, [out.spec(a) for a in args], {k: out.spec(a) for k, a in kwargs.items()}))
     out.result = out.spec(result)

@@ -61,7 +61,7 @@ class StatementsMixin:
         frame.global_names.update(node.names)
 
     def stmt_Nonlocal(self, node, frame):
-        raise Unsupported("unsupported-syntax", "nonlocal", self.site)
+        frame.nonlocal_names.update(node.names)
 
     def stmt_Assign(self, node, frame):
         value = self.eval(node.value, frame)
@@ -212,8 +212,31 @@ class StatementsMixin:
                 raise Unsupported("unsupported-syntax", "global write inside a data-dependent branch", self.site)
             self.global_overlay[(id(frame.globals), name)] = value
             self.writes.append(("global", frame.globals, name, value))
+        elif name in frame.nonlocal_names:
+            self.store_nonlocal(name, value, frame)
         else:
             frame.locals[name] = value
+
+    def store_nonlocal(self, name, value, frame):
+        """`nonlocal name; name = value`: the binding is a local of a frame enclosing a local
+        function (written there now, as Python does), or a closure cell of a function defined
+        outside the jitted code (read through `cell_overlay` from now on, its contents set at the
+        commit, like a global)."""
+        if self.pure_depth:
+            raise Unsupported("unsupported-syntax", "nonlocal write inside a data-dependent branch", self.site)
+        enc = frame.enclosing
+        while enc is not None:
+            if name in enc.global_names:
+                break
+            if name not in enc.nonlocal_names and name in self.names_of(enc):
+                enc.locals[name] = value
+                return
+            enc = enc.enclosing
+        cell = frame.cells.get(name)
+        if cell is None:
+            raise Unsupported("unsupported-syntax", f"nonlocal {name!r} with no binding found", self.site)
+        self.cell_overlay[id(cell)] = value
+        self.writes.append(("cell", cell, name, value))
 
     def setattr(self, obj, name, value):
         if isinstance(obj, ObjRef):

@@ -49,7 +49,8 @@ class _Continue(Exception):
 
 
 class Frame:
-    __slots__ = ("func", "locals", "globals", "cells", "filename", "global_names", "enclosing", "local_names")
+    __slots__ = ("func", "locals", "globals", "cells", "filename", "global_names", "nonlocal_names", "enclosing",
+                 "local_names")
 
     def __init__(self, func, globals_, filename, enclosing=None, local_names=None):
         self.func = func
@@ -58,6 +59,7 @@ class Frame:
         self.cells = {}
         self.filename = filename
         self.global_names = set()
+        self.nonlocal_names = set()  # declared `nonlocal`: stores go to the binding scope (statements.py)
         self.enclosing = enclosing  # the frame a local function (def/lambda in jitted code) was defined in
         self.local_names = local_names  # this function's own local names (for a local function's scoping)
 

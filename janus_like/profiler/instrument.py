@@ -163,7 +163,7 @@ def _local_names(fn_ast):
         names.add(fn_ast.args.kwarg.arg)
     declared_global = set()
     for node in ast.walk(fn_ast):
-        if isinstance(node, ast.Global):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
             declared_global.update(node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             names.add(node.id)

@@ -280,3 +280,15 @@ class LiveGlobals(dict):
 
     def __iter__(self):
         return iter(self._names)
+
+
+class LiveCells(LiveGlobals):
+    """The same view of a function's closure cells (the variables its `nonlocal` writes)."""
+
+    def __init__(self, fn, names):
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        super().__init__(None, names)
+        self._cells = {n: cells[n] for n in names}
+
+    def items(self):
+        return [(n, self._cells[n].cell_contents) for n in self._names]
