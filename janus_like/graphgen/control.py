@@ -18,6 +18,9 @@ from .values import ObjRef, Sym, Unsupported, VarRef
 from .support import ErrState, _Break, _Continue, _MISSING, _assigned_names, _truth_value
 
 
+_PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
+
+
 class ControlFlowMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -54,16 +57,23 @@ class ControlFlowMixin:
         return expect
 
     def cond(self, node, test, frame):
-        """Both branches as a conditional node (after the profile saw both outcomes)."""
+        """Both branches as a conditional node (after the profile saw both outcomes). The names
+        either branch assigns, and the state either one writes (attributes of input objects,
+        globals, closure cells), are the node's outputs."""
         tapes = list(self.builder.tapes)
         grad = CondGradient(self.builder, tapes, self.site) if tapes else None
-        assigned = sorted(_assigned_names(node.body) | _assigned_names(node.orelse))
+        assigned = sorted((_assigned_names(node.body) | _assigned_names(node.orelse))
+                          - frame.global_names - frame.nonlocal_names)  # those two are state
         pred = _truth_value(test)
         results = []
         outer_block = self.builder.block
         saved_locals = dict(frame.locals)
+        overlays = (self.overlay, self.global_overlay, self.cell_overlay)
+        saved_overlays = [dict(o) for o in overlays]
+        written = {}
         self.pure_depth += 1
         self.branch_frames.append(frame)
+        self.cond_writes.append(written)
         try:
             for body in (node.body, node.orelse):
                 block = []
@@ -72,50 +82,104 @@ class ControlFlowMixin:
                     self.builder.tapes = [grad.branch_tape()]
                 saved = dict(frame.locals)
                 self.exec_block(body, frame)
-                results.append((block, {n: frame.locals.get(n, _MISSING) for n in assigned}))
+                results.append((block, {n: frame.locals.get(n, _MISSING) for n in assigned},
+                                [dict(o) for o in overlays]))
                 frame.locals.clear()
                 frame.locals.update(saved)
+                for o, before in zip(overlays, saved_overlays):
+                    o.clear()
+                    o.update(before)
         finally:
             self.pure_depth -= 1
             self.branch_frames.pop()
+            self.cond_writes.pop()
             self.builder.block = outer_block
             self.builder.tapes = tapes
         self.set_site(node, frame)
-        (then_block, then_vals), (else_block, else_vals) = results
-        outs_then, outs_else, merged = [], [], []
-        for name in assigned:
-            a, b = then_vals[name], else_vals[name]
+        (then_block, then_vals, then_over), (else_block, else_vals, else_over) = results
+        # (label, then value, else value, where the merged value goes)
+        merges = [(repr(name), then_vals[name], else_vals[name], ("local", name)) for name in assigned]
+        for key, (kind, target, name) in written.items():
+            over, _ = self.state_overlay(kind, target, name)
+            i = next(i for i, o in enumerate(overlays) if o is over)
+            before = saved_overlays[i].get(key, _MISSING)
+            if before is _MISSING and (key not in then_over[i] or key not in else_over[i]):
+                before = self.read_state(kind, target, name)
+            label = f"{'attribute' if kind == 'setattr' else kind} {name!r}"
+            merges.append((label, then_over[i].get(key, before), else_over[i].get(key, before),
+                           (kind, target, name)))
+        outs_then, outs_else, merged, same = [], [], [], []
+        for label, a, b, dest in merges:
             if a is _MISSING or b is _MISSING:
-                raise Unsupported("data-dependent-python", f"{name!r} is assigned in only one branch", self.site)
-            if isinstance(a, Sym) or isinstance(b, Sym):
-                a = a if isinstance(a, Sym) else self.builder.constant(np.asarray(a))
-                b = b if isinstance(b, Sym) else self.builder.constant(np.asarray(b))
-                if a.shape != b.shape or a.dtype != b.dtype or a.kind != b.kind:
-                    raise Unsupported("data-dependent-python", f"{name!r} differs in shape/dtype between branches",
-                                      self.site)
-                outs_then.append(a.node)
-                outs_else.append(b.node)
-                merged.append((name, a))
-            elif a is not b and a != b:
-                raise Unsupported("data-dependent-python", f"{name!r} is a Python value that depends on the branch",
+                raise Unsupported("data-dependent-python", f"{label} is assigned in only one branch", self.site)
+            pair = self.branch_pair(a, b)
+            if pair is None:
+                raise Unsupported("data-dependent-python", f"{label} is a Python value that depends on the branch",
                                   self.site)
-            else:
-                frame.locals[name] = a
+            a, b = pair
+            if not isinstance(a, Sym):
+                same.append((dest, a))
+                continue
+            if a.shape != b.shape or a.dtype != b.dtype or a.kind != b.kind:
+                raise Unsupported("data-dependent-python", f"{label} differs in shape/dtype between branches",
+                                  self.site)
+            outs_then.append(a.node)
+            outs_else.append(b.node)
+            merged.append((dest, a, then_vals.get(dest[1]) if dest[0] == "local" else None,
+                           else_vals.get(dest[1]) if dest[0] == "local" else None))
+        for dest, value in same:
+            self.branch_result(dest, value, frame)
         cond_node = self.builder.add(ir.Node(ir.COND, (pred.node,), {
             "then_nodes": then_block, "else_nodes": else_block, "then_outs": outs_then, "else_outs": outs_else}))
         results = []
-        for i, (name, proto) in enumerate(merged):
+        for i, (dest, proto, pre_then, pre_else) in enumerate(merged):
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
             results.append(out.node)
             # which object the name refers to now depends on the branch: writing through it, or
             # writing what it might alias, cannot be modelled (see refresh_views)
             out.view = (OPAQUE, None)
-            for pre in (then_vals[name], else_vals[name]):
+            for pre in (pre_then, pre_else):
                 if isinstance(pre, Sym) and any(pre is old for old in saved_locals.values()):
                     self.builder.views.setdefault(id(pre), []).append(out)
-            frame.locals[name] = out
+            self.branch_result(dest, out, frame)
         if grad is not None:
             grad.finish(pred.node, [then_block, else_block], [outs_then, outs_else], results)
+
+    def branch_pair(self, a, b):
+        """The two branches' values of one name or piece of state as a pair the conditional node
+        can select between: both Syms (a Python value becomes a constant: a number of the same
+        Python type as a Python-number Sym, an array otherwise), or one Python value both
+        branches agree on as (value, value); None when they are Python values that differ and
+        cannot be graph values."""
+        if not isinstance(a, Sym) and not isinstance(b, Sym):
+            if a is b or (type(a) is type(b) and type(a) not in _PY_NUMBERS and a == b):
+                return a, a
+            if type(a) is type(b) and type(a) in _PY_NUMBERS:
+                if a == b and (a == a):  # equal and not NaN: no node needed
+                    return a, a
+                return self.py_constant(a), self.py_constant(b)
+            return None
+        proto = a if isinstance(a, Sym) else b
+        return tuple(v if isinstance(v, Sym) else self.branch_constant(v, proto) for v in (a, b))
+
+    def branch_constant(self, v, proto):
+        if proto.kind == "py":
+            if type(v) in _PY_NUMBERS and _PY_NUMBERS[type(v)] == proto.dtype.kind:
+                return self.py_constant(v)
+            return v  # a different Python type: the shape/dtype/kind test names the mismatch
+        return self.builder.constant(np.asarray(v))
+
+    def py_constant(self, v):
+        """A Python number as a graph value of kind "py" (the plan holds the number itself)."""
+        node = ir.Node(ir.CONST, (), {"value": v}, ((), np.asarray(v).dtype), self.site)
+        self.builder.prelude.append(node)
+        return Sym(node, "py")
+
+    def branch_result(self, dest, value, frame):
+        if dest[0] == "local":
+            frame.locals[dest[1]] = value
+        else:
+            self.state_write(dest[0], dest[1], dest[2], value)
 
     def stmt_While(self, node, frame):
         key = site_key(frame.filename, node)

@@ -205,29 +205,44 @@ class ExpressionsMixin:
                 return value
         key = site_key(frame.filename, node) if node is not None else None
         if name in frame.cells:
-            cell = frame.cells[name]
-            over = self.cell_overlay.get(id(cell), _MISSING)
-            if over is not _MISSING:
-                return over
-            try:
-                value = cell.cell_contents
-            except ValueError:
-                raise Unsupported("unsupported-syntax", f"free variable {name!r} is not bound yet", self.site) from None
-            slot, _ = self.prog.root_cell(cell, name, value)
-            return self.classify(slot, self.site, key)
+            return self.read_cell(frame.cells[name], name, key)
         g = frame.globals
-        over = self.global_overlay.get((id(g), name), _MISSING)
-        if over is not _MISSING:
-            return over
-        if name in g:
-            value = g[name]
-            if isinstance(value, types.ModuleType):
-                return value
-            slot, _ = self.prog.root_global(g, name, value, g.get("__name__", "?"))
-            return self.classify(slot, self.site, key)
+        if name in g or (id(g), name) in self.global_overlay:
+            return self.read_global(g, name, key)
         if hasattr(builtins, name):
             return getattr(builtins, name)
         raise Unsupported("user-error", f"name {name!r} is not defined", self.site)
+
+    def read_cell(self, cell, name, key=None):
+        over = self.cell_overlay.get(id(cell), _MISSING)
+        if over is not _MISSING:
+            return over
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            raise Unsupported("unsupported-syntax", f"free variable {name!r} is not bound yet", self.site) from None
+        slot, _ = self.prog.root_cell(cell, name, value)
+        return self.classify(slot, self.site, key)
+
+    def read_global(self, g, name, key=None):
+        over = self.global_overlay.get((id(g), name), _MISSING)
+        if over is not _MISSING:
+            return over
+        if name not in g:
+            raise Unsupported("user-error", f"name {name!r} is not defined", self.site)
+        value = g[name]
+        if isinstance(value, types.ModuleType):
+            return value
+        slot, _ = self.prog.root_global(g, name, value, g.get("__name__", "?"))
+        return self.classify(slot, self.site, key)
+
+    def read_state(self, kind, target, name):
+        """The current value of a piece of state `statements.state_write` writes."""
+        if kind == "setattr":
+            return self.getattr(target, name)
+        if kind == "global":
+            return self.read_global(target, name)
+        return self.read_cell(target, name)
 
     def getattr(self, obj, name, key=None):
         if isinstance(obj, ObjRef):

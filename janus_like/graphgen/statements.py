@@ -208,10 +208,7 @@ class StatementsMixin:
 
     def store_name(self, name, value, frame):
         if name in frame.global_names:
-            if self.pure_depth:
-                raise Unsupported("unsupported-syntax", "global write inside a data-dependent branch", self.site)
-            self.global_overlay[(id(frame.globals), name)] = value
-            self.writes.append(("global", frame.globals, name, value))
+            self.state_write("global", frame.globals, name, value)
         elif name in frame.nonlocal_names:
             self.store_nonlocal(name, value, frame)
         else:
@@ -222,28 +219,48 @@ class StatementsMixin:
         function (written there now, as Python does), or a closure cell of a function defined
         outside the jitted code (read through `cell_overlay` from now on, its contents set at the
         commit, like a global)."""
-        if self.pure_depth:
-            raise Unsupported("unsupported-syntax", "nonlocal write inside a data-dependent branch", self.site)
         enc = frame.enclosing
         while enc is not None:
             if name in enc.global_names:
                 break
             if name not in enc.nonlocal_names and name in self.names_of(enc):
+                if self.pure_depth:  # a branch restores only its own frame's locals
+                    raise Unsupported("unsupported-syntax", "nonlocal write inside a data-dependent branch", self.site)
                 enc.locals[name] = value
                 return
             enc = enc.enclosing
         cell = frame.cells.get(name)
         if cell is None:
             raise Unsupported("unsupported-syntax", f"nonlocal {name!r} with no binding found", self.site)
-        self.cell_overlay[id(cell)] = value
-        self.writes.append(("cell", cell, name, value))
+        self.state_write("cell", cell, name, value)
+
+    def state_write(self, kind, target, name, value):
+        """Write state that is committed with the graph: "setattr" (an attribute of an input
+        object, `target` its ObjRef), "global" (`target` the module's dict) or "cell" (a closure
+        cell). Later reads see it through an overlay. Inside conditional-node branches the write
+        stays in the overlay and `control.cond` merges both branches' values after them; under
+        a loop node it is not converted."""
+        over, key = self.state_overlay(kind, target, name)
+        if self.pure_depth:
+            if self.pure_depth != len(self.cond_writes):
+                what = {"setattr": "attribute", "global": "global", "cell": "nonlocal"}[kind]
+                raise Unsupported("unsupported-syntax", f"{what} write inside a loop on a graph value", self.site)
+            self.cond_writes[-1][key] = (kind, target, name)
+        else:
+            self.writes.append((kind, target, name, value))
+        over[key] = value
+
+    def state_overlay(self, kind, target, name):
+        """(overlay dict, key) where reads of this piece of state look for a value written earlier."""
+        if kind == "setattr":
+            return self.overlay, (id(target.obj), name)
+        if kind == "global":
+            return self.global_overlay, (id(target), name)
+        return self.cell_overlay, id(target)
 
     def setattr(self, obj, name, value):
         if isinstance(obj, ObjRef):
-            if self.pure_depth:
-                raise Unsupported("unsupported-syntax", "attribute write inside a data-dependent branch", self.site)
-            self.overlay[(id(obj.obj), name)] = value
-            self.writes.append(("setattr", obj, name, value))
+            self.state_write("setattr", obj, name, value)
             return
         if isinstance(obj, (Sym, SymbolicTape)):
             raise Unsupported("unsupported-syntax", f"setting attribute {name!r} on an array", self.site)

@@ -4,7 +4,8 @@ variables and the enclosing locals they write).
 Two kinds of binding: a closure cell of a function defined outside the jitted code (the graph
 reads it as an input, its new contents are committed with everything else), and a local of a
 frame inside the jitted code that a local function writes (written during generation, as Python
-does, so later reads in the graph see it)."""
+does, so later reads in the graph see it). Writes under a branch on a graph value are in
+test_branch_state.py."""
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
@@ -122,24 +123,6 @@ def test_local_function_reaches_cell_of_jitted_function():
         return f, LiveCells(f, ["total"])
 
     check(make, call_sequence(8, lambda s, i: (random_array(i, (2,)),)), min_graph_calls=3)
-
-
-def test_nonlocal_write_in_data_dependent_branch_falls_back():
-    """A write under a branch on a graph value is not converted: the signature stays eager with
-    a named reason, and the results and the closure match eager."""
-    def make():
-        hits = 0
-
-        def f(x):
-            nonlocal hits
-            if x.sum() > 0:
-                hits = hits + 1
-            return x * 2.0
-
-        return f, LiveCells(f, ["hits"])
-
-    jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (3,)),)), min_graph_calls=0)
-    assert jf.stats()["calls"] == 8
 
 
 @settings(max_examples=15, deadline=None)

@@ -1,0 +1,174 @@
+"""State written inside a branch on a graph value (a conditional node): attributes of input
+objects, globals and closure cells, and locals holding Python numbers that differ between the
+branches. Eager and jit side by side after every call; the branch outcome changes mid-sequence.
+
+Each written piece of state is an output of the conditional node (the branch that did not write
+it passes the old value through), committed with the rest of the call's state."""
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from .harness import LiveCells, LiveGlobals, check, fallback_reasons, load_module
+
+
+def _has_cond(jf):
+    return any(n.op == "cond" for g in jf.compiled for n in g.graph.all_nodes())
+
+
+class _Tracker:
+    def __init__(self):
+        self.best = float("inf")
+        self.bad_steps = 0
+        self.best_w = np.zeros(3)
+
+
+class _Obj:
+    """Attributes set per test."""
+
+    def __init__(self, **attrs):
+        self.__dict__.update(attrs)
+
+
+def _early_stopping():
+    def f(tracker, w, x):
+        loss = float(((x - w) ** 2).sum())
+        if loss < tracker.best:
+            tracker.best = loss
+            tracker.bad_steps = 0
+            tracker.best_w = w * 1.0
+        else:
+            tracker.bad_steps += 1
+        return loss, tracker.bad_steps
+
+    return f, {"t": _Tracker(), "w": np.zeros(3)}
+
+
+def _calls(scales):
+    """Loss goes down, up, down...: each call's loss is about `scale`."""
+    return [lambda s, k=k, i=i: (s["t"], s["w"], np.full(3, k) + 0.001 * i) for i, k in enumerate(scales)]
+
+
+def test_attribute_writes_in_both_branches_early_stopping():
+    scales = [3.0, 2.0, 2.5, 1.0, 1.5, 1.7, 0.5, 0.9, 0.2, 0.3, 0.1, 0.4]
+    jf = check(_early_stopping, _calls(scales), min_graph_calls=4)
+    assert _has_cond(jf), jf.explain()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.floats(0.0, 4.0, allow_nan=False), min_size=4, max_size=12))
+def test_attribute_writes_random_loss_sequences(scales):
+    check(_early_stopping, _calls(scales), min_graph_calls=0)
+
+
+def test_nonlocal_counter_in_branch():
+    def make():
+        hits = 0
+
+        def f(x):
+            nonlocal hits
+            if x.sum() > 0:
+                hits = hits + 1
+            return x * 2.0, hits
+
+        return f, LiveCells(f, ["hits"])
+
+    signs = [1, -1, 1, 1, -1, -1, 1, -1, 1, 1]
+    jf = check(make, [lambda s, sg=sg, i=i: (np.full(3, 0.5 + i) * sg,) for i, sg in enumerate(signs)],
+               min_graph_calls=4)
+    assert _has_cond(jf), jf.explain()
+
+
+_GLOBALS_SRC = """
+import numpy as np
+
+CLIPPED = 0
+LAST_NORM = 0.0
+
+
+def clip(g):
+    global CLIPPED, LAST_NORM
+    norm = np.sqrt((g * g).sum())
+    if norm > 1.0:
+        CLIPPED = CLIPPED + 1
+        LAST_NORM = float(norm)
+        g = g / norm
+    return g
+"""
+
+
+def test_global_writes_in_one_branch(tmp_path):
+    def make():
+        mod = load_module(tmp_path, _GLOBALS_SRC, "clip_prog")
+        return mod.clip, {"globals": LiveGlobals(mod, ["CLIPPED", "LAST_NORM"])}
+
+    scales = [2.0, 0.1, 3.0, 0.2, 0.3, 5.0, 0.1, 2.0, 4.0, 0.2]
+    jf = check(make, [lambda s, k=k, i=i: (np.full(4, k) + 0.01 * i,) for i, k in enumerate(scales)],
+               min_graph_calls=4)
+    assert _has_cond(jf), jf.explain()
+
+
+def test_nested_branches_write_state():
+    def make():
+        def f(obj, x):
+            s = x.sum()
+            if s > 0:
+                if s > 10:
+                    obj.level = 2
+                else:
+                    obj.level = 1
+                obj.total = obj.total + s
+            else:
+                obj.level = 0
+            return obj.level * x
+
+        return f, {"o": _Obj(level=0, total=np.float64(0.0))}
+
+    vals = [1.0, 20.0, -1.0, 5.0, 30.0, -2.0, 2.0, -3.0, 40.0, 1.0, -1.0]
+    jf = check(make, [lambda s, v=v: (s["o"], np.full(2, v / 2)) for v in vals], min_graph_calls=3)
+    assert _has_cond(jf), jf.explain()
+
+
+def test_python_values_of_different_types_fall_back():
+    """An int in one branch and a float in the other: eager returns either type, a graph value
+    has one, so the signature stays eager (named), results equal."""
+    def make():
+        def f(obj, x):
+            if x.sum() > 0:
+                obj.mark = 1
+            else:
+                obj.mark = 0.5
+            return x * obj.mark
+
+        return f, {"o": _Obj(mark=0)}
+
+    signs = [1, -1, 1, -1, 1, -1, 1, 1]
+    jf = check(make, [lambda s, sg=sg: (s["o"], np.full(2, sg * 1.0)) for sg in signs], min_graph_calls=0)
+    assert "data-dependent-python" in fallback_reasons(jf) or not _has_cond(jf), jf.explain()
+
+
+def test_state_write_in_loop_on_graph_value_falls_back():
+    def make():
+        def f(obj, x):
+            while x.sum() < 10.0:
+                x = x * 2.0
+                obj.steps = obj.steps + 1
+            return x
+
+        return f, {"o": _Obj(steps=0)}
+
+    starts = [1.0, 0.1, 2.0, 0.01, 3.0, 0.5, 1.0, 0.2]
+    jf = check(make, [lambda s, v=v: (s["o"], np.full(2, v)) for v in starts], min_graph_calls=0)
+    assert jf.stats()["calls"] == len(starts)
+
+
+def test_branch_writes_attribute_set_in_one_branch_only():
+    """A new attribute in one branch: no value to pass through in the other, so eager runs."""
+    def make():
+        def f(obj, x):
+            if x.sum() > 0:
+                obj.seen_positive = True
+            return x + 1.0
+
+        return f, {"o": _Obj()}
+
+    signs = [1, -1, -1, 1, -1, 1, -1, 1]
+    check(make, [lambda s, sg=sg: (s["o"], np.full(2, sg * 1.0)) for sg in signs], min_graph_calls=0)
