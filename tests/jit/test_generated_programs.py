@@ -168,7 +168,10 @@ def statements(draw, depth=2):
         # rebind to an argument: see test_state.test_value_merged_from_cond_keeps_alias_to_argument)
         v, w = draw(st.sampled_from(_VARS)), draw(st.sampled_from(_VARS))
         a, b = draw(nm_expressions(2)), draw(nm_expressions(2))
-        return [f"if np.sum({w}) > 0.0:", f"    {v} = {a}", "else:", f"    {v} = {b}"]
+        # state written in either arm is an output of the cond node too (control.cond)
+        then_extra, else_extra = ([f"    obj.acc = obj.acc * 0.5 + {draw(row_expressions())} * 0.1"]
+                                  if draw(st.booleans()) else [] for _ in range(2))
+        return [f"if np.sum({w}) > 0.0:", f"    {v} = {a}"] + then_extra + ["else:", f"    {v} = {b}"] + else_extra
     if kind == "for_range":
         body = [line for _ in range(draw(st.integers(1, 2))) for line in draw(simple_statements(loop_var=True))]
         return [f"for i in range({draw(st.integers(1, 3))}):"] + _indent(body)
