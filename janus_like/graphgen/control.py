@@ -114,8 +114,8 @@ class ControlFlowMixin:
                 raise Unsupported("data-dependent-python", f"{label} is assigned in only one branch", self.site)
             pair = self.branch_pair(a, b)
             if pair is None:
-                raise Unsupported("data-dependent-python", f"{label} is a Python value that depends on the branch",
-                                  self.site)
+                raise Unsupported("data-dependent-python", f"{label} is a Python value that depends on the branch "
+                                  "(or differs in type between the branches)", self.site)
             a, b = pair
             if not isinstance(a, Sym):
                 same.append((dest, a))
@@ -152,21 +152,27 @@ class ControlFlowMixin:
         branches agree on as (value, value); None when they are Python values that differ and
         cannot be graph values."""
         if not isinstance(a, Sym) and not isinstance(b, Sym):
-            if a is b or (type(a) is type(b) and type(a) not in _PY_NUMBERS and a == b):
+            if a is b:
                 return a, a
-            if type(a) is type(b) and type(a) in _PY_NUMBERS:
-                if a == b and (a == a):  # equal and not NaN: no node needed
+            if type(a) is not type(b):
+                return None
+            if type(a) in _PY_NUMBERS:
+                if a == b:  # (NaN is not equal to itself: two constants)
                     return a, a
                 return self.py_constant(a), self.py_constant(b)
-            return None
+            try:
+                return (a, a) if bool(a == b) else None
+            except Exception:  # arrays and other values without a plain truth value
+                return None
         proto = a if isinstance(a, Sym) else b
-        return tuple(v if isinstance(v, Sym) else self.branch_constant(v, proto) for v in (a, b))
+        pair = tuple(v if isinstance(v, Sym) else self.branch_constant(v, proto) for v in (a, b))
+        return None if pair[0] is None or pair[1] is None else pair  # (`in` would compare Syms)
 
     def branch_constant(self, v, proto):
-        if proto.kind == "py":
+        if proto.kind == "py":  # a number of the Python type the Sym stands for, or None
             if type(v) in _PY_NUMBERS and _PY_NUMBERS[type(v)] == proto.dtype.kind:
                 return self.py_constant(v)
-            return v  # a different Python type: the shape/dtype/kind test names the mismatch
+            return None
         return self.builder.constant(np.asarray(v))
 
     def py_constant(self, v):

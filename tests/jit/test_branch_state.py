@@ -5,6 +5,7 @@ branches. Eager and jit side by side after every call; the branch outcome change
 Each written piece of state is an output of the conditional node (the branch that did not write
 it passes the old value through), committed with the rest of the call's state."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from .harness import LiveCells, LiveGlobals, check, fallback_reasons, load_module
@@ -127,22 +128,28 @@ def test_nested_branches_write_state():
     assert _has_cond(jf), jf.explain()
 
 
-def test_python_values_of_different_types_fall_back():
-    """An int in one branch and a float in the other: eager returns either type, a graph value
-    has one, so the signature stays eager (named), results equal."""
-    def make():
-        def f(obj, x):
-            if x.sum() > 0:
-                obj.mark = 1
-            else:
-                obj.mark = 0.5
-            return x * obj.mark
+@pytest.mark.parametrize("then_value", ["1", "float(x.sum())"])
+def test_python_values_of_different_types_fall_back(tmp_path, then_value):
+    """An int in one branch and a float in the other (a constant or a graph number): eager
+    gives either type, a graph value has one, so the signature stays eager (named), results
+    equal."""
+    else_value = "0.5" if then_value == "1" else "0"
+    source = f"""
+def f(obj, x):
+    if x.sum() > 0:
+        obj.mark = {then_value}
+    else:
+        obj.mark = {else_value}
+    return x * obj.mark
+"""
 
-        return f, {"o": _Obj(mark=0)}
+    def make():
+        return load_module(tmp_path, source, "mixed_types").f, {"o": _Obj(mark=0)}
 
     signs = [1, -1, 1, -1, 1, -1, 1, 1]
     jf = check(make, [lambda s, sg=sg: (s["o"], np.full(2, sg * 1.0)) for sg in signs], min_graph_calls=0)
-    assert "data-dependent-python" in fallback_reasons(jf) or not _has_cond(jf), jf.explain()
+    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
+    assert "differs in type" in jf.explain(), jf.explain()
 
 
 def test_state_write_in_loop_on_graph_value_falls_back():
