@@ -48,7 +48,7 @@ class GraphBuilder:
         self.tapes: list[SymbolicTape] = []
         self.reassociate = False  # set by the generator: gradients may then sum in another order
         self.site = ""
-        self._consts: dict[int, tuple] = {}
+        self._consts: dict[tuple, tuple] = {}
         self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
         self.uses_rng = False
         self.polymorphic = False  # set while generating a graph for unknown dimensions
@@ -73,8 +73,9 @@ class GraphBuilder:
         return node
 
     def constant(self, value, kind=None):
-        """A graph value for a concrete array/Tensor captured at generation time."""
-        key = id(value)
+        """A graph value for a concrete array/Tensor (or, with kind "py", Python number) captured
+        at generation time."""
+        key = (id(value), kind)
         hit = self._consts.get(key)
         if hit is not None and hit[0] is value:
             return Sym(hit[1], hit[2])

@@ -68,9 +68,7 @@ class ControlFlowMixin:
         results = []
         outer_block = self.builder.block
         saved_locals = dict(frame.locals)
-        overlays = (self.overlay, self.global_overlay, self.cell_overlay)
-        saved_overlays = [dict(o) for o in overlays]
-        written = {}
+        written = {}  # {overlay key: (kind, target, name, value before the cond)} (state_write)
         self.pure_depth += 1
         self.branch_frames.append(frame)
         self.cond_writes.append(written)
@@ -83,12 +81,9 @@ class ControlFlowMixin:
                 saved = dict(frame.locals)
                 self.exec_block(body, frame)
                 results.append((block, {n: frame.locals.get(n, _MISSING) for n in assigned},
-                                [dict(o) for o in overlays]))
+                                self.take_branch_state(written)))
                 frame.locals.clear()
                 frame.locals.update(saved)
-                for o, before in zip(overlays, saved_overlays):
-                    o.clear()
-                    o.update(before)
         finally:
             self.pure_depth -= 1
             self.branch_frames.pop()
@@ -99,15 +94,13 @@ class ControlFlowMixin:
         (then_block, then_vals, then_over), (else_block, else_vals, else_over) = results
         # (label, then value, else value, where the merged value goes)
         merges = [(repr(name), then_vals[name], else_vals[name], ("local", name)) for name in assigned]
-        for key, (kind, target, name) in written.items():
-            over, _ = self.state_overlay(kind, target, name)
-            i = next(i for i, o in enumerate(overlays) if o is over)
-            before = saved_overlays[i].get(key, _MISSING)
-            if before is _MISSING and (key not in then_over[i] or key not in else_over[i]):
-                before = self.read_state(kind, target, name)
+        for key, (kind, target, name, before) in written.items():
+            a, b = then_over.get(key, before), else_over[key]  # a key only `else` wrote: then-value `before`
+            if before is _MISSING and (a is _MISSING or b is _MISSING):
+                before = self.read_state(kind, target, name)  # not written before the cond: the input
+                a, b = (before if v is _MISSING else v for v in (a, b))
             label = f"{'attribute' if kind == 'setattr' else kind} {name!r}"
-            merges.append((label, then_over[i].get(key, before), else_over[i].get(key, before),
-                           (kind, target, name)))
+            merges.append((label, a, b, (kind, target, name)))
         outs_then, outs_else, merged, same = [], [], [], []
         for label, a, b, dest in merges:
             if a is _MISSING or b is _MISSING:
@@ -145,6 +138,19 @@ class ControlFlowMixin:
         if grad is not None:
             grad.finish(pred.node, [then_block, else_block], [outs_then, outs_else], results)
 
+    def take_branch_state(self, written):
+        """{overlay key: value} of the state written so far in this cond (a key the branch did not
+        write reads as its value before the cond), then that state put back as before the cond."""
+        values = {}
+        for key, (kind, target, name, before) in written.items():
+            over, _ = self.state_overlay(kind, target, name)
+            values[key] = over.get(key, _MISSING)
+            if before is _MISSING:
+                over.pop(key, None)
+            else:
+                over[key] = before
+        return values
+
     def branch_pair(self, a, b):
         """The two branches' values of one name or piece of state as a pair the conditional node
         can select between: both Syms (a Python value becomes a constant: a number of the same
@@ -159,7 +165,7 @@ class ControlFlowMixin:
             if type(a) in _PY_NUMBERS:
                 if a == b:  # (NaN is not equal to itself: two constants)
                     return a, a
-                return self.py_constant(a), self.py_constant(b)
+                return self.builder.constant(a, "py"), self.builder.constant(b, "py")
             try:
                 return (a, a) if bool(a == b) else None
             except Exception:  # arrays and other values without a plain truth value
@@ -171,15 +177,9 @@ class ControlFlowMixin:
     def branch_constant(self, v, proto):
         if proto.kind == "py":  # a number of the Python type the Sym stands for, or None
             if type(v) in _PY_NUMBERS and _PY_NUMBERS[type(v)] == proto.dtype.kind:
-                return self.py_constant(v)
+                return self.builder.constant(v, "py")
             return None
         return self.builder.constant(np.asarray(v))
-
-    def py_constant(self, v):
-        """A Python number as a graph value of kind "py" (the plan holds the number itself)."""
-        node = ir.Node(ir.CONST, (), {"value": v}, ((), np.asarray(v).dtype), self.site)
-        self.builder.prelude.append(node)
-        return Sym(node, "py")
 
     def branch_result(self, dest, value, frame):
         if dest[0] == "local":

@@ -59,7 +59,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, StatementsMixin, E
         self.overlay: dict = {}  # (id(obj), attr) -> value written by the function
         self.shadows: dict = {}  # id(container) -> list/dict of abstract values (after a mutation)
         self.global_overlay: dict = {}
-        self.cond_writes: list = []  # per conditional node being built: {overlay key: (kind, target, name)}
+        self.cond_writes: list = []  # per conditional node being built: {overlay key: (kind, target, name, value before)}
         self.cell_overlay: dict = {}  # id(closure cell) -> value written by `nonlocal` (statements.py)
         self.writes: list = []  # commit log, program order
         self.effects: list = []  # deferred print/logging calls

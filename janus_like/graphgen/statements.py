@@ -12,7 +12,7 @@ import numpy as np
 from ..ops import api as F
 from .builder import OPAQUE, SymbolicTape
 from .values import ObjRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, _BINOPS, _Break, _Continue, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
+from .support import ContainerMethod, _BINOPS, _Break, _Continue, _MISSING, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
 
 
 class StatementsMixin:
@@ -245,7 +245,7 @@ class StatementsMixin:
             if self.pure_depth != len(self.cond_writes):
                 what = {"setattr": "attribute", "global": "global", "cell": "nonlocal"}[kind]
                 raise Unsupported("unsupported-syntax", f"{what} write inside a loop on a graph value", self.site)
-            self.cond_writes[-1][key] = (kind, target, name)
+            self.cond_writes[-1].setdefault(key, (kind, target, name, over.get(key, _MISSING)))
         else:
             self.writes.append((kind, target, name, value))
         over[key] = value
