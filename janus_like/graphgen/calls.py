@@ -282,12 +282,14 @@ class CallsMixin:
             raise Unsupported("recursion-limit", f"inlining deeper than {MAX_DEPTH} calls", self.site)
         self.bind_args(frame, fn_ast, func, args, kwargs)
         saved_site = self.site
+        self.frames.append(frame)
         try:
             self.exec_block(fn_ast.body, frame)
             result = None
         except _Return as ret:
             result = ret.value
         finally:
+            self.frames.pop()
             self.depth -= 1
             self.site = saved_site
             self.builder.site = saved_site

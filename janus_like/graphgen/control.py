@@ -12,10 +12,11 @@ from .. import ir
 from ..source import site_key
 from ..jit.assumptions import Assumption
 from .builder import OPAQUE, SymbolicTape
+from .branch_containers import ContainerSnapshot, put
 from .cond_grad import CondGradient
 from .loop_grad import LoopGradient
 from .values import ObjRef, Sym, Unsupported, VarRef
-from .support import ErrState, _Break, _Continue, _MISSING, _assigned_names, _truth_value
+from .support import ErrState, OneBranch, _Break, _Continue, _MISSING, _assigned_names, _truth_value
 
 
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
@@ -69,6 +70,7 @@ class ControlFlowMixin:
         outer_block = self.builder.block
         saved_locals = dict(frame.locals)
         written = {}  # {overlay key: (kind, target, name, value before the cond)} (state_write)
+        containers = self.container_snapshot(frame)  # lists/dicts/sets a branch may write into
         self.pure_depth += 1
         self.branch_frames.append(frame)
         self.cond_writes.append(written)
@@ -80,8 +82,8 @@ class ControlFlowMixin:
                     self.builder.tapes = [grad.branch_tape()]
                 saved = dict(frame.locals)
                 self.exec_block(body, frame)
-                results.append((block, {n: frame.locals.get(n, _MISSING) for n in assigned},
-                                self.take_branch_state(written)))
+                results.append((block, {n: _bound(frame.locals.get(n, _MISSING)) for n in assigned},
+                                self.take_branch_state(written), containers.take()))
                 frame.locals.clear()
                 frame.locals.update(saved)
         finally:
@@ -91,7 +93,7 @@ class ControlFlowMixin:
             self.builder.block = outer_block
             self.builder.tapes = tapes
         self.set_site(node, frame)
-        (then_block, then_vals, then_over), (else_block, else_vals, else_over) = results
+        (then_block, then_vals, then_over, then_cont), (else_block, else_vals, else_over, else_cont) = results
         # (label, then value, else value, where the merged value goes)
         merges = [(repr(name), then_vals[name], else_vals[name], ("local", name)) for name in assigned]
         for key, (kind, target, name, before) in written.items():
@@ -101,8 +103,13 @@ class ControlFlowMixin:
                 a, b = (before if v is _MISSING else v for v in (a, b))
             label = f"{'attribute' if kind == 'setattr' else kind} {name!r}"
             merges.append((label, a, b, (kind, target, name)))
+        structure, items = containers.merges(then_cont, else_cont, lambda c: _describe(c, frame), self.site)
+        merges += items
         outs_then, outs_else, merged, same = [], [], [], []
         for label, a, b, dest in merges:
+            if (a is _MISSING or b is _MISSING) and dest[0] == "local":  # a temporary of one branch
+                frame.locals[dest[1]] = OneBranch(dest[1], self.site)
+                continue
             if a is _MISSING or b is _MISSING:
                 raise Unsupported("data-dependent-python", f"{label} is assigned in only one branch", self.site)
             pair = self.branch_pair(a, b)
@@ -120,6 +127,8 @@ class ControlFlowMixin:
             outs_else.append(b.node)
             merged.append((dest, a, then_vals.get(dest[1]) if dest[0] == "local" else None,
                            else_vals.get(dest[1]) if dest[0] == "local" else None))
+        for container, contents in structure:  # the branches agree on these but for the merged items
+            put(container, contents)
         for dest, value in same:
             self.branch_result(dest, value, frame)
         cond_node = self.builder.add(ir.Node(ir.COND, (pred.node,), {
@@ -137,6 +146,11 @@ class ControlFlowMixin:
             self.branch_result(dest, out, frame)
         if grad is not None:
             grad.finish(pred.node, [then_block, else_block], [outs_then, outs_else], results)
+
+    def container_snapshot(self, frame):
+        """The lists, dicts and sets the code of a conditional or loop node may write into."""
+        return ContainerSnapshot([frame, *self.frames, *self.overlay.values(), *self.global_overlay.values(),
+                                  *self.cell_overlay.values(), *self.shadows.values()])
 
     def take_branch_state(self, written):
         """{overlay key: value} of the state written so far in this cond (a key the branch did not
@@ -184,6 +198,8 @@ class ControlFlowMixin:
     def branch_result(self, dest, value, frame):
         if dest[0] == "local":
             frame.locals[dest[1]] = value
+        elif dest[0] == "item":  # an element of a list/dict of the function (branch_containers.py)
+            dest[1][dest[2]] = value
         else:
             self.state_write(dest[0], dest[1], dest[2], value)
 
@@ -238,7 +254,7 @@ class ControlFlowMixin:
         names = sorted(_assigned_names(node.body) - ({target} if target else set()))
         # names first bound inside the body (an inner loop's target, a temporary) are local to
         # an iteration; after the loop they are stale (eager would hold the last iteration's)
-        local_names = [n for n in names if frame.locals.get(n, _MISSING) is _MISSING]
+        local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING]
         names = [n for n in names if n not in local_names]
         carried = []
         for name in names:
@@ -258,6 +274,7 @@ class ControlFlowMixin:
             count_ph = ir.Node(ir.LOOP_VAR, (), {"name": target}, ((), np.dtype(np.int64)), self.site)
             frame.locals[target] = Sym(count_ph, "py")
         outer = self.builder.block
+        containers = self.container_snapshot(frame)
         self.pure_depth += 1
         self.branch_frames.append(frame)
         if grad is not None:
@@ -282,6 +299,11 @@ class ControlFlowMixin:
                 raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
             if counter is not None:
                 next_count = self.builder.py_op(operator.add, Sym(count_ph, "py"), counter[3])
+            written = containers.take()  # generated once, a write here would count as one trip
+            if written:
+                c = next(iter(written.values()))[0]
+                raise Unsupported("varying-trip-count", f"{_describe(c, frame)} is written inside a {kind} loop on a "
+                                                        "graph value", self.site)
         finally:
             self.pure_depth -= 1
             self.branch_frames.pop()
@@ -407,3 +429,21 @@ class ControlFlowMixin:
             self.speculate(test, node, frame, "branch")
         elif not self.truth(test):
             raise Unsupported("user-error", "assert statement fails", self.site)
+
+
+def _describe(container, frame):
+    """How a message names a container of the function: by a local name bound to it."""
+    kind = type(container).__name__
+    f = frame
+    while f is not None:
+        for name, v in f.locals.items():
+            if v is container:
+                return f"{kind} {name!r}"
+        f = f.enclosing
+    return f"a {kind} of the function"
+
+
+def _bound(value):
+    """A local's value after a branch, _MISSING when it is unbound or bound in only one branch
+    of an earlier conditional node."""
+    return _MISSING if type(value) is OneBranch else value

@@ -69,6 +69,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, StatementsMixin, E
         self.unrolled = 0
         self.pure_depth = 0  # >0 while building a cond branch: no writes allowed
         self.branch_frames: list = []  # frames whose own `return` would leave a cond/loop block
+        self.frames: list = []  # the frames of the functions being generated, outermost first
         self.comprehensions = 0  # comprehensions being evaluated (a lambda there is not supported)
         self.site = ""
         self._unknown = ()

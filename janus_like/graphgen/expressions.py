@@ -12,7 +12,7 @@ from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from .builder import SymbolicTape
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _unwrap_obj
+from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _unwrap_obj
 
 
 class ExpressionsMixin:
@@ -198,11 +198,15 @@ class ExpressionsMixin:
 
     def load_name(self, name, frame, node=None):
         if name in frame.locals and name not in frame.global_names:
-            return frame.locals[name]
-        if frame.enclosing is not None and name not in frame.global_names:
+            value = frame.locals[name]
+        elif frame.enclosing is not None and name not in frame.global_names:
             value = self.enclosing_name(name, frame)
-            if value is not _MISSING:
-                return value
+        else:
+            value = _MISSING
+        if value is not _MISSING:
+            if type(value) is OneBranch:
+                raise value.unsupported(self.site)
+            return value
         key = site_key(frame.filename, node) if node is not None else None
         if name in frame.cells:
             return self.read_cell(frame.cells[name], name, key)

@@ -64,6 +64,21 @@ class Frame:
         self.local_names = local_names  # this function's own local names (for a local function's scoping)
 
 
+class OneBranch:
+    """The value of a local name that only one branch of a conditional node bound (it was
+    unbound before the node), such as a temporary of that branch. Binding it again is fine;
+    reading it is Unsupported (eager reads either a value or an unbound name, by the data)."""
+
+    __slots__ = ("name", "site")
+
+    def __init__(self, name, site):
+        self.name, self.site = name, site
+
+    def unsupported(self, site):
+        return Unsupported("data-dependent-python", f"{self.name!r} is bound in only one branch of the conditional "
+                                                    f"at {self.site} and read after it", site)
+
+
 class ErrState:
     """np.errstate(...) inside a jitted function: its settings travel with the nodes."""
 

@@ -179,3 +179,42 @@ def test_branch_writes_attribute_set_in_one_branch_only():
 
     signs = [1, -1, -1, 1, -1, 1, -1, 1]
     check(make, [lambda s, sg=sg: (s["o"], np.full(2, sg * 1.0)) for sg in signs], min_graph_calls=0)
+
+
+def test_temporary_of_one_branch_is_not_a_merge():
+    """A name only one branch binds (unbound before): a graph, as long as nothing reads it
+    after the conditional (gradient clipping written the usual way)."""
+    def make():
+        def f(g):
+            norm = np.sqrt((g * g).sum())
+            if norm > 1.0:
+                scale = 1.0 / norm
+                g = g * scale
+            return g
+
+        return f, {}
+
+    scales = [2.0, 0.1, 3.0, 0.2, 0.3, 5.0, 0.1, 2.0, 4.0, 0.2]
+    jf = check(make, [lambda s, k=k, i=i: (np.full(4, k) + 0.01 * i,) for i, k in enumerate(scales)],
+               min_graph_calls=4)
+    assert _has_cond(jf), jf.explain()
+
+
+def test_temporary_of_one_branch_read_after_falls_back():
+    """Read after the conditional (here where the data makes it bound), the signature stays
+    eager with the reason named."""
+    def make():
+        def f(x):
+            if x.sum() > 0:
+                tmp = x * 2.0
+            else:
+                x = x - 1.0
+            if x.sum() > 0:
+                x = x + tmp
+            return x
+
+        return f, {}
+
+    signs = [1, -1, 1, -1, 1, 1, -1, 1]
+    jf = check(make, [lambda s, sg=sg: (np.full(2, sg * 1.0),) for sg in signs], min_graph_calls=0)
+    assert "bound in only one branch" in jf.explain(), jf.explain()
