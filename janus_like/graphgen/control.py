@@ -68,7 +68,6 @@ class ControlFlowMixin:
         pred = _truth_value(test)
         results = []
         outer_block = self.builder.block
-        saved_locals = dict(frame.locals)
         written = {}  # {overlay key: (kind, target, name, value before the cond)} (state_write)
         containers = self.container_snapshot(frame)  # lists/dicts/sets a branch may write into
         self.pure_depth += 1
@@ -112,6 +111,7 @@ class ControlFlowMixin:
                 continue
             if a is _MISSING or b is _MISSING:
                 raise Unsupported("data-dependent-python", f"{label} is assigned in only one branch", self.site)
+            originals = (a, b)
             pair = self.branch_pair(a, b)
             if pair is None:
                 raise Unsupported("data-dependent-python", f"{label} is a Python value that depends on the branch "
@@ -125,8 +125,7 @@ class ControlFlowMixin:
                                   self.site)
             outs_then.append(a.node)
             outs_else.append(b.node)
-            merged.append((dest, a, then_vals.get(dest[1]) if dest[0] == "local" else None,
-                           else_vals.get(dest[1]) if dest[0] == "local" else None))
+            merged.append((dest, a, originals))
         for container, contents in structure:  # the branches agree on these but for the merged items
             put(container, contents)
         for dest, value in same:
@@ -134,14 +133,14 @@ class ControlFlowMixin:
         cond_node = self.builder.add(ir.Node(ir.COND, (pred.node,), {
             "then_nodes": then_block, "else_nodes": else_block, "then_outs": outs_then, "else_outs": outs_else}))
         results = []
-        for i, (dest, proto, pre_then, pre_else) in enumerate(merged):
+        for i, (dest, proto, originals) in enumerate(merged):
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
             results.append(out.node)
-            # which object the name refers to now depends on the branch: writing through it, or
-            # writing what it might alias, cannot be modelled (see refresh_views)
+            # which object the name (item, attribute) refers to now depends on the branch: writing
+            # through it, or writing what it might alias, cannot be modelled (see refresh_views)
             out.view = (OPAQUE, None)
-            for pre in (pre_then, pre_else):
-                if isinstance(pre, Sym) and any(pre is old for old in saved_locals.values()):
+            for pre in originals:
+                if isinstance(pre, Sym):
                     self.builder.views.setdefault(id(pre), []).append(out)
             self.branch_result(dest, out, frame)
         if grad is not None:

@@ -218,3 +218,24 @@ def test_temporary_of_one_branch_read_after_falls_back():
     signs = [1, -1, 1, -1, 1, 1, -1, 1]
     jf = check(make, [lambda s, sg=sg: (np.full(2, sg * 1.0),) for sg in signs], min_graph_calls=0)
     assert "bound in only one branch" in jf.explain(), jf.explain()
+
+
+def test_attribute_aliasing_an_array_written_in_place_after_the_branch():
+    """`obj.best = w` in one branch makes the attribute the same array as `w`; eager's later
+    `w += 1` changes both. The merged attribute cannot alias `w` in a graph, so the in-place
+    write makes it unreadable and the signature stays eager (before, the graph committed the
+    value from before the write)."""
+    def make():
+        def f(obj, x):
+            w = x * 1.0
+            if w.sum() > 0:
+                obj.best = w
+            else:
+                obj.best = obj.best * 0.5
+            w += 1.0
+            return w.sum()
+
+        return f, {"o": _Obj(best=np.zeros(2))}
+
+    signs = [1, -1, 2, -2, 3, -3, 1, -1]
+    check(make, [lambda s, v=v: (s["o"], np.full(2, v * 1.0)) for v in signs], min_graph_calls=0)

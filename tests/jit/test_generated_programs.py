@@ -92,7 +92,7 @@ def simple_statements(draw, loop_var=False):
     v = draw(st.sampled_from(_VARS))
     kind = draw(st.sampled_from(["assign", "assign", "iadd", "imul", "row", "col", "slice", "fancy", "out",
                                  "attr", "attr_inplace", "append", "dictset", "variable", "bump", "xs_append",
-                                 "convert", "local", "callback"]))
+                                 "convert", "local", "callback", "box", "hist"]))
     e = draw(nm_expressions(2, loop_var))
     if kind == "assign":
         return [f"{v} = {e}"]
@@ -141,6 +141,8 @@ def simple_statements(draw, loop_var=False):
              f"    {v} = {v} * 0.5 + t"]]))
     if kind == "dictset":
         return [f"obj.cache[{draw(st.sampled_from(['a', 'b']))!r}] = {e}"]
+    if kind in ("box", "hist"):  # the function's own dict and list (graphgen/branch_containers.py)
+        return [draw(_local_container_writes(e, v))]
     if kind == "variable":
         return [f"obj.var.assign_add({draw(row_expressions())} * 0.01)"]
     return [f"{v} = bump(obj, {e})"]
@@ -148,6 +150,12 @@ def simple_statements(draw, loop_var=False):
 
 def _indent(lines):
     return ["    " + line for line in lines]
+
+
+def _local_container_writes(e, v):
+    # values computed before a branch as well as in it: a branch must not see the other's writes
+    return st.sampled_from([f"box['a'] = {e}", f"box['a'] = {v}", f"box['n'] = box['n'] + 1", f"hist.append({v})",
+                            f"hist[0] = hist[-1] + {e}", "hist.reverse()"])
 
 
 @st.composite
@@ -169,7 +177,9 @@ def statements(draw, depth=2):
         v, w = draw(st.sampled_from(_VARS)), draw(st.sampled_from(_VARS))
         a, b = draw(nm_expressions(2)), draw(nm_expressions(2))
         # state written in either arm is an output of the cond node too (control.cond)
-        then_extra, else_extra = ([f"    obj.acc = obj.acc * 0.5 + {draw(row_expressions())} * 0.1"]
+        # and so are the items of the function's own dict and list (graphgen/branch_containers.py)
+        then_extra, else_extra = ([draw(st.sampled_from([f"    obj.acc = obj.acc * 0.5 + {draw(row_expressions())} * 0.1",
+                                                          "    " + draw(_local_container_writes(a, v))]))]
                                   if draw(st.booleans()) else [] for _ in range(2))
         return [f"if np.sum({w}) > 0.0:", f"    {v} = {a}"] + then_extra + ["else:", f"    {v} = {b}"] + else_extra
     if kind == "for_range":
@@ -185,7 +195,7 @@ def statements(draw, depth=2):
         # trip count depends on the data: stable for a while, then different (or varying)
         v = draw(st.sampled_from(_VARS))
         return ["k = 0", f"while np.max(np.abs({v})) > {draw(st.sampled_from(['1.0', '2.0']))} and k < 4:",
-                f"    {v} = {v} * 0.5", "    k = k + 1"]
+                f"    {v} = {v} * 0.5", "    k = k + 1"] + (["    box['a'] = v0"] if draw(st.booleans()) else [])
     if kind == "random":
         v = draw(st.sampled_from(_VARS))
         call = draw(st.sampled_from(["np.random.randn(*{v}.shape)", "np.random.rand(*{v}.shape)",
@@ -201,10 +211,12 @@ def programs(draw):
     alias = draw(st.booleans())
     tensor_y = draw(st.booleans())
     ret = draw(st.sampled_from(["v0", "(v0, np.sum(v1))", "(v2, obj.acc)", "[v0, v1, v2]", "{'a': v1, 'n': s}",
-                                "(v0, v0)", "v2[1:]", "(v1.T, v0[0])", "(x, y)"]))
+                                "(v0, v0)", "v2[1:]", "(v1.T, v0[0])", "(x, y)", "(v0, box, hist[0], len(hist))"]))
     pid = next(_program_ids)
     lines = ["def f(x, y, s, obj, xs):", f'    """generated program {pid}"""', "    v0 = x * 1.0", "    v1 = y + 0.0",
-             "    v2 = x" if alias else "    v2 = y * 0.5"]
+             "    v2 = x" if alias else "    v2 = y * 0.5", "    box = {'a': v1, 'n': 0}", "    hist = [v0]"]
+    if draw(st.booleans()):  # the function's own dict and list as they are at the end
+        ret = f"({ret}, box, hist)"
     lines += _indent(body) + [f"    return {ret}"]
     return "\n".join(lines), tensor_y
 
