@@ -97,6 +97,10 @@ class ControlFlowMixin:
         merges = [(repr(name), then_vals[name], else_vals[name], ("local", name)) for name in assigned]
         for key, (kind, target, name, before) in written.items():
             a, b = then_over.get(key, before), else_over[key]  # a key only `else` wrote: then-value `before`
+            if kind == "box":
+                label = f"Variable {target.var.name!r}" if isinstance(target, VarRef) else "an array written in place"
+                merges.append((label, a, b, (kind, target, name)))
+                continue
             if before is _MISSING and (a is _MISSING or b is _MISSING):
                 before = self.read_state(kind, target, name)  # not written before the cond: the input
                 a, b = (before if v is _MISSING else v for v in (a, b))
@@ -104,8 +108,15 @@ class ControlFlowMixin:
             merges.append((label, a, b, (kind, target, name)))
         structure, items = containers.merges(then_cont, else_cont, lambda c: _describe(c, frame), self.site)
         merges += items
+        boxes = {id(w[1]) for w in written.values() if w[0] == "box"}  # their nodes are merged as "box"
         outs_then, outs_else, merged, same = [], [], [], []
         for label, a, b, dest in merges:
+            if a is b:  # the same object after either branch (its node, if written, is merged as a box)
+                same.append((dest, a))
+                continue
+            if dest[0] != "box" and (id(a) in boxes or id(b) in boxes):
+                raise Unsupported("data-dependent-python", f"{label} is an array written in place in a branch and "
+                                                           "another value in the other branch", self.site)
             if (a is _MISSING or b is _MISSING) and dest[0] == "local":  # a temporary of one branch
                 frame.locals[dest[1]] = OneBranch(dest[1], self.site)
                 continue
@@ -156,6 +167,10 @@ class ControlFlowMixin:
         write reads as its value before the cond), then that state put back as before the cond."""
         values = {}
         for key, (kind, target, name, before) in written.items():
+            if kind == "box":  # an array written in place or a Variable: its node is the state
+                values[key] = Sym(target.node, before.kind)
+                target.node = before.node
+                continue
             over, _ = self.state_overlay(kind, target, name)
             values[key] = over.get(key, _MISSING)
             if before is _MISSING:
@@ -199,6 +214,12 @@ class ControlFlowMixin:
             frame.locals[dest[1]] = value
         elif dest[0] == "item":  # an element of a list/dict of the function (branch_containers.py)
             dest[1][dest[2]] = value
+        elif dest[0] == "box":  # an array written in place or a Variable assigned (branch_box_write)
+            if isinstance(dest[1], VarRef):
+                dest[1].assign(value)
+                self.note_write(dest[1])
+            else:
+                self.write_box(dest[1], value)
         else:
             self.state_write(dest[0], dest[1], dest[2], value)
 

@@ -53,6 +53,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, StatementsMixin, E
         self.max_unroll = max_unroll
         self.builder = GraphBuilder(name)
         self.builder.reassociate = reassociate  # generated gradients may sum in another order too
+        self.builder.branch_write = self.branch_box_write  # VarRef.assign inside a branch
         self.prog = InputProgram()
         self.memo: dict = {}  # id(object) -> (abstract value, slot)
         self.slot_values: dict = {}  # slot index -> abstract value

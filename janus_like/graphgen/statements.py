@@ -147,10 +147,10 @@ class StatementsMixin:
             box.assign(new)
             self.note_write(box)
             return
-        if self.pure_depth:
-            raise Unsupported("unsupported-syntax", "in-place write inside a data-dependent branch", self.site)
         if box.kind == "stale" or (box.view is not None and box.view[0] is OPAQUE):
             raise Unsupported("view-write", "in-place write through a reshaped or transposed view", self.site)
+        if self.pure_depth:
+            self.branch_box_write(box)
         box.node = new.node
         if box.view is not None:
             base, index = box.view
@@ -168,9 +168,24 @@ class StatementsMixin:
                 view.node = F.getitem(Sym(base.node, "array"), view.view[1]).node
 
     def note_write(self, box):
-        if self.pure_depth:
-            raise Unsupported("unsupported-syntax", "state write inside a data-dependent branch", self.site)
+        if self.pure_depth:  # in a conditional node (`branch_box_write` checked that): noted by its merge
+            return
         self.writes.append(("box", box))
+
+    def branch_box_write(self, box):
+        """An in-place write of an array, or a Variable's assignment, inside a conditional node:
+        the value before the node is recorded the first time, so that `control.cond` can put
+        it back after each branch and merge both branches' values (see `state_write`). Under a
+        loop node, under a gradient tape, or for an array with views, it is not converted."""
+        what = "Variable write" if isinstance(box, VarRef) else "in-place write"
+        if self.pure_depth != len(self.cond_writes):
+            raise Unsupported("unsupported-syntax", f"{what} inside a loop on a graph value", self.site)
+        if self.builder.tapes:
+            raise Unsupported("unsupported-syntax", f"{what} inside a differentiated branch", self.site)
+        if not isinstance(box, VarRef) and (box.view is not None or self.builder.views.get(id(box))):
+            raise Unsupported("view-write", "in-place write inside a data-dependent branch into an array with "
+                                            "views", self.site)
+        self.cond_writes[-1].setdefault(("box", id(box)), ("box", box, None, Sym(box.node, box.kind)))
 
     def stmt_Raise(self, node, frame):
         raise Unsupported("user-error", "the function raises on these inputs", self.site)
@@ -250,7 +265,7 @@ class StatementsMixin:
             self.writes.append((kind, target, name, value))
         over[key] = value
 
-    def state_overlay(self, kind, target, name):
+    def state_overlay(self, kind, target, name):  # (not for "box": see control.take_branch_state)
         """(overlay dict, key) where reads of this piece of state look for a value written earlier."""
         if kind == "setattr":
             return self.overlay, (id(target.obj), name)

@@ -169,8 +169,11 @@ class VarRef(Sym):
 
     def assign(self, value):
         b = _builder()
-        if b.block is not b.graph.nodes:
-            raise Unsupported("unsupported-syntax", "Variable write inside a data-dependent branch", b.site)
+        if b.block is not b.graph.nodes:  # inside a conditional node (merged after it) or a loop node
+            hook = getattr(b, "branch_write", None)
+            if hook is None:
+                raise Unsupported("unsupported-syntax", "Variable write inside a data-dependent branch", b.site)
+            hook(self)
         value = value if isinstance(value, Sym) else b.constant(np.asarray(value))
         if tuple(value.shape) != self.shape:
             value = F.broadcast_to(value, self.shape)
@@ -188,9 +191,6 @@ class VarRef(Sym):
         return self.assign(F.sub(Sym(self.node, "array"), _raw(delta)))
 
     def value(self):
-        return Sym(self.node, "tensor")
-
-    def read_value(self):
         return Sym(self.node, "tensor")
 
 

@@ -178,8 +178,12 @@ def statements(draw, depth=2):
         a, b = draw(nm_expressions(2)), draw(nm_expressions(2))
         # state written in either arm is an output of the cond node too (control.cond)
         # and so are the items of the function's own dict and list (graphgen/branch_containers.py)
+        # and so are Variables and arrays written in place (statements.branch_box_write)
         then_extra, else_extra = ([draw(st.sampled_from([f"    obj.acc = obj.acc * 0.5 + {draw(row_expressions())} * 0.1",
-                                                          "    " + draw(_local_container_writes(a, v))]))]
+                                                          "    " + draw(_local_container_writes(a, v)),
+                                                          f"    obj.var.assign_add({draw(row_expressions())} * 0.01)",
+                                                          f"    {w}[0] = {draw(row_expressions())} * 0.1",
+                                                          f"    {w} += {b}", "    obj.acc *= 0.5"]))]
                                   if draw(st.booleans()) else [] for _ in range(2))
         return [f"if np.sum({w}) > 0.0:", f"    {v} = {a}"] + then_extra + ["else:", f"    {v} = {b}"] + else_extra
     if kind == "for_range":

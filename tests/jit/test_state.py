@@ -483,3 +483,17 @@ def test_returned_constant_is_fresh_each_call():
     b[0] = 5.0
     a2, b2 = jf(np.ones(1))
     assert a2[0] == 0.0 and b2[0] == 1.0
+
+
+def test_variable_method_that_eager_lacks_raises_in_jit_too():
+    """The generator's Variable stand-in has exactly the Variable's methods: a call eager
+    rejects (`read_value`, which the stand-in once had) is rejected under jit as well."""
+    def make():
+        v = jl.Variable(np.zeros(2), name="v")
+
+        def f(x):
+            return v.read_value() + x
+
+        return f, {"v": v}
+
+    check(make, [lambda s: (np.ones(2),)] * 6, min_graph_calls=0)
