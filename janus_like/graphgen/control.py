@@ -111,17 +111,17 @@ class ControlFlowMixin:
         boxes = {id(w[1]) for w in written.values() if w[0] == "box"}  # their nodes are merged as "box"
         outs_then, outs_else, merged, same = [], [], [], []
         for label, a, b, dest in merges:
+            if (a is _MISSING or b is _MISSING) and dest[0] == "local":  # a temporary of one branch
+                frame.locals[dest[1]] = OneBranch(dest[1], self.site)
+                continue
+            if a is _MISSING or b is _MISSING:
+                raise Unsupported("data-dependent-python", f"{label} is assigned in only one branch", self.site)
             if a is b:  # the same object after either branch (its node, if written, is merged as a box)
                 same.append((dest, a))
                 continue
             if dest[0] != "box" and (id(a) in boxes or id(b) in boxes):
                 raise Unsupported("data-dependent-python", f"{label} is an array written in place in a branch and "
                                                            "another value in the other branch", self.site)
-            if (a is _MISSING or b is _MISSING) and dest[0] == "local":  # a temporary of one branch
-                frame.locals[dest[1]] = OneBranch(dest[1], self.site)
-                continue
-            if a is _MISSING or b is _MISSING:
-                raise Unsupported("data-dependent-python", f"{label} is assigned in only one branch", self.site)
             originals = (a, b)
             pair = self.branch_pair(a, b)
             if pair is None:

@@ -239,3 +239,21 @@ def test_attribute_aliasing_an_array_written_in_place_after_the_branch():
 
     signs = [1, -1, 2, -2, 3, -3, 1, -1]
     check(make, [lambda s, v=v: (s["o"], np.full(2, v * 1.0)) for v in signs], min_graph_calls=0)
+
+
+def test_temporary_deleted_in_its_branch():
+    def make():
+        def f(x):
+            if x.sum() > 0:
+                tmp = x * 2.0
+                x = x + tmp
+                del tmp
+            else:
+                x = x - 1.0
+            return x
+
+        return f, {}
+
+    signs = [1, -1, 2, -2, 3, -3, 1, -1]
+    jf = check(make, [lambda s, sg=sg: (np.full(2, sg * 1.0),) for sg in signs], min_graph_calls=4)
+    assert _has_cond(jf), jf.explain()
