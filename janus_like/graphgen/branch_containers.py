@@ -31,8 +31,7 @@ class ContainerSnapshot:
             v = stack.pop()
             if id(v) in seen:
                 continue
-            cls = type(v)
-            if cls is list or cls is dict or cls is set or isinstance(v, (list, dict, set)):
+            if isinstance(v, (list, dict, set)):
                 seen.add(id(v))
                 contents = _contents(v)
                 self.saved[id(v)] = (v, contents)
@@ -50,13 +49,13 @@ class ContainerSnapshot:
                     stack.append(v.enclosing)
 
     def take(self):
-        """{id: (container, contents now)} of the containers changed since the snapshot; each
-        of them is then put back as it was."""
+        """{id: contents now} of the containers changed since the snapshot (the container is
+        `saved[id][0]`); each of them is then put back as it was."""
         changed = {}
         for key, (c, before) in self.saved.items():
             now = _contents(c)
             if not _same(c, before, now):
-                changed[key] = (c, now)
+                changed[key] = now
                 put(c, before)
         return changed
 
@@ -70,8 +69,8 @@ class ContainerSnapshot:
         structure, items = [], []
         for key in then_changes.keys() | else_changes.keys():
             c, before = self.saved[key]
-            a = then_changes.get(key, (c, before))[1]
-            b = else_changes.get(key, (c, before))[1]
+            a = then_changes.get(key, before)
+            b = else_changes.get(key, before)
             what = describe(c)
             if isinstance(c, set):
                 if {id(x) for x in a} != {id(x) for x in b}:

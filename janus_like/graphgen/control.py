@@ -215,11 +215,7 @@ class ControlFlowMixin:
         elif dest[0] == "item":  # an element of a list/dict of the function (branch_containers.py)
             dest[1][dest[2]] = value
         elif dest[0] == "box":  # an array written in place or a Variable assigned (branch_box_write)
-            if isinstance(dest[1], VarRef):
-                dest[1].assign(value)
-                self.note_write(dest[1])
-            else:
-                self.write_box(dest[1], value)
+            self.write_box(dest[1], value)
         else:
             self.state_write(dest[0], dest[1], dest[2], value)
 
@@ -321,7 +317,7 @@ class ControlFlowMixin:
                 next_count = self.builder.py_op(operator.add, Sym(count_ph, "py"), counter[3])
             written = containers.take()  # generated once, a write here would count as one trip
             if written:
-                c = next(iter(written.values()))[0]
+                c = containers.saved[next(iter(written))][0]
                 raise Unsupported("varying-trip-count", f"{_describe(c, frame)} is written inside a {kind} loop on a "
                                                         "graph value", self.site)
         finally:
