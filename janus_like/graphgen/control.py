@@ -4,7 +4,6 @@ unrolled when Python values fix them, or turned into conditional and loop nodes 
 from __future__ import annotations
 
 import ast
-import operator
 
 import numpy as np
 
@@ -14,7 +13,6 @@ from ..jit.assumptions import Assumption
 from .builder import OPAQUE, SymbolicTape
 from .branch_containers import ContainerSnapshot, put
 from .cond_grad import CondGradient
-from .loop_grad import LoopGradient
 from .values import ObjRef, Sym, Unsupported, VarRef
 from .support import ErrState, OneBranch, _Break, _Continue, _MISSING, _assigned_names, _truth_value
 
@@ -73,6 +71,7 @@ class ControlFlowMixin:
         self.pure_depth += 1
         self.branch_frames.append(frame)
         self.cond_writes.append(written)
+        self.branch_marks.append(next(ir._ids))  # nodes made from here on are the branches' own
         try:
             for body in (node.body, node.orelse):
                 block = []
@@ -89,6 +88,7 @@ class ControlFlowMixin:
             self.pure_depth -= 1
             self.branch_frames.pop()
             self.cond_writes.pop()
+            self.branch_marks.pop()
             self.builder.block = outer_block
             self.builder.tapes = tapes
         self.set_site(node, frame)
@@ -255,113 +255,6 @@ class ControlFlowMixin:
         except _Continue:
             pass
         return None
-
-    def loop(self, node, frame, counter=None):
-        """A loop whose trip count is a graph value: one loop node whose body is generated once,
-        with the variables it reassigns carried from iteration to iteration. `node` is a `while`
-        (its test is the condition) or, with `counter=(target, start, stop, step)`, a
-        `for target in range(start, stop, step)` whose bounds are graph values."""
-        kind = "while" if counter is None else "for"
-        tapes = list(self.builder.tapes)
-        grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
-        if node.orelse:
-            raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
-        target = counter[0] if counter is not None else None
-        names = sorted(_assigned_names(node.body) - ({target} if target else set()))
-        # names first bound inside the body (an inner loop's target, a temporary) are local to
-        # an iteration; after the loop they are stale (eager would hold the last iteration's)
-        local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING]
-        names = [n for n in names if n not in local_names]
-        carried = []
-        for name in names:
-            v = frame.locals.get(name, _MISSING)
-            if not isinstance(v, Sym) or isinstance(v, VarRef):
-                raise Unsupported("varying-trip-count", f"loop variable {name!r} is not an array value before "
-                                                        "the loop", self.site)
-            carried.append((name, v))
-        before = dict(frame.locals)
-        placeholders = []
-        for name, v in carried:
-            ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, v.node.aval, self.site)
-            placeholders.append(ph)
-            frame.locals[name] = Sym(ph, v.kind)
-        if counter is not None:
-            start = counter[1]
-            count_ph = ir.Node(ir.LOOP_VAR, (), {"name": target}, ((), np.dtype(np.int64)), self.site)
-            frame.locals[target] = Sym(count_ph, "py")
-        outer = self.builder.block
-        containers = self.container_snapshot(frame)
-        self.pure_depth += 1
-        self.branch_frames.append(frame)
-        if grad is not None:
-            grad.watch_carried(placeholders, [v.kind for _, v in carried])
-        try:
-            cond_block, body_block = [], []
-            self.builder.block = cond_block
-            self.builder.tapes = []  # the test is not differentiated
-            if counter is None:
-                test = self.eval(node.test, frame)
-                if not isinstance(test, Sym):
-                    raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
-                                      self.site)
-                pred = _truth_value(test)
-            else:
-                pred = self.builder.py_op(operator.lt, Sym(count_ph, "py"), counter[2])
-            self.builder.block = body_block
-            self.builder.tapes = [grad.tape] if grad is not None else []
-            try:
-                self.exec_block(node.body, frame)
-            except (_Break, _Continue):
-                raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
-            if counter is not None:
-                next_count = self.builder.py_op(operator.add, Sym(count_ph, "py"), counter[3])
-            written = containers.take()  # generated once, a write here would count as one trip
-            if written:
-                c = containers.saved[next(iter(written))][0]
-                raise Unsupported("varying-trip-count", f"{_describe(c, frame)} is written inside a {kind} loop on a "
-                                                        "graph value", self.site)
-        finally:
-            self.pure_depth -= 1
-            self.branch_frames.pop()
-            self.builder.block = outer
-            self.builder.tapes = tapes
-        outs = []
-        for (name, v), ph in zip(carried, placeholders):
-            new = frame.locals[name]
-            if not isinstance(new, Sym) or new.node.aval != ph.aval or new.kind != v.kind:
-                raise Unsupported("varying-trip-count", f"{name!r} changes type, shape or dtype inside the loop",
-                                  self.site)
-            outs.append(new.node)
-        self.set_site(node, frame)
-        for name in local_names:
-            stale = Sym(ir.Node(ir.LOOP_VAR, (), {"name": name}, ((), np.dtype(object)), self.site), "py")
-            stale.kind = "stale"
-            frame.locals[name] = stale
-        for name, value in before.items():
-            if name not in dict(carried) and name != target and frame.locals.get(name, _MISSING) is not value:
-                raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
-        inputs = [v.node for _, v in carried]
-        if counter is not None:
-            placeholders.append(count_ph)
-            outs.append(next_count.node)
-            inputs.append(start.node if isinstance(start, Sym) else start)
-        if grad is not None:
-            grad.check_body(body_block)
-            grad.add_stack(placeholders, body_block, outs, inputs)
-        loop = self.builder.add(ir.Node(ir.LOOP, tuple(inputs), {
-            "placeholders": placeholders, "cond_nodes": cond_block, "cond": pred.node,
-            "body_nodes": body_block, "body_outs": outs, "max_iter": self.max_unroll * 50}))
-        results = []
-        for i, (name, v) in enumerate(carried):
-            out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
-            frame.locals[name] = Sym(out, v.kind)
-            results.append(out)
-        if grad is not None:
-            grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
-        if counter is not None:  # the loop variable after the loop is not modelled
-            stale = Sym(count_ph, "py")
-            stale.kind = "stale"
-            frame.locals[target] = stale
 
     def dynamic_range(self, node, frame):
         """(start, stop, step) when `node.iter` is range(...) with graph-valued bounds, else None."""

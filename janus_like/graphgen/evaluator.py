@@ -24,6 +24,7 @@ from .calls import CallsMixin
 from .containers import ContainersMixin
 from .control import ControlFlowMixin
 from .expressions import ExpressionsMixin
+from .loops import LoopMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
 from .support import MAX_UNROLL, _is_immutable, _is_jit
@@ -37,7 +38,7 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, StatementsMixin, ExpressionsMixin, ContainersMixin):
+class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, StatementsMixin, ExpressionsMixin, ContainersMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input
@@ -60,7 +61,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, StatementsMixin, E
         self.overlay: dict = {}  # (id(obj), attr) -> value written by the function
         self.shadows: dict = {}  # id(container) -> list/dict of abstract values (after a mutation)
         self.global_overlay: dict = {}
-        self.cond_writes: list = []  # per conditional node being built: {overlay key: (kind, target, name, value before)}
+        self.cond_writes: list = []  # per cond/loop node being built: {overlay key: (kind, target, name, value before)}
         self.cell_overlay: dict = {}  # id(closure cell) -> value written by `nonlocal` (statements.py)
         self.writes: list = []  # commit log, program order
         self.effects: list = []  # deferred print/logging calls
@@ -70,6 +71,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, StatementsMixin, E
         self.unrolled = 0
         self.pure_depth = 0  # >0 while building a cond branch: no writes allowed
         self.branch_frames: list = []  # frames whose own `return` would leave a cond/loop block
+        self.branch_marks: list = []  # per cond/loop node being built: the first node id made inside it
         self.frames: list = []  # the frames of the functions being generated, outermost first
         self.comprehensions = 0  # comprehensions being evaluated (a lambda there is not supported)
         self.site = ""

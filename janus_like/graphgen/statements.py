@@ -173,16 +173,20 @@ class StatementsMixin:
         self.writes.append(("box", box))
 
     def branch_box_write(self, box):
-        """An in-place write of an array, or a Variable's assignment, inside a conditional node:
-        the value before the node is recorded the first time, so that `control.cond` can put
-        it back after each branch and merge both branches' values (see `state_write`). Under a
-        loop node, under a gradient tape, or for an array with views, it is not converted."""
+        """An in-place write of an array, or a Variable's assignment, inside a conditional or loop
+        node: the value before the node is recorded the first time, so that `control.cond` can
+        put it back after each branch and merge both branches' values, and `loops.loop` can
+        carry it (see `state_write`). An array the node's own code made (not an input, its node
+        newer than the node's start) is not state outside it: written as usual. Under a gradient tape, or
+        for an array with views, it is not converted."""
+        mark = self.branch_marks[-1]
+        if box.node.id >= mark and box.origin is None and not isinstance(box, VarRef):
+            return
         what = "Variable write" if isinstance(box, VarRef) else "in-place write"
-        if self.pure_depth != len(self.cond_writes):
-            raise Unsupported("unsupported-syntax", f"{what} inside a loop on a graph value", self.site)
         if self.builder.tapes:
             raise Unsupported("unsupported-syntax", f"{what} inside a differentiated branch", self.site)
-        if not isinstance(box, VarRef) and (box.view is not None or self.builder.views.get(id(box))):
+        views = self.builder.views.get(id(box), ())  # views the node made are refreshed in it as usual
+        if not isinstance(box, VarRef) and (box.view is not None or any(v.node.id < mark for v in views)):
             raise Unsupported("view-write", "in-place write inside a data-dependent branch into an array with "
                                             "views", self.site)
         self.cond_writes[-1].setdefault(("box", id(box)), ("box", box, None, Sym(box.node, box.kind)))
@@ -254,12 +258,9 @@ class StatementsMixin:
         object, `target` its ObjRef), "global" (`target` the module's dict) or "cell" (a closure
         cell). Later reads see it through an overlay. Inside conditional-node branches the write
         stays in the overlay and `control.cond` merges both branches' values after them; under
-        a loop node it is not converted."""
+        a loop node, `loops.loop` carries it from iteration to iteration."""
         over, key = self.state_overlay(kind, target, name)
         if self.pure_depth:
-            if self.pure_depth != len(self.cond_writes):
-                what = {"setattr": "attribute", "global": "global", "cell": "nonlocal"}[kind]
-                raise Unsupported("unsupported-syntax", f"{what} write inside a loop on a graph value", self.site)
             self.cond_writes[-1].setdefault(key, (kind, target, name, over.get(key, _MISSING)))
         else:
             self.writes.append((kind, target, name, value))

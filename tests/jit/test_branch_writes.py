@@ -99,23 +99,6 @@ def test_nested_branches_assign_one_variable():
     assert _has_cond(jf), jf.explain()
 
 
-def test_variable_written_in_a_loop_node_falls_back():
-    def make():
-        v = jl.Variable(np.zeros(2), name="v")
-
-        def f(x):
-            while x.sum() < 10.0:
-                x = x * 2.0
-                v.assign_add(x)
-            return x
-
-        return f, {"v": v}
-
-    starts = [1.0, 0.1, 2.0, 0.01, 3.0, 0.5, 1.0, 20.0]
-    jf = check(make, [lambda s, k=k: (np.full(2, k),) for k in starts], min_graph_calls=0)
-    assert "Variable write inside a loop" in jf.explain(), jf.explain()
-
-
 def test_name_rebound_in_one_branch_and_written_in_place_in_the_other_falls_back():
     def make():
         def f(x):

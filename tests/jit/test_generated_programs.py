@@ -197,9 +197,19 @@ def statements(draw, depth=2):
         return ["for t in xs:", f"    {body}"]
     if kind == "while":
         # trip count depends on the data: stable for a while, then different (or varying)
-        v = draw(st.sampled_from(_VARS))
-        return ["k = 0", f"while np.max(np.abs({v})) > {draw(st.sampled_from(['1.0', '2.0']))} and k < 4:",
-                f"    {v} = {v} * 0.5", "    k = k + 1"] + (["    box['a'] = v0"] if draw(st.booleans()) else [])
+        # the counter is a Python int before the loop; state written in the body is carried by
+        # the loop node (graphgen/loops.py), and so is an array written in place through a name
+        v, w = draw(st.sampled_from(_VARS)), draw(st.sampled_from(_VARS))
+        extra = draw(st.sampled_from([[], ["    box['a'] = v0"], ["    obj.acc = obj.acc * 0.5 + 0.1"],
+                                      ["    obj.acc *= 0.5"], [f"    obj.var.assign_add({v}[0] * 0.01)"],
+                                      [f"    {w} += 0.25"], [f"    {w}[0] = {v}[-1] * 0.5"],
+                                      ["    t = v0 * 2.0", "    t += 1.0", "    obj.acc = obj.acc + t[0] * 0.1"],
+                                      [f"    if np.sum({v}) > 0.0:", "        obj.acc += 0.5", "    else:",
+                                       f"        obj.var.assign({v}[0])"]]))
+        # (halving, with at most +0.25 a trip, ends below 1.0 without the `k < 4` cap too)
+        cap = draw(st.sampled_from([" and k < 4", ""]))
+        return ["k = 0", f"while np.max(np.abs({v})) > {draw(st.sampled_from(['1.0', '2.0']))}{cap}:",
+                f"    {v} = {v} * 0.5", "    k = k + 1"] + extra
     if kind == "random":
         v = draw(st.sampled_from(_VARS))
         call = draw(st.sampled_from(["np.random.randn(*{v}.shape)", "np.random.rand(*{v}.shape)",

@@ -1,0 +1,284 @@
+"""Loop nodes: a `while` on a graph value, or a `for` over `range()` with graph-valued bounds,
+as one LOOP node whose body is generated once.
+
+What an iteration hands to the next is carried: the body's placeholders stand for it, and its
+values at the end of the body are the body's outputs.
+
+- **Locals** the body reassigns. A Python number bound before the loop (a counter, an
+  accumulated float) becomes a graph number of the same Python type.
+- **State** the body writes: Variables it assigns, arrays it writes in place (an input array,
+  an attribute's array), attributes of input objects, globals and closure cells. After the
+  node, the final value is written back the way a straight-line write is, so it is committed
+  with the graph.
+
+Which state the body writes is known only once its code has run, so the body is generated
+twice when it writes any: first to find the writes (that attempt's nodes are dropped and the
+state is put back), then with placeholders for them. A local the body only writes in place
+(`x += 1` on an array) keeps naming the same array, so it is carried as that array's state and
+not as a rebinding. Arrays and Variables the body itself creates are not carried: in-place
+writes to them are ordinary writes (`statements.branch_box_write` tells them apart by the node
+counter at the start of the node).
+
+Not converted, each with a named reason: writes of state inside a GradientTape, writes of the
+function's own lists and dicts, a local both rebound and written in place, values that change
+type, shape or dtype across an iteration.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .. import ir
+from .loop_grad import LoopGradient
+from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
+from .values import Sym, Unsupported, VarRef
+
+_PY_NUMBERS = (bool, int, float)
+
+
+class LoopMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def loop(self, node, frame, counter=None):
+        """A loop whose trip count is a graph value (see the module docstring). `node` is a `while`
+        (its test is the condition) or, with `counter=(target, start, stop, step)`, a
+        `for target in range(start, stop, step)` whose bounds are graph values."""
+        from .control import _bound
+
+        kind = "while" if counter is None else "for"
+        tapes = list(self.builder.tapes)
+        if node.orelse:
+            raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
+        target = counter[0] if counter is not None else None
+        names = sorted(_assigned_names(node.body) - ({target} if target else set())
+                       - frame.global_names - frame.nonlocal_names)  # those two are state
+        # names first bound inside the body (an inner loop's target, a temporary) are local to
+        # an iteration; after the loop they are stale (eager would hold the last iteration's)
+        local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING]
+        carried = [(name, self.carried_initial(name, frame.locals[name])) for name in names if name not in local_names]
+        before = dict(frame.locals)
+        state = {}  # {write key: (kind, target, name, value before the loop)} (second attempt)
+        unrolled, views = self.unrolled, {k: list(v) for k, v in self.builder.views.items()}
+        for attempt in (0, 1):
+            grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
+            self.unrolled = unrolled  # an unrolled inner loop counts once
+            self.builder.views.clear()  # nor do the first attempt's views count
+            self.builder.views.update((k, list(v)) for k, v in views.items())
+            try:
+                gen = self.loop_attempt(node, frame, counter, carried, state, grad)
+            finally:
+                self.builder.tapes = tapes
+                for name in names:  # every attempt starts from the locals before the loop
+                    frame.locals.pop(name, None)
+                frame.locals.update({n: v for n, v in before.items() if n in names})
+            found = {k: w for k, w in gen["written"].items() if k not in state}
+            if not found:
+                break
+            if attempt or grad is not None:
+                what = _what(next(iter(found.values())))
+                raise Unsupported("unsupported-syntax", f"{what} inside a {kind} loop on a graph value"
+                                  + (" that is differentiated" if grad is not None else ""), self.site)
+            carried, state = self.carried_state(carried, found, gen, kind)
+        body_names = {n for n, _ in carried}
+        for name, value in gen["locals"].items():
+            frame.locals[name] = value
+        self.set_site(node, frame)
+        outs = []
+        for (name, v), ph in zip(carried, gen["placeholders"]):
+            new = gen["locals"][name]
+            if not isinstance(new, Sym) or new.node.aval != ph.aval or new.kind != v.kind:
+                raise Unsupported("varying-trip-count", f"{name!r} changes type, shape or dtype inside the loop",
+                                  self.site)
+            outs.append(new.node)
+        for (key, (wkind, wtarget, wname, init)), ph in zip(state.items(), gen["state_placeholders"]):
+            new = self.carried_final(gen["finals"].get(key, _MISSING), init)
+            if new is None:
+                raise Unsupported("varying-trip-count", f"{_what((wkind, wtarget, wname, init))} changes type, shape "
+                                                        "or dtype inside the loop", self.site)
+            outs.append(new.node)
+        for name in local_names:
+            stale = Sym(ir.Node(ir.LOOP_VAR, (), {"name": name}, ((), np.dtype(object)), self.site), "py")
+            stale.kind = "stale"
+            frame.locals[name] = stale
+        for name, value in before.items():  # a local the body writes in place still names its array
+            if name not in body_names and name != target and gen["frame"].get(name, _MISSING) is not value:
+                raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
+        placeholders = gen["placeholders"] + gen["state_placeholders"]
+        inputs = [v.node for _, v in carried] + [w[3].node for w in state.values()]
+        if counter is not None:
+            start = counter[1]
+            placeholders.append(gen["count"])
+            outs.append(gen["next_count"].node)
+            inputs.append(start.node if isinstance(start, Sym) else start)
+        if grad is not None:
+            grad.check_body(gen["body"])
+            grad.add_stack(placeholders, gen["body"], outs, inputs)
+        loop = self.builder.add(ir.Node(ir.LOOP, tuple(inputs), {
+            "placeholders": placeholders, "cond_nodes": gen["cond"], "cond": gen["pred"].node,
+            "body_nodes": gen["body"], "body_outs": outs, "max_iter": self.max_unroll * 50}))
+        results = []
+        for i, (name, v) in enumerate(carried):
+            out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
+            frame.locals[name] = Sym(out, v.kind)
+            results.append(out)
+        for i, (wkind, wtarget, wname, init) in enumerate(state.values(), start=len(carried)):
+            out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, init.node.aval)), init.kind)
+            self.branch_result((wkind, wtarget, wname), out, frame)
+        if grad is not None:
+            grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
+        if counter is not None:  # the loop variable after the loop is not modelled
+            stale = Sym(gen["count"], "py")
+            stale.kind = "stale"
+            frame.locals[target] = stale
+
+    def carried_initial(self, name, v):
+        """A local's value before the loop as a carried graph value."""
+        if type(v) in _PY_NUMBERS:  # a counter or an accumulator: a graph number of its type
+            return self.builder.constant(v, "py")
+        if not isinstance(v, Sym) or isinstance(v, VarRef):
+            raise Unsupported("varying-trip-count", f"loop variable {name!r} is neither an array nor a number "
+                                                    "before the loop", self.site)
+        return v
+
+    def carried_final(self, value, init):
+        """A carried piece of state's value at the end of the body, as a Sym of `init`'s type, or None."""
+        if type(value) in _PY_NUMBERS and init.kind == "py":
+            value = self.branch_constant(value, init)
+        if not isinstance(value, Sym) or value.node.aval != init.node.aval or value.kind != init.kind:
+            return None
+        return value
+
+    def carried_state(self, carried, found, gen, kind):
+        """After the first attempt: (carried locals, carried state) for the second. A local the
+        body wrote only in place (still naming its placeholder at the end) is carried as the
+        array's state instead."""
+        state = {}
+        boxes = {id(ph): name for name, ph in gen["local_boxes"].items()}
+        in_place = set()
+        for key, (wkind, wtarget, wname, before) in found.items():
+            if wkind == "box" and id(wtarget) in boxes:
+                name = boxes[id(wtarget)]
+                if gen["locals"][name] is not wtarget:
+                    raise Unsupported("varying-trip-count", f"{name!r} is both written in place and rebound inside "
+                                                            f"the {kind} loop", self.site)
+                in_place.add(name)
+                v = dict(carried)[name]
+                state[("box", id(v))] = ("box", v, None, Sym(v.node, v.kind))
+                continue
+            if wkind == "box":
+                state[key] = ("box", wtarget, None, Sym(before.node, before.kind))
+                continue
+            init = self.read_state(wkind, wtarget, wname) if before is _MISSING else before
+            if type(init) in _PY_NUMBERS:
+                init = self.builder.constant(init, "py")
+            if not isinstance(init, Sym) or isinstance(init, VarRef):
+                raise Unsupported("varying-trip-count", f"{_what(found[key])} is neither an array nor a number before "
+                                                        "the loop", self.site)
+            state[key] = (wkind, wtarget, wname, init)
+        carried = [(n, v) for n, v in carried if n not in in_place]
+        # a value carried from before the loop that is an array the body writes in place: eager
+        # reads the written array through it, a carried value would hold the one before the loop
+        written_boxes = {id(w[1]) for w in state.values() if w[0] == "box"}
+        for label, v in [(repr(n), v) for n, v in carried] + [(_what(w)[:-len(" write")], w[3]) for w in state.values()
+                                                              if w[0] != "box"]:
+            if id(v) in written_boxes:
+                raise Unsupported("varying-trip-count", f"{label} names an array that is written in place inside the "
+                                                        f"loop", self.site)
+        return carried, state
+
+    def loop_attempt(self, node, frame, counter, carried, state, grad):
+        """Generate the condition and body once, with placeholders for the carried locals and
+        state; the state and the containers are put back as before the loop afterwards."""
+        placeholders, local_boxes = [], {}
+        for name, v in carried:
+            ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, v.node.aval, self.site)
+            placeholders.append(ph)
+            frame.locals[name] = local_boxes[name] = Sym(ph, v.kind)
+        state_placeholders, restore = [], []
+        for key, (wkind, wtarget, wname, init) in state.items():
+            ph = ir.Node(ir.LOOP_VAR, (), {"name": _what((wkind, wtarget, wname, init))}, init.node.aval, self.site)
+            state_placeholders.append(ph)
+            restore.append(self.set_loop_state(key, wkind, wtarget, wname, Sym(ph, init.kind)))
+        gen = {"placeholders": placeholders, "state_placeholders": state_placeholders, "count": None}
+        if counter is not None:
+            gen["count"] = ir.Node(ir.LOOP_VAR, (), {"name": counter[0]}, ((), np.dtype(np.int64)), self.site)
+            frame.locals[counter[0]] = Sym(gen["count"], "py")
+        outer = self.builder.block
+        containers = self.container_snapshot(frame)
+        written = {}
+        self.pure_depth += 1
+        self.branch_frames.append(frame)
+        self.cond_writes.append(written)
+        self.branch_marks.append(next(ir._ids))
+        if grad is not None:
+            grad.watch_carried(placeholders, [v.kind for _, v in carried])
+        try:
+            gen["cond"], gen["body"] = [], []
+            self.builder.block = gen["cond"]
+            self.builder.tapes = []  # the test is not differentiated
+            if counter is None:
+                test = self.eval(node.test, frame)
+                if not isinstance(test, Sym):
+                    raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
+                                      self.site)
+                gen["pred"] = _truth_value(test)
+            else:
+                gen["pred"] = self.builder.py_op(operator.lt, Sym(gen["count"], "py"), counter[2])
+            self.builder.block = gen["body"]
+            self.builder.tapes = [grad.tape] if grad is not None else []
+            try:
+                self.exec_block(node.body, frame)
+            except (_Break, _Continue):
+                raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
+            if counter is not None:
+                gen["next_count"] = self.builder.py_op(operator.add, Sym(gen["count"], "py"), counter[3])
+        finally:
+            self.pure_depth -= 1
+            self.branch_frames.pop()
+            self.cond_writes.pop()
+            self.branch_marks.pop()
+            self.builder.block = outer
+            gen["finals"] = self.take_branch_state(written)
+            for put_back in restore:
+                put_back()
+            changed = containers.take()  # generated once, a write here would count as one trip
+        if changed:
+            from .control import _describe
+
+            c = containers.saved[next(iter(changed))][0]
+            raise Unsupported("varying-trip-count", f"{_describe(c, frame)} is written inside a "
+                              f"{'while' if counter is None else 'for'} loop on a graph value", self.site)
+        gen["written"] = written
+        gen["locals"] = {name: frame.locals.get(name, _MISSING) for name, _ in carried}
+        gen["local_boxes"] = local_boxes
+        gen["frame"] = dict(frame.locals)
+        return gen
+
+    def set_loop_state(self, key, kind, target, name, value):
+        """Make a piece of state read as `value` (a placeholder); returns what puts it back."""
+        if kind == "box":
+            node = target.node
+            target.node = value.node
+
+            def put_back():
+                target.node = node
+            return put_back
+        over, okey = self.state_overlay(kind, target, name)
+        old = over.get(okey, _MISSING)
+        over[okey] = value
+
+        def put_back():
+            if old is _MISSING:
+                over.pop(okey, None)
+            else:
+                over[okey] = old
+        return put_back
+
+
+def _what(write):
+    kind, target, name, _ = write
+    if kind == "box":
+        return f"Variable {target.var.name!r} write" if isinstance(target, VarRef) else "in-place array write"
+    return {"setattr": f"attribute {name!r} write", "global": f"global {name!r} write",
+            "cell": f"nonlocal {name!r} write"}[kind]
