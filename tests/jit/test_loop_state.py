@@ -313,3 +313,39 @@ def test_local_aliasing_an_array_written_in_place_stays_eager():
     calls = [lambda s, k=k: (np.full(2, 1.0), np.float64(k), s["acc"]) for k in LIMITS]
     jf = check(make, calls, min_graph_calls=0)
     assert "written in place inside the loop" in jf.explain(), jf.explain()
+
+
+def _example():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "fit_until_converged.py"
+    spec = importlib.util.spec_from_file_location("fit_until_converged", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fit_until_converged():
+    """Gradient descent inside the jitted function until the loss is below a tolerance
+    (`examples/fit_until_converged.py`): the trip count depends on the data and the tolerance,
+    the Variable, the loss and the counter are carried."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((32, 4))
+    y = X @ rng.standard_normal(4)
+    example = _example()
+
+    def make():
+        fit, w = example.make_fit(4)
+        return fit, {"w": w}
+
+    tols = [1e-2, 1e-3, 1e-4, 1e-2, 1e-5, 1e-3, 1e-1, 1e-4]
+    jf = check(make, [lambda s, t=t: (X, y, t) for t in tols], min_graph_calls=4)
+    assert _has_loop(jf), jf.explain()
+
+
+def test_fit_until_converged_example_runs_as_graphs():
+    lines = []
+    stats = _example().main(problems=6, dim=3, rows=12, out=lines.append)
+    assert stats["graph_calls"] == 3 and stats["fallbacks"] == 0, lines
+    assert "agree" in lines[0]
