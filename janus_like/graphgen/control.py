@@ -24,7 +24,7 @@ class ControlFlowMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
     def stmt_If(self, node, frame):
-        test = self.eval(node.test, frame)
+        test = self.eval_test(node.test, frame)
         if isinstance(test, Sym):
             key = site_key(frame.filename, node)
             if self.branch_is_relaxed(key):
@@ -224,7 +224,7 @@ class ControlFlowMixin:
         iterations = 0
         while True:
             self.set_site(node, frame)
-            test = self.eval(node.test, frame)
+            test = self.eval_test(node.test, frame)
             if isinstance(test, Sym):
                 trips = self.profile.trips(key) if self.profile is not None else set()
                 if (len(trips) > 1 or ("trip", key) in self.relaxed) and iterations == 0:

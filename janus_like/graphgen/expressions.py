@@ -12,7 +12,7 @@ from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from .builder import SymbolicTape
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _unwrap_obj
+from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _truth_value, _unwrap_obj
 
 
 class ExpressionsMixin:
@@ -81,6 +81,37 @@ class ExpressionsMixin:
             if not is_and and t:
                 return value
         return value
+
+    def eval_test(self, node, frame):
+        """A condition where only its truth matters (the test of an `if` or a `while`). `a and b`
+        / `a or b` with a graph-valued operand is one truth value of all its operands when the
+        operands after the first are pure (names, attributes, constants, indexing, arithmetic,
+        comparisons), so evaluating them where eager would have stopped changes nothing: the
+        `if` or the loop then speculates on, or branches on, the whole condition. (Operand by
+        operand, `while loss > tol and k < n` asserted each operand's outcome, and the last
+        trip's broke that assertion on every call.)"""
+        if not (isinstance(node, ast.BoolOp) and all(_pure(v) for v in node.values[1:])):
+            return self.eval(node, frame)
+        try:
+            return self.whole_truth(node, frame)
+        except Exception:  # an operand eager might not reach fails here: operand by operand, as eager
+            return self.eval(node, frame)
+
+    def whole_truth(self, node, frame):
+        is_and = isinstance(node.op, ast.And)
+        combine = F.logical_and if is_and else F.logical_or
+        truth = None  # the graph-valued operands' truth so far
+        for v_node in node.values:
+            value = self.eval_test(v_node, frame)
+            if isinstance(value, Sym):
+                if value.size != 1:
+                    raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
+                                      self.site)
+                t = _truth_value(value)
+                truth = t if truth is None else combine(truth, t)
+            elif self.truth(value) != is_and:  # decides the whole condition: False for `and`, True for `or`
+                return not is_and
+        return truth if truth is not None else is_and
 
     def expr_Compare(self, node, frame):
         left = self.eval(node.left, frame)
@@ -429,3 +460,12 @@ class ExpressionsMixin:
 
     def expr_GeneratorExp(self, node, frame):
         return self.lazy_genexp(node, frame)  # lazy, in its own scope (callbacks.py)
+
+
+_PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare, ast.UnaryOp,
+               ast.BinOp, ast.BoolOp, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _pure(node):
+    """An expression whose evaluation has no effects a caller could see (no calls)."""
+    return all(isinstance(n, _PURE_NODES) for n in ast.walk(node))

@@ -218,7 +218,7 @@ class LoopMixin:
             self.builder.block = gen["cond"]
             self.builder.tapes = []  # the test is not differentiated
             if counter is None:
-                test = self.eval(node.test, frame)
+                test = self.eval_test(node.test, frame)
                 if not isinstance(test, Sym):
                     raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
                                       self.site)

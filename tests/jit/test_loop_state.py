@@ -349,3 +349,25 @@ def test_fit_until_converged_example_runs_as_graphs():
     stats = _example().main(problems=6, dim=3, rows=12, out=lines.append)
     assert stats["graph_calls"] == 3 and stats["fallbacks"] == 0, lines
     assert "agree" in lines[0]
+
+
+def test_while_condition_with_an_iteration_cap():
+    """`while loss > tol and k < cap`: the condition is one truth value (both operands are
+    pure), so the loop is a loop node; operand by operand, each call broke an assertion."""
+    def make():
+        v = jl.Variable(np.zeros(2), name="v")
+
+        def f(x, lim):
+            k = 0
+            while x.sum() < lim and k < 4:
+                x = x * 2.0
+                v.assign_add(x)
+                k += 1
+            if x.sum() > 10.0 or k == 4:
+                v.assign(v * 0.5)
+            return x, k
+
+        return f, {"v": v}
+
+    jf = check(make, _limits(LIMITS), min_graph_calls=4)
+    assert _has_loop(jf), jf.explain()
