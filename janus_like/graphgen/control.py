@@ -4,6 +4,7 @@ unrolled when Python values fix them, or turned into conditional and loop nodes 
 from __future__ import annotations
 
 import ast
+import contextlib
 
 import numpy as np
 
@@ -66,29 +67,22 @@ class ControlFlowMixin:
         pred = _truth_value(test)
         results = []
         outer_block = self.builder.block
-        written = {}  # {overlay key: (kind, target, name, value before the cond)} (state_write)
         containers = self.container_snapshot(frame)  # lists/dicts/sets a branch may write into
-        self.pure_depth += 1
-        self.branch_frames.append(frame)
-        self.cond_writes.append(written)
-        self.branch_marks.append(next(ir._ids))  # nodes made from here on are the branches' own
         try:
-            for body in (node.body, node.orelse):
-                block = []
-                self.builder.block = block
-                if grad is not None:  # each branch records on a tape of its own (cond_grad.py)
-                    self.builder.tapes = [grad.branch_tape()]
-                saved = dict(frame.locals)
-                self.exec_block(body, frame)
-                results.append((block, {n: _bound(frame.locals.get(n, _MISSING)) for n in assigned},
-                                self.take_branch_state(written), containers.take()))
-                frame.locals.clear()
-                frame.locals.update(saved)
+            # written: {overlay key: (kind, target, name, value before the cond)} (state_write)
+            with self.inside_node(frame) as written:
+                for body in (node.body, node.orelse):
+                    block = []
+                    self.builder.block = block
+                    if grad is not None:  # each branch records on a tape of its own (cond_grad.py)
+                        self.builder.tapes = [grad.branch_tape()]
+                    saved = dict(frame.locals)
+                    self.exec_block(body, frame)
+                    results.append((block, {n: _bound(frame.locals.get(n, _MISSING)) for n in assigned},
+                                    self.take_branch_state(written), containers.take()))
+                    frame.locals.clear()
+                    frame.locals.update(saved)
         finally:
-            self.pure_depth -= 1
-            self.branch_frames.pop()
-            self.cond_writes.pop()
-            self.branch_marks.pop()
             self.builder.block = outer_block
             self.builder.tapes = tapes
         self.set_site(node, frame)
@@ -156,6 +150,27 @@ class ControlFlowMixin:
             self.branch_result(dest, out, frame)
         if grad is not None:
             grad.finish(pred.node, [then_block, else_block], [outs_then, outs_else], results)
+
+    @contextlib.contextmanager
+    def inside_node(self, frame):
+        """While a conditional node's branches or a loop node's body are generated: yields the dict
+        where writes of state made there are recorded (`state_write`, `branch_box_write`), with
+        the node's frame and the first node id made inside it (`pure_depth` is how many)."""
+        written = {}
+        self.branch_frames.append(frame)
+        self.cond_writes.append(written)
+        self.branch_marks.append(next(ir._ids))  # nodes made from here on are the node's own
+        try:
+            yield written
+        finally:
+            self.branch_frames.pop()
+            self.cond_writes.pop()
+            self.branch_marks.pop()
+
+    @property
+    def pure_depth(self):
+        """How many conditional or loop nodes are being generated around the current code."""
+        return len(self.cond_writes)
 
     def container_snapshot(self, frame):
         """The lists, dicts and sets the code of a conditional or loop node may write into."""

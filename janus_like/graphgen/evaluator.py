@@ -69,7 +69,6 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
         self.input_nodes: list = []
         self.depth = 0
         self.unrolled = 0
-        self.pure_depth = 0  # >0 while building a cond branch: no writes allowed
         self.branch_frames: list = []  # frames whose own `return` would leave a cond/loop block
         self.branch_marks: list = []  # per cond/loop node being built: the first node id made inside it
         self.frames: list = []  # the frames of the functions being generated, outermost first

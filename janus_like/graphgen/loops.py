@@ -30,11 +30,10 @@ import operator
 import numpy as np
 
 from .. import ir
+from .control import _PY_NUMBERS, _bound, _describe
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
 from .values import Sym, Unsupported, VarRef
-
-_PY_NUMBERS = (bool, int, float)
 
 
 class LoopMixin:
@@ -44,8 +43,6 @@ class LoopMixin:
         """A loop whose trip count is a graph value (see the module docstring). `node` is a `while`
         (its test is the condition) or, with `counter=(target, start, stop, step)`, a
         `for target in range(start, stop, step)` whose bounds are graph values."""
-        from .control import _bound
-
         kind = "while" if counter is None else "for"
         tapes = list(self.builder.tapes)
         if node.orelse:
@@ -81,12 +78,10 @@ class LoopMixin:
                                   + (" that is differentiated" if grad is not None else ""), self.site)
             carried, state = self.carried_state(carried, found, gen, kind)
         body_names = {n for n, _ in carried}
-        for name, value in gen["locals"].items():
-            frame.locals[name] = value
         self.set_site(node, frame)
         outs = []
         for (name, v), ph in zip(carried, gen["placeholders"]):
-            new = gen["locals"][name]
+            new = gen["frame"].get(name, _MISSING)
             if not isinstance(new, Sym) or new.node.aval != ph.aval or new.kind != v.kind:
                 raise Unsupported("varying-trip-count", f"{name!r} changes type, shape or dtype inside the loop",
                                   self.site)
@@ -159,7 +154,7 @@ class LoopMixin:
         for key, (wkind, wtarget, wname, before) in found.items():
             if wkind == "box" and id(wtarget) in boxes:
                 name = boxes[id(wtarget)]
-                if gen["locals"][name] is not wtarget:
+                if gen["frame"].get(name) is not wtarget:
                     raise Unsupported("varying-trip-count", f"{name!r} is both written in place and rebound inside "
                                                             f"the {kind} loop", self.site)
                 in_place.add(name)
@@ -206,51 +201,41 @@ class LoopMixin:
             frame.locals[counter[0]] = Sym(gen["count"], "py")
         outer = self.builder.block
         containers = self.container_snapshot(frame)
-        written = {}
-        self.pure_depth += 1
-        self.branch_frames.append(frame)
-        self.cond_writes.append(written)
-        self.branch_marks.append(next(ir._ids))
         if grad is not None:
             grad.watch_carried(placeholders, [v.kind for _, v in carried])
         try:
-            gen["cond"], gen["body"] = [], []
-            self.builder.block = gen["cond"]
-            self.builder.tapes = []  # the test is not differentiated
-            if counter is None:
-                test = self.eval_test(node.test, frame)
-                if not isinstance(test, Sym):
-                    raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
-                                      self.site)
-                gen["pred"] = _truth_value(test)
-            else:
-                gen["pred"] = self.builder.py_op(operator.lt, Sym(gen["count"], "py"), counter[2])
-            self.builder.block = gen["body"]
-            self.builder.tapes = [grad.tape] if grad is not None else []
-            try:
-                self.exec_block(node.body, frame)
-            except (_Break, _Continue):
-                raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value", self.site) from None
-            if counter is not None:
-                gen["next_count"] = self.builder.py_op(operator.add, Sym(gen["count"], "py"), counter[3])
+            with self.inside_node(frame) as written:
+                gen["cond"], gen["body"] = [], []
+                self.builder.block = gen["cond"]
+                self.builder.tapes = []  # the test is not differentiated
+                if counter is None:
+                    test = self.eval_test(node.test, frame)
+                    if not isinstance(test, Sym):
+                        raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
+                                          self.site)
+                    gen["pred"] = _truth_value(test)
+                else:
+                    gen["pred"] = self.builder.py_op(operator.lt, Sym(gen["count"], "py"), counter[2])
+                self.builder.block = gen["body"]
+                self.builder.tapes = [grad.tape] if grad is not None else []
+                try:
+                    self.exec_block(node.body, frame)
+                except (_Break, _Continue):
+                    raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value",
+                                      self.site) from None
+                if counter is not None:
+                    gen["next_count"] = self.builder.py_op(operator.add, Sym(gen["count"], "py"), counter[3])
         finally:
-            self.pure_depth -= 1
-            self.branch_frames.pop()
-            self.cond_writes.pop()
-            self.branch_marks.pop()
             self.builder.block = outer
             gen["finals"] = self.take_branch_state(written)
             for put_back in restore:
                 put_back()
             changed = containers.take()  # generated once, a write here would count as one trip
         if changed:
-            from .control import _describe
-
             c = containers.saved[next(iter(changed))][0]
             raise Unsupported("varying-trip-count", f"{_describe(c, frame)} is written inside a "
                               f"{'while' if counter is None else 'for'} loop on a graph value", self.site)
         gen["written"] = written
-        gen["locals"] = {name: frame.locals.get(name, _MISSING) for name, _ in carried}
         gen["local_boxes"] = local_boxes
         gen["frame"] = dict(frame.locals)
         return gen
