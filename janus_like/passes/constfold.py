@@ -52,12 +52,13 @@ def fold_constants(graph: ir.Graph, arrays: bool = True) -> ir.Graph:
             if isinstance(i, ir.Node):
                 users.setdefault(i.id, []).append(n)
     outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
-    changed = True
-    while changed:  # a fold can make its users foldable (ones_like -> neg -> broadcast)
-        changed = False
-        for n in graph.nodes:  # top level: a branch's nodes may not run
-            if n.op != ir.CONST and n.id not in outputs and _fold(n, users.get(n.id, ()), graph.polymorphic, arrays):
-                changed = True
+    # A fold can make its users foldable (ones_like -> neg -> broadcast); they come later in the
+    # (topological) node list, so one sweep sees them with the fold done. Whether a node folds
+    # depends on its operands and on its users' ops, and a fold turns a user into a constant
+    # only after the node itself was looked at.
+    for n in graph.nodes:  # top level: a branch's nodes may not run
+        if n.op != ir.CONST and n.id not in outputs:
+            _fold(n, users.get(n.id, ()), graph.polymorphic, arrays)
     return graph
 
 

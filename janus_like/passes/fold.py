@@ -139,7 +139,10 @@ def fold_accumulations(graph: ir.Graph) -> ir.Graph:
     consumed: set = set()
     mapping = {}
     new_nodes = []  # (position node, nodes to insert before it)
-    for n in list(graph.nodes):
+    # Last node first: the root of an add-tree comes after its inner adds, and folding it
+    # consumes them (front to back, each inner add of a T-term chain folded its own prefix
+    # first: T(T-1)/2 concatenated terms, all dead once the root folded).
+    for n in reversed(graph.nodes):
         if n.op != "add" or n.id in consumed or n.aval is None:
             continue
         inner: list = []

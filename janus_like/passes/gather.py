@@ -115,15 +115,17 @@ def bias_first(graph: ir.Graph) -> ir.Graph:
         if found is not None:
             family, inner, row, m, b = found
             groups.setdefault((family, b.id), []).append((n, inner, row, m, b))
-    changed = False
+    order = None
+    late = False  # an inner sum now placed before its new operand b
     for group in groups.values():
         if len(group) < 2:  # only where the lifting can add b once for many rows
             continue
+        if order is None:
+            order = {n.id: k for k, n in enumerate(graph.nodes)}
         for n, inner, row, m, b in group:
             inner.inputs = (row, b)
-            n.inputs = (inner, m)
-            changed = True
-    if changed:
-        order = {n.id: k for k, n in enumerate(graph.nodes)}
+            n.inputs = (inner, m)  # m came before inner, so before n
+            late = late or order.get(b.id, -1) > order[inner.id]
+    if late:
         graph.nodes[:] = stable_topological_order(graph.nodes, order.__getitem__)
     return graph
