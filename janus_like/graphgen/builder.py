@@ -41,6 +41,15 @@ def _representative(v, kind):
     return np.zeros(shape, dtype)
 
 
+def _broadcast(shapes) -> tuple:
+    """np.broadcast_shapes, without its cost (about 5 us) when every operand has one shape."""
+    first = tuple(shapes[0])
+    for other in shapes[1:]:
+        if tuple(other) != first:
+            return tuple(np.broadcast_shapes(*shapes))
+    return first
+
+
 class GraphBuilder:
     def __init__(self, name: str):
         self.graph = ir.Graph(name)
@@ -167,7 +176,7 @@ class GraphBuilder:
             if op.elementwise:
                 shapes = [i.aval[0] for i in inputs if isinstance(i, ir.Node)]
                 shapes += [np.shape(a) for a, i in zip(args, inputs) if not isinstance(i, ir.Node)]
-                shape = tuple(np.broadcast_shapes(*shapes))
+                shape = _broadcast(shapes)
                 if known is None:
                     known = np.asarray(out).dtype
                     DTYPES.put(key, known)

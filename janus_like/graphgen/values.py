@@ -20,6 +20,7 @@ import numpy as np
 
 from ..ops import api as F
 from ..ops.methods import ArrayMethods
+from ..ops.registry import _builder as _BUILDER  # [the builder in charge], a list read per op
 
 
 class Unsupported(Exception):
@@ -199,9 +200,7 @@ def _raw(v):
 
 
 def _builder():
-    from ..ops.registry import _builder as b
-
-    return b[0]
+    return _BUILDER[0]
 
 
 class ObjRef:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
+from ..ops.registry import REGISTRY
 
 
 def _identity_input(n):
@@ -90,8 +91,6 @@ def _unbroadcast_operands(n, symbolic=False):
     `broadcast_to`) can be x when the result's shape stays the same. With `symbolic` (a graph
     for unknown dimensions, whose avals hold one size only) only when every other operand is
     `like` itself or a number, so the shapes agree whatever the sizes."""
-    from ..ops.registry import REGISTRY
-
     op = REGISTRY.get(n.op)
     if op is None or not op.elementwise or n.aval is None:
         return False
