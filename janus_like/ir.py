@@ -57,6 +57,23 @@ class Node:
         return None if self.aval is None else self.aval[1]
 
 
+SHAPE_TO_LIKE = frozenset({"sum_to", "broadcast_like", "reshape_like"})  # op(x, like): x brought to like's shape
+
+
+def identity_operand(op: str, inputs, aval):
+    """x, when `op(x, like)` is one of SHAPE_TO_LIKE and x already has like's shape and the
+    result's dtype (the op is the identity); else None. The graph builder then makes no node
+    (a backward pass asks for one per operand of every elementwise op), and `simplify` removes
+    the ones built otherwise."""
+    if op not in SHAPE_TO_LIKE:
+        return None
+    x, like = inputs[0], inputs[1]
+    if isinstance(x, Node) and isinstance(like, Node) and x.aval and like.aval and aval \
+            and tuple(x.aval[0]) == tuple(like.aval[0]) and np.dtype(aval[1]) == np.dtype(x.aval[1]):
+        return x
+    return None
+
+
 def numpy_typed(x) -> bool:
     """True when node x's run-time value is a NumPy array or scalar: never a Python number
     (whose weak type would change the dtype an elementwise op promotes to, and which has no

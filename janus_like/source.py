@@ -47,11 +47,12 @@ def _parse(code):
 def _from_own_lines(code):
     """The function's definition parsed from its own lines: from its first line (its first
     decorator's) to the last line any of its instructions (or a nested function's) comes from;
-    None when they are not a whole definition, or the next line with code is indented deeper. The standard library's `inspect.getsourcelines` finds the end by tokenizing the
-    rest of the file, and the first time it maps every loaded module to its real path: 18-27 ms
-    for the LSTM step's three functions, most of the profiler's set-up on the first call. A
-    statement after the last instruction compiles to nothing (`pass`, a lone string); one
-    that a block needs (`else: pass`) leaves the lines unparseable, and inspect decides."""
+    None when they are not a whole definition, or the next line with code is indented deeper.
+    The standard library's `inspect.getsourcelines` finds the end by tokenizing the rest of the
+    file, and the first time it maps every loaded module to its real path: 18-27 ms for the LSTM
+    step's three functions, most of the profiler's set-up on the first call. A statement after
+    the last instruction may compile to nothing (a lone string, dead code): the next-line check
+    then leaves the decision to inspect."""
     linecache.checkcache(code.co_filename)  # a file edited since: its new text, as inspect reads it
     lines = linecache.getlines(code.co_filename)
     first, last = code.co_firstlineno, _last_line(code)

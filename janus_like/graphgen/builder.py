@@ -23,7 +23,6 @@ LOOP_GRAD = "loop-grad"  # a tape entry standing for a whole loop node (see loop
 COND_GRAD = "cond-grad"  # ... and for a whole conditional node (see cond_grad.py)
 
 
-_IDENTITY_WHEN_SAME = {"sum_to", "broadcast_like", "reshape_like"}
 _PY_RESULT_OPS = {"reduced_count", "dim_of"}  # ops whose run-time result is a Python number
 OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like",
@@ -118,7 +117,9 @@ class GraphBuilder:
             inputs.append(node_or_lit)
             kinds.append(kind)
         aval = self.infer(op, args, inputs, kinds, params)
-        node = self._same_value(op.name, inputs, aval) if op.name in _IDENTITY_WHEN_SAME and not self.tapes else None
+        # no node for an identity sum_to/broadcast_like/reshape_like (not while a tape records:
+        # its entries are keyed by node)
+        node = None if self.tapes else ir.identity_operand(op.name, inputs, aval)
         if node is None:
             node = self.add(ir.Node(op.name, tuple(inputs), dict(params), aval))
         kind = "py" if op.name in _PY_RESULT_OPS else ("tensor" if "tensor" in kinds else "array")
@@ -130,18 +131,6 @@ class GraphBuilder:
         for tape in self.tapes:
             tape.record(op, args, params, out)
         return out
-
-    @staticmethod
-    def _same_value(name, inputs, aval):
-        """The operand's own node when `sum_to`/`broadcast_like`/`reshape_like` changes neither
-        its shape nor its dtype (a backward pass makes one per operand of every elementwise op:
-        520 of the LSTM step's 2,401 nodes, which the simplify pass used to remove). Not while a
-        tape records: its entries are keyed by node."""
-        x, like = inputs[0], inputs[1]
-        if isinstance(x, ir.Node) and isinstance(like, ir.Node) and x.aval is not None and like.aval is not None \
-                and tuple(x.aval[0]) == tuple(like.aval[0]) == tuple(aval[0]) and np.dtype(x.aval[1]) == np.dtype(aval[1]):
-            return x
-        return None
 
     def infer(self, op, args, inputs, kinds, params):
         if op.stateful:  # never run a stateful op (an RNG draw) just to learn its shape

@@ -17,15 +17,6 @@ from .. import ir
 from ..ops.registry import REGISTRY
 
 
-def _identity_input(n):
-    if n.op in ("sum_to", "broadcast_like", "reshape_like"):
-        x, like = n.inputs[0], n.inputs[1]
-        if isinstance(x, ir.Node) and isinstance(like, ir.Node) and x.aval and like.aval:
-            if tuple(x.aval[0]) == tuple(like.aval[0]) and n.aval and np.dtype(n.aval[1]) == np.dtype(x.aval[1]):
-                return x
-    return None
-
-
 def _sum_to_as_reshape(n):
     """sum_to that only drops axes of length 1 sums one element per output: a reshape."""
     if n.op != "sum_to":
@@ -57,7 +48,7 @@ def _identity_input_rest(n):
 
 
 def _identity(n):
-    return _identity_input(n) or _identity_input_rest(n)
+    return ir.identity_operand(n.op, n.inputs, n.aval) or _identity_input_rest(n)
 
 
 def substitute(graph: ir.Graph, mapping: dict) -> None:
