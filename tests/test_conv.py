@@ -209,3 +209,40 @@ def test_conv2d_input_gradient_matches_naive_loops(params):
         loss = F.sum(y * g)
     want = naive_conv2d_grad_input(g, w.numpy(), x.shape, stride, padding)
     np.testing.assert_allclose(tape.gradient(loss, x).numpy(), want, rtol=1e-10, atol=1e-10)
+
+
+def naive_max_pool_scatter(g, x, k):
+    """g routed to each k x k window's first argmax (np.argmax: the first NaN when there is one);
+    every other position +0.0."""
+    out = np.zeros(x.shape, dtype=g.dtype)
+    for i in range(g.shape[2]):
+        for j in range(g.shape[3]):
+            win = x[:, :, i * k:(i + 1) * k, j * k:(j + 1) * k].reshape(x.shape[0], x.shape[1], -1)
+            pos = np.argmax(win, axis=-1)
+            for n in range(x.shape[0]):
+                for c in range(x.shape[1]):
+                    di, dj = divmod(int(pos[n, c]), k)
+                    out[n, c, i * k + di, j * k + dj] = g[n, c, i, j]
+    return out
+
+
+@given(st.sampled_from([np.float16, np.float32, np.float64]), st.sampled_from([2, 3]),
+       st.booleans(), st.booleans(), st.integers(0, 2**32 - 1))
+def test_tiled_max_pool_gradient_is_the_naive_routing_bit_for_bit(dtype, k, with_max, nans, seed):
+    # the tiled path routes g with a bit mask: every bit of g (-0.0, inf, NaN payloads) must come
+    # through at the first maximum, and every other position must be +0.0, with and without the
+    # forward's output passed in (max_pool2d's gradient rule passes it)
+    from janus_like.ops.conv import _max_pool2d, _max_pool2d_scatter
+    rng = np.random.default_rng(seed)
+    x = np.maximum(rng.integers(-2, 3, (2, 3, 2 * k, 3 * k)), 0).astype(dtype)  # many ties, at 0 and above
+    if nans:
+        x[rng.random(x.shape) < 0.1] = np.nan
+    g = rng.standard_normal((2, 3, 2, 3)).astype(dtype)
+    g.flat[:3] = (-0.0, np.inf, np.nan)
+    params = dict(size=(k, k), stride=(k, k), padding=(0, 0))
+    best = (_max_pool2d(np, x, **params),) if with_max else ()
+    got = _max_pool2d_scatter(np, g, x, *best, **params)
+    want = naive_max_pool_scatter(g, x, k)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
