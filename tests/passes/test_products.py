@@ -5,12 +5,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import janus_like as jl
 from janus_like import F, ir
 from janus_like.passes import small_products
 from janus_like.passes.products import SMALL_MACS
 
-from .exact import assert_exact_pass
+from .exact import assert_exact_pass, three_ways, training_step
 from jit.harness import random_array
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -78,30 +77,9 @@ def test_dot_gives_matmul_bits_on_c_and_fortran_ordered_operands(case):
     assert g.outputs[0].op == "dot"
 
 
-def _mlp_step():
-    rng = np.random.default_rng(0)
-    params = [jl.Variable((rng.standard_normal(s) * 0.3).astype(np.float32)) for s in [(8, 16), (16,), (16, 2)]]
-
-    def step(x, y):
-        with jl.GradientTape() as tape:
-            h = F.tanh(x @ params[0] + params[1])
-            loss = F.mean((h @ params[2] - y) ** 2)
-        for p, gr in zip(params, tape.gradient(loss, params)):
-            p.assign_sub(0.1 * gr)
-        return loss
-
-    return step, params
-
-
 def test_a_jitted_training_step_uses_dot_only_with_reassociation_and_matches_eager():
     data = [(random_array(i, (1, 8), np.float32), random_array(50 + i, (1, 2), np.float32)) for i in range(8)]
-    results = {}
-    for name, opts in (("eager", None), ("exact", dict(reassociate=False, native="off")),
-                       ("reassociate", dict(reassociate=True, native="off"))):
-        step, params = _mlp_step()
-        f = step if opts is None else jl.jit(step, **opts)
-        losses = [float(f(x, y)) for x, y in data]
-        results[name] = (losses, [p.numpy().copy() for p in params], f)
+    results = three_ways(lambda: training_step([(8, 16), (16,), (16, 2)], F.tanh, 0.1), data)
     ops = {k: {n.op for g in results[k][2].graphs() for n in g.graph.all_nodes()} for k in ("exact", "reassociate")}
     assert "dot" in ops["reassociate"] and "matmul" not in ops["reassociate"]
     assert "dot" not in ops["exact"] and "matmul" in ops["exact"]
