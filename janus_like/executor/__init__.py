@@ -18,6 +18,7 @@ import numpy as np
 from .. import ir
 from .codegen import compile_plan
 from .fused import MISS, fuse
+from .heap import graph_bytes, keep_for
 from .interpreter import AssertFailed, interpret
 from .placement import place
 from .tiering import Tier, fp_errors_raise
@@ -40,6 +41,8 @@ class CompiledGraph:
         self.devices = place(gen.graph)
         self.mode = mode if not self.devices else "interpret"
         self.plan = compile_plan(gen.graph) if self.mode == "plan" else None
+        if not self.devices:  # freed temporaries stay in the heap for the next call (heap.py)
+            keep_for(graph_bytes(gen.graph))
         self.tier = Tier(gen.graph, native if self.plan is not None else "off")
         self.uses_rng = gen.uses_rng
         self.generators = [n.params["rng"] for n in gen.graph.all_nodes() if n.op == "random_uniform"]
