@@ -8,9 +8,10 @@ rewrite
 
     c * matmul(A, B)   ->   matmul(A, c * B)      (or matmul(c * A, B) when A is smaller)
 
-applies where the product has no other use, lives in the same block as the multiply, and is
-larger than the scaled operand. The values differ from eager's by rounding only (c is applied
-before the sums, not after), which is why it runs only with `reassociate=True`.
+applies where the product has no other use, lives in the same block as the multiply, and has
+at least MIN_SAVED elements more than the scaled operand. The values differ from eager's by
+rounding only (c is applied before the sums, not after), which is why it runs only with
+`reassociate=True`.
 
 The scalar is a Python number (weak: the product's dtype stays) or a 0-d node of the product's
 own dtype, so that the scaled operand keeps its dtype; booleans and complex numbers are left.
@@ -25,6 +26,9 @@ from .. import ir
 from .chains import _users
 
 _PRODUCTS = ("matmul", "dot")
+# Elements the rewrite must save: below this the scaled operand's new buffer and the lost
+# in-place multiply cost what the smaller pass saves (tiny MLP's 32 x 32 weight gradients: level)
+MIN_SAVED = 4096
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -78,7 +82,7 @@ def _rewrite(block: list, uses: dict) -> int:
         if None in sizes:
             continue
         j = 0 if sizes[0] < sizes[1] else 1
-        if sizes[j] >= sizes[2]:
+        if sizes[2] - sizes[j] < MIN_SAVED:
             continue
         operand = (a, b)[j]
         scaled = ir.Node("mul", (c, operand) if k == 1 else (operand, c), {}, operand.aval, n.site)

@@ -8,12 +8,18 @@ from hypothesis import strategies as st
 
 from janus_like import F, ir
 from janus_like.executor import compile_plan, interpret
-from janus_like.passes import dce, scale_smaller_operand
+from janus_like.passes import dce, scale, scale_smaller_operand
 
 from .exact import three_ways, training_step
 from jit.harness import random_array
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+@pytest.fixture(autouse=True)
+def any_saving(monkeypatch):
+    """The small shapes below count: any element saved is enough (but see the last test)."""
+    monkeypatch.setattr(scale, "MIN_SAVED", 1)
 
 
 def _input(slot, shape, dtype=F32):
@@ -115,3 +121,12 @@ def test_a_jitted_training_step_scales_only_with_reassociation_and_matches_eager
         np.testing.assert_allclose(results[k][0], results["eager"][0], rtol=1e-5)
         for p, q in zip(results[k][1], results["eager"][1]):
             np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_products_that_save_fewer_than_min_saved_elements_keep_the_multiply(monkeypatch):
+    monkeypatch.setattr(scale, "MIN_SAVED", 4096)
+    small, _ = _scaled_product((32, 1), (1, 32))     # tiny MLP's weight gradient: 1,024 - 32 elements
+    large, _ = _scaled_product((64, 1), (1, 128))    # 8,192 - 64
+    scale_smaller_operand(small)
+    scale_smaller_operand(large)
+    assert small.outputs[0].op == "mul" and large.outputs[0].op == "matmul"
