@@ -246,3 +246,33 @@ def test_tiled_max_pool_gradient_is_the_naive_routing_bit_for_bit(dtype, k, with
     bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.view(bits), want.view(bits))
+
+
+def naive_cols(x, size, stride, padding):
+    """The im2col matrix (C*kh*kw, OH*OW*N) by one window at a time from np.pad's padding."""
+    (kh, kw), (sh, sw), (ph, pw) = size, stride, padding
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    n, c = x.shape[:2]
+    oh, ow = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1
+    cols = np.empty((c, kh, kw, oh, ow, n), x.dtype)
+    for r in range(oh):
+        for q in range(ow):
+            cols[:, :, :, r, q, :] = xp[:, :, r * sh:r * sh + kh, q * sw:q * sw + kw].transpose(1, 2, 3, 0)
+    return cols.reshape(c * kh * kw, oh * ow * n)
+
+
+@given(st.sampled_from([np.float16, np.float32, np.float64]), st.integers(1, 3), st.integers(1, 3),
+       st.integers(1, 4), st.integers(1, 4), st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       st.tuples(st.integers(1, 3), st.integers(1, 3)), st.tuples(st.integers(0, 2), st.integers(0, 2)),
+       st.integers(0, 2**32 - 1))
+def test_im2col_is_the_window_by_window_matrix_bit_for_bit(dtype, n, c, dh, dw, size, stride, padding, seed):
+    from janus_like.ops.conv import _cols
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, max(size[0] - 2 * padding[0], 1) + dh - 1,
+                             max(size[1] - 2 * padding[1], 1) + dw - 1)).astype(dtype)
+    x.flat[rng.integers(0, x.size, 3)] = [-0.0, np.nan, np.inf]
+    got = _cols(np, x, size, stride, padding)[0]
+    want = naive_cols(x, size, stride, padding)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), want.view(f"u{x.itemsize}"))

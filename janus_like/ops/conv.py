@@ -89,9 +89,18 @@ def _cols(xp, x, size, stride, padding):
     """im2col: the padded input's windows as a (C*kh*kw, OH*OW*N) matrix, one strided copy per
     kernel tap from the input in (C, H, W, N) layout."""
     (kh, kw), (sh, sw), (ph, pw) = size, stride, padding
+    # The input in (C, H, W, N) order, contiguous and padded, in one copy: the taps below then
+    # copy whole contiguous runs. Copying tap by tap from the transposed view instead (no padding)
+    # took 0.36 ms for LeNet's second layer where this takes 0.15, and np.pad 0.25 ms of a
+    # (8, 16, 32, 32) layer's 0.6 where zeros plus one copy into the middle take 0.15.
     xt = x.transpose(1, 2, 3, 0)
     if ph or pw:
-        xt = xp.pad(xt, ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+        c, h, w, n = xt.shape
+        padded = xp.zeros((c, h + 2 * ph, w + 2 * pw, n), dtype=x.dtype)
+        padded[:, ph:ph + h, pw:pw + w] = xt
+        xt = padded
+    else:
+        xt = xp.ascontiguousarray(xt)
     c, hp, wp, n = xt.shape
     if hp < kh or wp < kw:
         raise ValueError(f"window {size} is larger than the padded input {(hp, wp)}")
