@@ -33,6 +33,7 @@ import os
 import numpy as np
 
 from .. import ir
+from .buffers import _known
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 MMAP_THRESHOLD = 32 << 20
@@ -58,11 +59,9 @@ def graph_bytes(graph: ir.Graph) -> int:
     """Bytes of the graph's computed values of static shape (inputs and constants excluded)."""
     total = 0
     for n in graph.all_nodes():
-        if n.op in (ir.INPUT, ir.CONST) or n.aval is None:
-            continue
-        shape, dtype = n.aval
-        if all(type(d) is int for d in shape):
-            total += math.prod(shape) * np.dtype(dtype).itemsize
+        shape = _known(n)
+        if shape is not None and n.op not in (ir.INPUT, ir.CONST):
+            total += math.prod(shape) * np.dtype(n.aval[1]).itemsize
     return total
 
 

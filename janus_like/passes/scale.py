@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import ir
 from .chains import _users
+from .families import _shape
 
 _PRODUCTS = ("matmul", "dot")
 # Elements the rewrite must save: below this the scaled operand's new buffer and the lost
@@ -33,10 +34,8 @@ _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _size(x) -> int | None:
-    shape = x.aval[0]
-    if any(not isinstance(d, (int, np.integer)) for d in shape):
-        return None
-    return math.prod(int(d) for d in shape)
+    shape = _shape(x)
+    return None if shape is None else math.prod(shape)
 
 
 def _scalar_of(c, dtype) -> bool:
@@ -59,9 +58,8 @@ def _product(x, uses, block_ids):
     return all(isinstance(o, ir.Node) and o.aval is not None and 1 <= len(o.aval[0]) <= 2 for o in (a, b))
 
 
-def _rewrite(block: list, uses: dict) -> int:
+def _rewrite(block: list, uses: dict) -> None:
     ids = {n.id for n in block}
-    done = 0
     i = 0
     while i < len(block):
         n = block[i]
@@ -90,9 +88,6 @@ def _rewrite(block: list, uses: dict) -> int:
         i += 1
         n.op, n.params = m.op, dict(m.params)
         n.inputs = (scaled, b) if j == 0 else (a, scaled)
-        uses[m.id] = 0
-        done += 1
-    return done
 
 
 def scale_smaller_operand(graph: ir.Graph) -> ir.Graph:
@@ -101,10 +96,7 @@ def scale_smaller_operand(graph: ir.Graph) -> ir.Graph:
     uses = _users(graph)
     blocks = [graph.nodes]
     for n in graph.all_nodes():
-        if n.op == ir.COND:
-            blocks += [n.params["then_nodes"], n.params["else_nodes"]]
-        elif n.op == ir.LOOP:
-            blocks += [n.params["cond_nodes"], n.params["body_nodes"]]
+        blocks += [n.params[k] for k in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") if k in n.params]
     for block in blocks:
         _rewrite(block, uses)
     return graph
