@@ -3,6 +3,7 @@ reshape_like, broadcasts, sum_to, mean, getitem_grad) give exactly the interpret
 dtypes and types; polymorphic graphs keep the run-time kernels; the exact simplifications
 (an elementwise op's broadcast operand, `x * 1`) change no bit."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -238,3 +239,66 @@ def test_small_sigmoids_keep_the_kernel():
     rng = np.random.default_rng(0)
     src = _check(nodes, nodes[2:], [rng.standard_normal((4, 64)).astype(F32), rng.standard_normal((16, 128)).astype(F32)])
     assert src.count("SIGMOID(") == 1
+
+
+
+_SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 1.5, -2.25, 3e38, 1e-40, 89.0]
+
+
+def _pair_case(shape, at, keepdims, op, dtype, as_tuple, negative, picks, layout):
+    at = min(at, len(shape))
+    full = tuple(shape[:at]) + (2,) + tuple(shape[at:])
+    values = np.array([_SPECIAL[p] for p in picks] * 4)[:int(np.prod(full))].astype(dtype).reshape(full)
+    a = {"c": values, "f": np.asfortranarray(values), "view": np.repeat(values, 2, axis=-1)[..., ::2]}[layout]
+    axis = at - len(full) if negative else at
+    x = _in(0, full, dtype)
+    operand = _op("exp", x, shape=full, dtype=dtype) if op == "sum" else x  # only sums of an exp are paired
+    with np.errstate(all="ignore"):
+        e = np.exp(a) if op == "sum" else a
+        out = np.add.reduce(e, axis, None, None, keepdims) if op == "sum" else getattr(e, op)(axis=axis, keepdims=keepdims)
+    r = _op(op, operand, shape=np.shape(out), dtype=dtype, axis=(axis,) if as_tuple else axis, keepdims=keepdims)
+    g = ir.Graph("g", [x, operand, r] if operand is not x else [x, r], [r], 1)
+    plan = compile_plan(g)
+    with np.errstate(all="ignore"):
+        (got,), (ref,) = plan([a]), interpret(g, [a])
+    ufunc = {"sum": "add", "max": "maximum", "min": "minimum"}[op]
+    assert f"NP_{ufunc}(v{operand.id}[" in plan.source
+    assert type(got) is type(ref) is type(out)
+    for y in (ref, out):
+        assert np.shape(got) == np.shape(y) and np.asarray(got).dtype == np.asarray(y).dtype
+        assert np.asarray(got).tobytes() == np.asarray(y).tobytes()  # the bits: -0.0 and NaN too
+
+
+@pytest.mark.parametrize("layout", ["c", "f", "view"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_and_min_of_a_signed_zero_pair_keep_the_reduce_order(op, layout):
+    # maximum(0.0, -0.0) is -0.0 and maximum(-0.0, 0.0) is 0.0: the halves go in the reduce's order
+    for picks in ([0, 1] * 6, [1, 0] * 6, [0, 1, 1, 0] * 3):
+        _pair_case([3], 1, True, op, np.float32, False, True, picks, layout)
+        _pair_case([3], 0, False, op, np.float64, True, False, picks, layout)
+
+
+@settings(deadline=None)
+@given(shape=st.lists(st.integers(1, 3), min_size=0, max_size=2), at=st.integers(0, 2), keepdims=st.booleans(),
+       op=st.sampled_from(["sum", "max", "min"]), dtype=st.sampled_from([np.float32, np.float64]),
+       as_tuple=st.booleans(), negative=st.booleans(), picks=st.lists(st.integers(0, 9), min_size=12, max_size=12),
+       layout=st.sampled_from(["c", "f", "view"]))
+def test_reductions_over_two_elements_are_the_binary_ufunc_bit_for_bit(shape, at, keepdims, op, dtype, as_tuple,
+                                                                        negative, picks, layout):
+    # max/min (and sums of an exp) over an axis of length 2 are the ufunc on the two halves
+    _pair_case(shape, at, keepdims, op, dtype, as_tuple, negative, picks, layout)
+
+
+def test_other_reductions_keep_the_reduce_call():
+    # a longer axis, two axes, integers, an explicit dtype, and a sum of anything but an exp
+    # (-0.0 + -0.0 reduces to 0.0) stay `ufunc.reduce`
+    x, i = _in(0, (3, 2)), _in(1, (3, 2), np.int64)
+    nodes = [x, i, _op("sum", x, shape=(2,), axis=0, keepdims=False),
+             _op("max", x, shape=(), axis=(0, 1), keepdims=False),
+             _op("sum", i, shape=(3,), dtype=np.int64, axis=1, keepdims=False),
+             _op("sum", x, shape=(3,), dtype=np.float64, axis=1, keepdims=False),
+             _op("sum", x, shape=(3,), axis=1, keepdims=False)]
+    nodes[5].params["dtype"] = np.float64
+    slots = [np.full((3, 2), -0.0, np.float32), np.arange(6).reshape(3, 2)]
+    src = _check(nodes, nodes[2:], slots)
+    assert src.count("_reduce(") == 5
