@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import ir
 from .codegen import compile_plan
-from .fused import MISS, fuse
+from .fused import MISS, Counts, fuse
 from .heap import graph_bytes, keep_for
 from .interpreter import AssertFailed, interpret
 from .placement import place
@@ -30,7 +30,7 @@ INLINE_PLAN_LINES = 200  # plans up to this many lines are pasted into the fused
 class CompiledGraph:
     def __init__(self, gen, mode: str = "plan", native: str = "off", stats=None):
         self.gen = gen
-        # the caller's (counters, times) dicts: the fused function counts its calls there itself
+        # the caller's fused.Counts: the fused function counts its graph calls there itself
         self.stats = stats
         self.graph = gen.graph
         self.guard = gen.guard
@@ -46,13 +46,26 @@ class CompiledGraph:
         self.tier = Tier(gen.graph, native if self.plan is not None else "off")
         self.uses_rng = gen.uses_rng
         self.generators = [n.params["rng"] for n in gen.graph.all_nodes() if n.op == "random_uniform"]
-        self.runs = 0
-        self.time_s = 0.0
-        self.last_s = 0.0  # the last successful run, guards to result
-        self.last_slots = None
+        self.counts = Counts()  # runs, seconds and slots of the fused function's calls
+        self._runs = 0  # the others' (try_run)
+        self._time_s = 0.0
+        self.last_s = 0.0  # try_run's last successful run, guards to result
         self._finish = gen.outputs.compile_finish()  # None when there are effects (the general finish)
         self._direct = self.plan is not None and not self.tier.pending  # no native tier to consult
         self.fast = self._fused() if self._direct else None
+
+    @property
+    def runs(self) -> int:
+        return self._runs + self.counts.calls.cell_contents
+
+    @property
+    def time_s(self) -> float:
+        return self._time_s + self.counts.seconds.cell_contents
+
+    @property
+    def last_slots(self):
+        """The slots of the latest successful run (plan-vs-interpreter checks, reports)."""
+        return self.counts.last.cell_contents
 
     def _fused(self):
         """Guards + plan (or the adopted native function) + commit as one function
@@ -106,11 +119,11 @@ class CompiledGraph:
         except Exception as exc:  # the eager re-run reports the user's error exactly
             self._restore(saved, saved_gens)
             return RAISED, exc
-        self.last_slots = slots  # kept for plan-vs-interpreter checks and reports
+        self.counts.last.cell_contents = slots
         result = self._finish(values, slots) if self._finish is not None else self.outputs.finish(values, slots, prepared)
-        self.runs += 1
+        self._runs += 1
         self.last_s = elapsed = time.perf_counter() - start
-        self.time_s += elapsed
+        self._time_s += elapsed
         return OK, result
 
     def _restore(self, saved, saved_gens):
@@ -120,5 +133,5 @@ class CompiledGraph:
             g.bit_generator.state = state
 
 
-__all__ = ["CompiledGraph", "fp_errors_raise", "AssertFailed", "interpret", "compile_plan", "MISS", "OK", "GUARD_FAILED", "ASSERT_FAILED",
+__all__ = ["CompiledGraph", "Counts", "fp_errors_raise", "AssertFailed", "interpret", "compile_plan", "MISS", "OK", "GUARD_FAILED", "ASSERT_FAILED",
            "RAISED", "ir"]

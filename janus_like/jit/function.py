@@ -81,11 +81,32 @@ class JitFunction(FailuresMixin):
         self._no_poly: set = set()  # (argument, axis) whose graphs turned out to depend on the size
         self._superseded: list = []  # per-size signatures a pending unknown-dimension graph replaces
         self._hot = None  # the CompiledGraph that ran last (see __call__); None after any other event
-        self.counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
-                             graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
-        self.times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
+        self._counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
+                              graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
+        self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
+        self._fast = ex.Counts()  # graph calls counted by the fused functions (executor/fused.py)
         self.events: list = []  # (time, kind, text) for reports
         _REGISTRY.append(self)
+
+    def _fold(self):
+        """The fused functions' graph calls and time into the counters."""
+        calls, seconds = self._fast.take()
+        if calls:
+            self._counters["calls"] += calls
+            self._counters["graph_calls"] += calls
+            self._times["graph_s"] += seconds
+
+    @property
+    def counters(self) -> dict:
+        """calls, warmup_calls, eager_calls, graph_calls, fallbacks, graphs_generated, ..."""
+        self._fold()
+        return self._counters
+
+    @property
+    def times(self) -> dict:
+        """Seconds spent warming up, eager, as graphs and generating."""
+        self._fold()
+        return self._times
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -109,10 +130,10 @@ class JitFunction(FailuresMixin):
             else:
                 status, result = hot.try_run(args)
                 if status is ex.OK:
-                    c = self.counters
+                    c = self._counters
                     c["calls"] += 1
                     c["graph_calls"] += 1
-                    self.times["graph_s"] += hot.last_s
+                    self._times["graph_s"] += hot.last_s
                     return result
             self._hot = None
         return self._dispatch(args, kwargs)
@@ -287,7 +308,7 @@ class JitFunction(FailuresMixin):
         if self._dims and any(i < len(args) for i in self._dims):
             try:
                 gen = self._generate_polymorphic(entry, args, name)
-                g = ex.CompiledGraph(gen, self.mode, self.native, (self.counters, self.times))
+                g = ex.CompiledGraph(gen, self.mode, self.native, self._fast)
             except Exception as exc:  # whatever the reason (a generator bug too): back to one graph per size
                 if not isinstance(exc, Unsupported) and os.environ.get("JANUS_LIKE_DEBUG"):
                     raise
@@ -307,7 +328,7 @@ class JitFunction(FailuresMixin):
             return g
         try:
             g = ex.CompiledGraph(self._build(entry, args, name), self.mode, self.native,
-                                   (self.counters, self.times))
+                                   self._fast)
         except Unsupported as exc:
             return self._failed(entry, exc)
         except RecursionError:
