@@ -73,6 +73,29 @@ def test_stats_count_the_fast_path_like_the_full_path():
     assert s["graph_s"] > 0
 
 
+
+def test_fused_counts_fold_into_counters_graph_runs_and_slots_without_double_counting():
+    # the fused function counts in closure cells; counters, times, runs and last_slots read them
+    f = jl.jit(lambda x, k: F.tanh(x) * k, reassociate=False)
+    xs = [np.full(3, float(i), np.float32) for i in range(12)]
+    for i in range(5):
+        f(xs[i], 2.0)
+    (g,) = f.graphs()
+    assert g.fast is not None and g.runs == 2 and f.counters["graph_calls"] == 2
+    before = dict(f.counters)  # what the wrapper does around each call
+    f(xs[5], 2.0)
+    assert f.counters["graph_calls"] == before["graph_calls"] + 1 and f.counters["calls"] == before["calls"] + 1
+    assert g.last_slots[0] is xs[5]  # the fused run's slots
+    f(xs[6], k=2.0)  # keywords: the full path (try_run) runs the same graph
+    assert g.runs == 4 and g.last_slots[0] is xs[6]
+    for i in range(7, 12):
+        f(xs[i], 2.0)
+    assert g.last_slots[0] is xs[11]
+    for _ in range(2):  # reading twice counts nothing twice
+        s = f.stats()
+        assert (s["calls"], s["warmup_calls"], s["graph_calls"]) == (12, 3, 9)
+    assert g.runs == 9 and g.time_s > 0 and f.times["graph_s"] > 0
+
 def test_jit_disable_and_an_outer_tape_still_win_over_the_hot_graph(monkeypatch):
     @jl.jit
     def f(x):
