@@ -24,6 +24,8 @@ from .ops import registry as _registry
 from .ops.registry import _tapes
 
 _next_id = itertools.count(1).__next__
+_new = object.__new__
+_builder = _registry._builder  # [the graph builder while generating, else None], set in place
 
 
 def _wrap(data):
@@ -137,9 +139,12 @@ class Tensor(ArrayMethods):
         # without its dispatch (~5 us on a small tensor). Errors take the op path, which names
         # the op, the shapes and the user's line.
         cls = index.__class__
-        if (cls is int or cls is slice) and not _tapes and _registry._builder[0] is None:
-            try:
-                return _wrap(self._data[index])
+        if (cls is int or cls is slice) and not _tapes and _builder[0] is None:
+            try:  # _wrap, inlined (an RL policy's `float(probs(obs)[0])` on every environment step)
+                t = _new(Tensor)
+                t._data = self._data[index]
+                t._tid = _next_id()
+                return t
             except Exception:
                 pass
         return F.getitem(self, index)
