@@ -9,11 +9,15 @@ The same matrix is one concatenation of the vectors themselves, reshaped:
     concatenate([u_1[:, None], ..., u_T[:, None]], 1)  ->  concatenate([u_1, ..., u_T]).reshape(T, n).T
     concatenate([X[k:k+1] for k in a..b], axis=0)      ->  X[a:b+1]      (X[b:a-1:-1].copy() descending;
                                                                        X[k].reshape(1, ...) counts as X[k:k+1])
+    concatenate([M_1.T, ..., M_T.T], axis=1)          ->  concatenate([M_1, ..., M_T]).T
 
-The first is the same array, bit for bit and in the same layout. The second is the same values
-as a transposed view, and the third a view of X's rows (or a copy of them reversed); the matrix
-products that read them may round differently for another memory layout, so the pass runs
-with the reassociating passes.
+The first is the same array, bit for bit and in the same layout. The second and the fourth are
+the same values as a transposed view, and the third a view of X's rows (or a copy of them
+reversed); the matrix products that read them may round differently for another memory layout,
+so the pass runs with the reassociating passes. The fourth is the batched weight gradient of an
+LSTM: its hidden states and inputs, transposed per step, are `Hᵀ` and `Xᵀ` of the stacked states
+the forward products already concatenated (CSE then keeps one copy: 2 of the LSTM step's 3
+transposed stacks go, and the third copies contiguous rows instead of transposed columns).
 """
 from __future__ import annotations
 
@@ -26,6 +30,19 @@ def _vectors(x, part_shape, shape):
     `part_shape`: rows (1,) + row, or columns (n, 1) of vectors (n,)."""
     us = [_reshaped(p, part_shape, shape, x.aval[1]) for p in x.inputs]
     return None if None in us else us
+
+
+def _transposed(x):
+    """The matrices M_k when every part of x is M_k transposed (2-D, of x's dtype), else None."""
+    ms = []
+    for p in x.inputs:
+        m = p.inputs[0] if p.op == "transpose" and len(p.inputs) == 1 else None
+        axes = p.params.get("axes")
+        if not isinstance(m, ir.Node) or m.aval is None or len(m.aval[0]) != 2 or m.aval[1] != x.aval[1] \
+                or (axes is not None and tuple(axes) != (1, 0)):
+            return None
+        ms.append(m)
+    return ms
 
 
 def _slices(x):
@@ -80,6 +97,10 @@ def stack_parts(graph: ir.Graph) -> ir.Graph:
             flat = ir.Node("concatenate", tuple(cols), {"axis": 0}, ((k * shape[0],), dtype), site)
             rows = ir.Node("reshape", (flat,), {"shape": (k, shape[0])}, ((k, shape[0]), dtype), site)
             new, last = [flat, rows], ("transpose", (rows,), {"axes": (1, 0)})
+        mats = _transposed(x) if axis == 1 and len(shape) == 2 and not new else None
+        if mats is not None:
+            rows = ir.Node("concatenate", tuple(mats), {"axis": 0}, ((shape[1], shape[0]), dtype), site)
+            new, last = [rows], ("transpose", (rows,), {"axes": (1, 0)})
         if not new:
             continue
         pos = graph.nodes.index(x)

@@ -22,12 +22,16 @@ def _node(op, *inputs, aval, **params):
 
 @st.composite
 def stacks(draw):
-    kind = draw(st.sampled_from(["rows", "rows2d", "columns", "up", "down", "mixed", "ints"]))
+    kind = draw(st.sampled_from(["rows", "rows2d", "columns", "up", "down", "mixed", "ints", "transposed"]))
     k, n = draw(st.integers(2, 6)), draw(st.integers(1, 4))
     x = _node(ir.INPUT, aval=((k + 2, n), F32), slot=0, name="x")
     nodes, parts = [x], []
     for i in range(k):
-        if kind == "ints":  # X[k] reshaped to one row: a unit slice too
+        if kind == "transposed":  # per-step matrices transposed, side by side: (M_1 ... M_k)ᵀ
+            m = _node("mul", x, float(i + 2), aval=((k + 2, n), F32))
+            p = _node("transpose", m, aval=((n, k + 2), F32), axes=(1, 0) if i % 2 else None)
+            nodes += [m, p]
+        elif kind == "ints":  # X[k] reshaped to one row: a unit slice too
             u = _node("getitem", x, aval=((n,), F32), index=((k - i,), True))
             p = _node("reshape", u, aval=((1, n), F32), shape=(1, n))
             nodes += [u, p]
@@ -49,8 +53,9 @@ def stacks(draw):
                 p = _node("expand_dims", u2, aval=((n, 1), F32), axis=-1)
             nodes.append(p)
         parts.append(p)
-    axis = 1 if kind == "columns" else 0
-    shape = (n, k) if kind == "columns" else (k, 1, n) if kind == "rows2d" else (k, n)
+    axis = 1 if kind in ("columns", "transposed") else 0
+    shape = (n, k) if kind == "columns" else (n, k * (k + 2)) if kind == "transposed" else \
+        (k, 1, n) if kind == "rows2d" else (k, n)
     cat = _node("concatenate", *parts, aval=(shape, F32), axis=axis)
     ident = _node("mul", cat, 1.0, aval=(shape, F32))  # the pass leaves graph outputs as they are
     out = _node("matmul", cat, _node(ir.CONST, aval=((shape[-1], 3), F32), value=np.ones((shape[-1], 3), F32)),
@@ -79,9 +84,10 @@ def test_stacked_parts_are_the_same_values(case, seed):
         assert cats  # not consecutive slices: left alone (k = 2 is consecutive either way)
     elif kind in ("up", "down", "ints"):
         assert not cats
-    elif kind != "mixed":  # one concatenation of the vectors themselves
+    elif kind != "mixed":  # one concatenation of the vectors (or matrices) themselves
         shape = tuple(outputs[0].aval[0])
-        flat = (shape[0], shape[2]) if kind == "rows2d" else (shape[0] * shape[1],)
+        flat = (shape[0], shape[2]) if kind == "rows2d" else shape[::-1] if kind == "transposed" else \
+            (shape[0] * shape[1],)
         assert len(cats) == 1 and tuple(cats[0].aval[0]) == flat
     if kind == "rows":  # the same layout as the concatenation
         assert [n for n in g.nodes if n.op == "reshape" and n.inputs[0] is cats[0]]
@@ -94,6 +100,33 @@ def test_a_returned_concatenation_stays_one():
     g = ir.Graph("g", [x, *parts, cat], [cat], 1)
     stack_parts(g)
     assert cat.op == "concatenate"  # not a view of the caller's array
+
+
+def test_transposes_of_matrices_of_another_dtype_or_rank_stay_concatenated():
+    x = _node(ir.INPUT, aval=((2, 3), F32), slot=0, name="x")
+    y = _node("cast", x, aval=((2, 3), np.dtype(np.float64)), dtype=np.float64)
+    parts = [_node("transpose", x, aval=((3, 2), F32), axes=(1, 0)),
+             _node("transpose", y, aval=((3, 2), np.dtype(np.float64)), axes=(1, 0))]
+    cat = _node("concatenate", *parts, aval=((3, 4), np.dtype(np.float64)), axis=1)
+    out = _node("mul", cat, 2.0, aval=((3, 4), np.dtype(np.float64)))
+    g = ir.Graph("g", [x, y, *parts, cat, out], [out], 1)
+    stack_parts(g)
+    assert cat.op == "concatenate" and cat.inputs == tuple(parts)
+
+
+def test_an_lstm_step_stacks_its_states_once_for_the_weight_gradients():
+    # the hidden states and inputs, transposed per step, are the forward pass's stacked states:
+    # no concatenation of transposes is left
+    import janus_like as jl
+    from benchmarks.models import lstm_lm
+    state = lstm_lm.make(0, quick=True)
+    step = lstm_lm.janus_step(state, jit=lambda f: jl.jit(f, native="off"))
+    for _ in range(5):
+        step()
+    (g,) = step.fn.graphs()
+    cats = [n for n in g.graph.nodes if n.op == "concatenate"]
+    assert cats and not [n for n in cats if any(isinstance(p, ir.Node) and p.op == "transpose" for p in n.inputs)]
+    assert [n for n in g.graph.nodes if n.op == "transpose" and n.inputs[0] in cats]
 
 
 def test_an_rnn_step_stacks_its_steps_once_and_matches_the_unstacked_jit():
