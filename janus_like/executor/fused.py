@@ -64,6 +64,8 @@ class Counts:
         if calls:
             self.calls.cell_contents, self.seconds.cell_contents = 0, 0.0
         return calls, seconds
+
+
 _GUARD_EXIT = re.compile(r": return -?\d+$")
 _NAMES = re.compile(r"s\d+")
 
@@ -78,7 +80,7 @@ def fuse(cg, body):
         return None
     (guard_lines, guard_ret, guard_env), (finish_lines, finish_env) = pieces
     body_lines, body_ret, body_env = body
-    env = {"MISS": MISS, "_pc": time.perf_counter, "G": cg}
+    env = {"MISS": MISS, "_pc": time.perf_counter}
     for names in (body_env, guard_env, finish_env):
         for k, v in names.items():
             if k.startswith("__") or k in ("plan", "guard", "finish"):
