@@ -57,6 +57,8 @@ class Node:
         return None if self.aval is None else self.aval[1]
 
 
+BLOCKS = ("then_nodes", "else_nodes", "cond_nodes", "body_nodes")  # the node lists a COND/LOOP holds
+
 SHAPE_TO_LIKE = frozenset({"sum_to", "broadcast_like", "reshape_like"})  # op(x, like): x brought to like's shape
 
 

@@ -28,10 +28,10 @@ INLINE_PLAN_LINES = 200  # plans up to this many lines are pasted into the fused
 
 
 class CompiledGraph:
-    def __init__(self, gen, mode: str = "plan", native: str = "off", stats=None):
+    def __init__(self, gen, mode: str = "plan", native: str = "off", owner_counts=None):
         self.gen = gen
         # the caller's fused.Counts: the fused function counts its graph calls there itself
-        self.stats = stats
+        self.owner_counts = owner_counts
         self.graph = gen.graph
         self.guard = gen.guard
         self.outputs = gen.outputs

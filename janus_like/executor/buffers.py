@@ -46,7 +46,7 @@ _FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate",
 def _refs_of(n):
     refs = [i for i in n.inputs if isinstance(i, ir.Node)]
     if n.op in (ir.COND, ir.LOOP):  # values used inside a block count as used here
-        inner = [m for b in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(b, [])]
+        inner = [m for b in ir.BLOCKS for m in n.params.get(b, [])]
         refs += [i for m in inner for i in m.inputs if isinstance(i, ir.Node)]
         refs += [o for k in ("then_outs", "else_outs", "body_outs") for o in n.params.get(k, []) if isinstance(o, ir.Node)]
     return refs

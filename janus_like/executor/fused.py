@@ -98,8 +98,9 @@ def fuse(cg, body):
         return [pattern.sub(lambda m: slot_names[int(m.group(1))], line) for line in lines]
 
     cells = {"_runs": cg.counts.calls, "_secs": cg.counts.seconds, "_slots": cg.counts.last}
-    if cg.stats is not None:  # the JitFunction's graph calls, so that its __call__ need not count
-        cells.update(_calls=cg.stats.calls, _calls_s=cg.stats.seconds)
+    owner = cg.owner_counts
+    if owner is not None:  # the JitFunction's graph calls, so that its __call__ need not count
+        cells.update(_calls=owner.calls, _calls_s=owner.seconds)
     src = ["def call(args):", f"    nonlocal {', '.join(cells)}", "    t0 = _pc()", "    try:"]
     src += ["        " + _GUARD_EXIT.sub(": return MISS", line) for line in guard_lines]
     src += [f"        S = {guard_ret}", "    except Exception:", "        return MISS", "    try:"]
@@ -109,7 +110,7 @@ def fuse(cg, body):
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]
     src += [f"    R = {finish[-1][len('return '):]}", "    e = _pc() - t0", "    _runs += 1", "    _secs += e"]
-    if cg.stats is not None:
+    if owner is not None:
         src += ["    _calls += 1", "    _calls_s += e"]
     src += ["    return R"]
     text = "\n".join(src) + "\n"

@@ -28,7 +28,7 @@ def refs(n):
     """Nodes used by n, including uses inside a conditional's or loop's blocks."""
     out = [i for i in n.inputs if i.__class__ is _Node]
     if n.op in _NESTED:
-        inner = [m for block in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") for m in n.params.get(block, [])]
+        inner = [m for block in ir.BLOCKS for m in n.params.get(block, [])]
         for m in inner:
             out += [i for i in m.inputs if isinstance(i, ir.Node)]
         for key in ("then_outs", "else_outs", "body_outs"):

@@ -96,7 +96,7 @@ def scale_smaller_operand(graph: ir.Graph) -> ir.Graph:
     uses = _users(graph)
     blocks = [graph.nodes]
     for n in graph.all_nodes():
-        blocks += [n.params[k] for k in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes") if k in n.params]
+        blocks += [n.params[k] for k in ir.BLOCKS if k in n.params]
     for block in blocks:
         _rewrite(block, uses)
     return graph

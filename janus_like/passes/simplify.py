@@ -145,7 +145,7 @@ def _rewrite_sum_to(nodes):
             r = _sum_to_as_reshape(n)
             if r is not None:  # rewrite in place so every user sees the reshape
                 n.op, n.inputs, n.params = r.op, r.inputs, r.params
-        for block in ("then_nodes", "else_nodes", "cond_nodes", "body_nodes"):
+        for block in ir.BLOCKS:
             if block in n.params:
                 _rewrite_sum_to(n.params[block])
 
