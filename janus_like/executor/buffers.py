@@ -4,6 +4,7 @@ little) and the opt-in worker-thread schedule for large matrix products. `codege
 emits the plan from these decisions."""
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -107,7 +108,7 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
                 or n.aval is None or len(n.aval[0]) == 0:
             continue
         shape = _known(n)
-        if shape is not None and int(np.prod(shape)) < REUSE_MIN_ELEMENTS:
+        if shape is not None and math.prod(shape) < REUSE_MIN_ELEMENTS:
             continue  # a tiny result: allocating it is cheaper than NumPy's out= path
         for k, a in enumerate(n.inputs[:1] if n.op == "index_add" else n.inputs):  # a ufunc: any operand
             if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):

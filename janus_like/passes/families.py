@@ -67,6 +67,8 @@ class _Families:
 def _find_families(nodes) -> _Families:
     cuts: dict = {}
     for n in nodes:
+        if n.op != "getitem":  # the cheap test first: most nodes are not cuts
+            continue
         cut = _row_cut(n)
         if cut is not None:
             key = (n.inputs[0].id, cut[2])

@@ -212,12 +212,20 @@ def _lift(group, fam):
 def lift_row_blocks(graph: ir.Graph) -> ir.Graph:
     if graph.polymorphic:  # block boundaries would be those of one size only
         return graph
+    # lifting makes the families whose permuted products become cuts of one product, and those
+    # cuts are a family whose consumers may lift in turn; each step runs only when the other changed
+    # something (the replaced block ops and stale cuts are dropped before families are found again)
+    lifted = _lift_all(graph)
     for _ in range(8):
-        changed = _lift_all(graph)
-        changed = _permuted_products(graph) or changed
-        if not changed:
+        if lifted:
+            dce(graph)
+        products = _permuted_products(graph)
+        if not products:
             break
-        dce(graph)  # the replaced block ops and stale cuts must not be found again
+        dce(graph)
+        lifted = _lift_all(graph, products)
+        if not lifted:
+            break
     _whole_concatenations(graph)
     _sum_over_blocks(graph)
     return graph
@@ -273,14 +281,16 @@ class _Rewrite:
         return True
 
 
-def _lift_all(graph) -> bool:
+def _lift_all(graph, bases=None) -> bool:
     """Lift every complete group of block consumers; the slices of a lifted op form a new family
-    whose consumers are examined next (a worklist), so whole chains lift in one call."""
+    whose consumers are examined next (a worklist), so whole chains lift in one call. `bases`:
+    node ids; only the families of those arrays start the worklist (the others were examined by
+    an earlier call and have not changed since)."""
     fam = _find_families(graph.nodes)
     if not fam.member:
         return False
     rw = _Rewrite(graph.nodes)
-    work = list(fam.blocks)
+    work = [fid for fid in fam.blocks if bases is None or fid[0] in bases]
     while work:
         fid_now = work.pop()
         if fid_now is None:
@@ -368,15 +378,16 @@ def _aligned(group, fam) -> bool:
     return True
 
 
-def _permuted_products(graph) -> bool:
+def _permuted_products(graph) -> set:
     """matmul(concatenate(all blocks of Z in another order), W), used only through row cuts that
     match the pieces -> matmul(Z, W) cut at Z's boundaries. (Batching concatenated a backward
-    pass's per-step operands in reverse time order before they were lifted.)"""
+    pass's per-step operands in reverse time order before they were lifted.) Returns the ids of
+    the new products."""
     fam = _find_families(graph.nodes)
     if not any(n.op == "matmul" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].op == "concatenate"
                and all(isinstance(x, ir.Node) and x.id in fam.member for x in n.inputs[0].inputs)
                for n in graph.nodes):
-        return False
+        return set()
     users: dict = {}
     for n in graph.all_nodes():
         for r in _refs(n):
@@ -419,7 +430,7 @@ def _permuted_products(graph) -> bool:
         graph.nodes[at + 1:at + 1] = new
     if mapping:
         substitute(graph, mapping)
-    return bool(mapping)
+    return {m.inputs[0].id for m in mapping.values()}
 
 
 def _whole_concatenations(graph):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 
 from .. import ir
-from .dce import _has_effect
+from ..ops.registry import REGISTRY
 
 
 _Node = ir.Node  # never subclassed: `__class__ is` is the cheap test on the ~5000 nodes a sort sees
@@ -41,9 +41,16 @@ def dependencies(nodes) -> dict:
     ids = {n.id for n in nodes}
     deps: dict = {}
     last_effect = None
+    plain_effects = _effect_ops()
     for n in nodes:
-        before = {r.id for r in refs(n) if r.id in ids}
-        if n.op in _NESTED or _has_effect(n):
+        op = n.op
+        if op in _NESTED:
+            before = {r.id for r in refs(n) if r.id in ids}
+            effect = True
+        else:  # the common case, inlined: ~5000 nodes per sort
+            before = {i.id for i in n.inputs if i.__class__ is _Node and i.id in ids}
+            effect = op in plain_effects
+        if effect:
             if last_effect is not None:
                 before.add(last_effect)
             last_effect = n.id
@@ -51,26 +58,38 @@ def dependencies(nodes) -> dict:
     return deps
 
 
+def _effect_ops() -> frozenset:
+    """Names of the ops that are effects on their own (asserts, RNG draws, stateful ops)."""
+    return frozenset([ir.ASSERT, ir.RANDOM] + [name for name, op in REGISTRY.items() if op.stateful])
+
+
 def stable_topological_order(nodes, key) -> list:
     """`nodes` in a valid order; among the nodes ready at each point, the smallest `key(id)`."""
     deps = dependencies(nodes)
     waiting = {}  # node id -> operands not yet placed
     users: dict = {}
+    heap = []
     for i, before in deps.items():
         waiting[i] = len(before)
+        if not before:
+            heap.append((key(i), i))
         for j in before:
-            users.setdefault(j, []).append(i)
+            if j in users:
+                users[j].append(i)
+            else:
+                users[j] = [i]
     by_id = {n.id: n for n in nodes}
-    heap = [(key(i), i) for i, count in waiting.items() if count == 0]
     heapq.heapify(heap)
     out = []
+    pop, push, append = heapq.heappop, heapq.heappush, out.append
     while heap:
-        _, i = heapq.heappop(heap)
-        out.append(by_id[i])
+        i = pop(heap)[1]
+        append(by_id[i])
         for u in users.get(i, ()):
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                heapq.heappush(heap, (key(u), u))
+            left = waiting[u] - 1
+            waiting[u] = left
+            if not left:
+                push(heap, (key(u), u))
     if len(out) != len(by_id):
         raise ValueError(f"the graph has a cycle through {len(by_id) - len(out)} nodes")
     return out

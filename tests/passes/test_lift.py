@@ -244,3 +244,33 @@ def test_rows_and_blocks_of_different_families_are_not_mixed():
     ir.verify(g)
     for a, b in zip(before, interpret(g, slots)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_products_of_blocks_in_another_order_become_one_product_whose_consumers_lift():
+    # cat(Z[3:6], Z[0:3]) @ W, cut back into its pieces, each added to the block of Y of the same
+    # time step (Y[3:6] to the first piece): not liftable while the pieces are in the other order;
+    # the product of Z itself, cut at Z's boundaries, lines up with Y, and one add remains
+    z = ir.Node(ir.INPUT, (), {"slot": 0, "name": "z"}, ((6, 4), F32))
+    w = ir.Node(ir.INPUT, (), {"slot": 1, "name": "w"}, ((4, 5), F32))
+    y = ir.Node(ir.INPUT, (), {"slot": 2, "name": "y"}, ((6, 5), F32))
+
+    def cut(x, a, cols):
+        return ir.Node("getitem", (x,), {"index": ((("s", a, a + 3, None),), True)}, ((3, cols), F32))
+
+    blocks = [cut(z, a, 4) for a in (0, 3)]
+    cat = ir.Node("concatenate", (blocks[1], blocks[0]), {"axis": 0}, ((6, 4), F32))
+    mm = ir.Node("matmul", (cat, w), {}, ((6, 5), F32))
+    pieces = [cut(mm, a, 5) for a in (0, 3)]
+    ys = [cut(y, a, 5) for a in (3, 0)]
+    sums = [ir.Node("add", (p, q), {}, ((3, 5), F32)) for p, q in zip(pieces, ys)]
+    g = ir.Graph("permuted", [z, w, y] + blocks + [cat, mm] + pieces + ys + sums, sums, 3)
+    ir.verify(g)
+    rng = np.random.default_rng(3)
+    slots = [rng.standard_normal(s).astype(np.float32) for s in ((6, 4), (4, 5), (6, 5))]
+    before = interpret(g, slots)
+    g = jl.passes.dce(lift_row_blocks(g))
+    ir.verify(g)
+    for a, b in zip(before, interpret(g, slots)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert _count(g, "concatenate") == 0 and _count(g, "matmul") == 1
+    assert _count(g, "add") == 1  # lifted over the new product's cuts
