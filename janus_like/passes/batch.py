@@ -13,7 +13,7 @@ differently in BLAS than the pieces, so this pass runs only with `reassociate=Tr
 from __future__ import annotations
 
 from .. import ir
-from .dce import _has_effect
+from .order import _NESTED, _Node, _effect_ops
 from .order import refs as _refs
 from .order import stable_topological_order
 
@@ -55,11 +55,15 @@ def _reach_bits(nodes, member_ids):
     reached: dict = {}
     below: dict = {}  # node id -> bits of candidate products at or above it
     last_effect = None
+    plain_effects = _effect_ops()
+    get = below.get
     for n in nodes:
         r = 0
-        for i in _refs(n):
-            r |= below.get(i.id, 0)
-        if _has_effect(n) or n.op in (ir.COND, ir.LOOP):
+        nested = n.op in _NESTED
+        for i in (_refs(n) if nested else n.inputs):
+            if i.__class__ is _Node:
+                r |= get(i.id, 0)
+        if nested or n.op in plain_effects:
             if last_effect is not None:
                 r |= below.get(last_effect, 0)
             last_effect = n.id
