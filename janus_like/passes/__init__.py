@@ -23,10 +23,9 @@ from .onehot import dense_row_sums, sparse_onehot_grads
 from .products import small_products
 from .scale import scale_smaller_operand
 from .simplify import simplify, sum_to_reshape, unique_scatters
-from .slices import merge_slices
 from .stacks import stack_parts
 
-PIPELINE = [simplify, fold_constants, cse, share_im2col, merge_slices, dce]
+PIPELINE = [simplify, fold_constants, cse, share_im2col, dce]
 # With reassociation, broadcasts of constants are folded after the row-block passes (see
 # fold_scalar_constants): the reassociating pipeline replaces fold_constants by the scalar-only
 # fold and folds the rest at its end.
@@ -54,4 +53,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "small_products", "merge_slices"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "small_products"]
