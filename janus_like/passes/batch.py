@@ -13,7 +13,8 @@ differently in BLAS than the pieces, so this pass runs only with `reassociate=Tr
 from __future__ import annotations
 
 from .. import ir
-from .order import _NESTED, _Node, _effect_ops
+from .dce import effect_ops
+from .order import _NESTED, _Node
 from .order import refs as _refs
 from .order import stable_topological_order
 
@@ -55,7 +56,7 @@ def _reach_bits(nodes, member_ids):
     reached: dict = {}
     below: dict = {}  # node id -> bits of candidate products at or above it
     last_effect = None
-    plain_effects = _effect_ops()
+    plain_effects = effect_ops()
     get = below.get
     for n in nodes:
         r = 0

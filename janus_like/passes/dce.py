@@ -9,6 +9,13 @@ from .. import ir
 from ..ops.registry import REGISTRY
 
 
+def effect_ops() -> frozenset:
+    """Names of the ops that are effects on their own, as `_has_effect` decides for a node that
+    is not a conditional or loop (a set for loops over thousands of nodes; built per call, as
+    ops may be registered later)."""
+    return frozenset([ir.ASSERT, ir.RANDOM] + [name for name, op in REGISTRY.items() if op.stateful])
+
+
 def _has_effect(n) -> bool:
     if n.op in (ir.ASSERT, ir.RANDOM):
         return True

@@ -17,7 +17,7 @@ from __future__ import annotations
 import heapq
 
 from .. import ir
-from ..ops.registry import REGISTRY
+from .dce import effect_ops
 
 
 _Node = ir.Node  # never subclassed: `__class__ is` is the cheap test on the ~5000 nodes a sort sees
@@ -41,7 +41,7 @@ def dependencies(nodes) -> dict:
     ids = {n.id for n in nodes}
     deps: dict = {}
     last_effect = None
-    plain_effects = _effect_ops()
+    plain_effects = effect_ops()
     for n in nodes:
         op = n.op
         if op in _NESTED:
@@ -56,11 +56,6 @@ def dependencies(nodes) -> dict:
             last_effect = n.id
         deps[n.id] = before
     return deps
-
-
-def _effect_ops() -> frozenset:
-    """Names of the ops that are effects on their own (asserts, RNG draws, stateful ops)."""
-    return frozenset([ir.ASSERT, ir.RANDOM] + [name for name, op in REGISTRY.items() if op.stateful])
 
 
 def stable_topological_order(nodes, key) -> list:
