@@ -39,6 +39,9 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
 # allocations it saves did (a (4, 64) gate: 5.0 us as the primitive, 5.4 in place)
 SIGMOID_MIN_SIZE = 1024
 
+# binary ufuncs whose Python-number operand is passed as a 0-d array (`_Emitter.ufunc_args`)
+_SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
+
 # reductions whose array method is exactly `ufunc.reduce(a, axis, dtype, out, keepdims)`
 _REDUCE = {"sum": "add", "max": "maximum", "min": "minimum"}
 
@@ -52,6 +55,7 @@ class _Emitter:
                               "SIGMOID": _sigmoid}
         self.outputs: set = set()  # ids of the graph's outputs
         self._kernels: dict = {}
+        self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -66,6 +70,39 @@ class _Emitter:
 
     def arg(self, i) -> str:
         return f"v{i.id}" if isinstance(i, ir.Node) else self.const(i)
+
+    def ufunc_args(self, n) -> str:
+        """The operands of a binary ufunc node, a Python number among them passed as a 0-d array
+        of the other operand's float dtype (`np.subtract(ONE, v)`, not `np.subtract(1, v)`):
+        NumPy picks the same loop and casts the number to the same value, but converts it at
+        every call, which made `1 - x` on a (16, 128) float32 array ~2x as slow as `x * x`.
+        Only when the result has that dtype and the number is finite in it (NumPy 1.x promotes
+        an array by a Python number that does not fit its dtype; the guard keeps that)."""
+        if n.op not in _SCALAR_OPS or len(n.inputs) != 2:
+            return ", ".join(self.arg(i) for i in n.inputs)
+        arrays = [i for i in n.inputs if isinstance(i, ir.Node)]
+        if len(arrays) != 1 or not ir.numpy_typed(arrays[0]) or arrays[0].aval is None or not arrays[0].aval[0] \
+                or n.aval is None or np.dtype(arrays[0].aval[1]) != np.dtype(n.aval[1]) \
+                or np.dtype(n.aval[1]) not in _ONE:
+            return ", ".join(self.arg(i) for i in n.inputs)
+        dt = np.dtype(n.aval[1])
+        return ", ".join(self.arg(i) if isinstance(i, ir.Node) else self.zero_d(i, dt) for i in n.inputs)
+
+    def zero_d(self, value, dt) -> str:
+        """A Python int or float as a named 0-d array of float dtype dt, or the literal when its
+        value in dt is not finite or (an int) not exact."""
+        if type(value) not in (int, float):
+            return self.arg(value)
+        with np.errstate(all="ignore"):
+            a = np.array(value, dt)
+        if not np.isfinite(a) or (type(value) is int and int(a) != value):
+            return self.arg(value)
+        key = (dt.str, value, math.copysign(1.0, value) if type(value) is float else 0)  # -0.0 is not 0.0 here
+        name = self._zero_d.get(key)
+        if name is None:
+            a.flags.writeable = False  # shared by every call of the plan
+            name = self._zero_d[key] = self.const(a)
+        return name
 
     def kernel(self, n) -> str:
         if n.op in _DIRECT and not n.params:
@@ -295,7 +332,7 @@ class _Emitter:
                 self.lines.append(f"{pad}{v} = CLIP({args}, {self.const(n.params['lo'])}, "
                                   f"{self.const(n.params['hi'])}, out={target})")
                 return
-            self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({args}, out={target})")
+            self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({self.ufunc_args(n)}, out={target})")
             return
         expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
         if expr is not None:
@@ -359,6 +396,8 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {self.const(n.params['fn'])}({args})")
         elif n.op == ir.TUPLE_GET:
             self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
+        elif n.op in _SCALAR_OPS and not n.params:
+            self.lines.append(f"{pad}{v} = {self.kernel(n)}({self.ufunc_args(n)})")
         else:
             self.lines.append(f"{pad}{v} = {self.kernel(n)}({args})")
 
@@ -371,15 +410,48 @@ def _broadcast_copy(x, shape):
     return out
 
 
+try:  # NumPy 2 keeps the floating-point error state in a context variable
+    from numpy._core._ufunc_config import _extobj_contextvar as _ERR_STATE
+except ImportError:  # pragma: no cover - NumPy 1.x: np.errstate
+    _ERR_STATE = None
+_QUIET: dict = {}  # an error state -> the same state with overflow ignored
+_ONE = {np.dtype(t): np.array(1, t) for t in (np.float16, np.float32, np.float64)}
+
+
+def _over_ignored():
+    """The current error state with overflow ignored: what `np.errstate(over="ignore")` sets,
+    made once per state (a key stays referenced, so its id is never reused for another)."""
+    state = _ERR_STATE.get()
+    quiet = _QUIET.get(state)
+    if quiet is None:
+        with np.errstate(over="ignore"):
+            quiet = _ERR_STATE.get()
+        if len(_QUIET) >= 64:
+            _QUIET.clear()
+        _QUIET[state] = quiet
+    return quiet
+
+
 def _sigmoid(x):
     """The sigmoid primitive's 1 / (1 + exp(-x)) on a float array, bit for bit, in one buffer:
-    three ufuncs write in place where the primitive allocates four arrays, and only the exp sits
-    inside the errstate that silences its overflow (14.7 -> 10.5 us on a strided 16 x 128 LSTM gate)."""
+    three ufuncs write in place where the primitive allocates four arrays (14.7 -> 10.5 us on a
+    strided 16 x 128 LSTM gate). Only the exp runs with overflow ignored, and it sets that state
+    directly: building, entering and leaving an `np.errstate` took ~2 us of the ~14 (the
+    context variable's set and reset, ~0.4). The 1s are 0-d arrays of x's dtype, which NumPy
+    does not convert at each call (the same loop and value as the Python int)."""
     t = np.negative(x)
-    with np.errstate(over="ignore"):
-        np.exp(t, out=t)
-    np.add(t, 1, out=t)
-    return np.true_divide(1, t, out=t)
+    if _ERR_STATE is None:  # pragma: no cover
+        with np.errstate(over="ignore"):
+            np.exp(t, out=t)
+    else:
+        token = _ERR_STATE.set(_over_ignored())
+        try:
+            np.exp(t, out=t)
+        finally:
+            _ERR_STATE.reset(token)
+    one = _ONE.get(t.dtype, 1)
+    np.add(t, one, out=t)
+    return np.true_divide(one, t, out=t)
 
 
 def _mean(x, total, count, axis, keepdims):

@@ -302,3 +302,58 @@ def test_other_reductions_keep_the_reduce_call():
     slots = [np.full((3, 2), -0.0, np.float32), np.arange(6).reshape(3, 2)]
     src = _check(nodes, nodes[2:], slots)
     assert src.count("_reduce(") == 5
+
+
+_NUMBERS = [1, 0, -1, 2, 16777217, 2**70, 0.1, -0.0, 0.0, 1.5, 1e300, 3.4e38, float("nan"), float("inf"), True]
+
+
+@settings(deadline=None)
+@given(op=st.sampled_from(["add", "sub", "mul", "div", "maximum", "minimum"]), pick=st.integers(0, len(_NUMBERS) - 1),
+       dtype=st.sampled_from([np.float16, np.float32, np.float64]), first=st.booleans(),
+       shape=st.lists(st.integers(1, 4), min_size=1, max_size=2), picks=st.lists(st.integers(0, 9), min_size=16, max_size=16))
+def test_python_numbers_as_0d_arrays_change_no_bit(op, pick, dtype, first, shape, picks):
+    # a ufunc's Python-number operand is emitted as a 0-d array of the array's dtype when that
+    # is the same computation: same result dtype, every bit (signed zeros, NaN, inf) the same
+    number = _NUMBERS[pick]
+    a = np.resize(np.array([_SPECIAL[p] for p in picks]), shape).astype(dtype)
+    ufunc = getattr(np, {"sub": "subtract", "mul": "multiply", "div": "true_divide"}.get(op, op))
+    with np.errstate(all="ignore"):
+        ref = ufunc(number, a) if first else ufunc(a, number)
+    x = _in(0, shape, dtype)
+    r = _op(op, *((number, x) if first else (x, number)), shape=ref.shape, dtype=ref.dtype)
+    g = ir.Graph("g", [x, r], [r], 1)
+    plan = compile_plan(g)
+    with np.errstate(all="ignore"):
+        (got,), (want,) = plan([a]), interpret(g, [a])
+    for y in (want, ref):
+        assert got.dtype == y.dtype and got.shape == y.shape and got.tobytes() == y.tobytes()
+    with np.errstate(all="ignore"):
+        as_dtype = np.array(number, dtype)
+    zero_d = type(number) is not bool and bool(np.isfinite(as_dtype)) and ref.dtype == a.dtype \
+        and (type(number) is float or int(as_dtype) == number)
+    used = any(type(v) is np.ndarray and v.ndim == 0 and name in plan.source for name, v in plan.__globals__.items())
+    assert used is zero_d, plan.source  # the numbers that keep their value are 0-d arrays
+
+
+def test_sigmoid_keeps_the_callers_error_state():
+    # the plan's sigmoid ignores exp's overflow only; a caller's other settings (underflow raises)
+    # hold inside it, as they do for the primitive, and the state after the call is the caller's
+    x = _in(0, (32, 64))
+    s = _op("sigmoid", x, shape=(32, 64))
+    g = ir.Graph("g", [x, s], [s], 1)
+    plan = compile_plan(g)
+    assert "SIGMOID(" in plan.source
+    a = np.full((32, 64), 200.0, np.float32)  # exp(-200) underflows in float32
+    a[0, 0] = -200.0  # exp(200) overflows: ignored
+    with np.errstate(under="raise", over="warn"):
+        before = np.geterr()
+        with pytest.raises(FloatingPointError):
+            interpret(g, [a])
+        with pytest.raises(FloatingPointError):
+            plan([a])
+        assert np.geterr() == before
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (got,), (want,) = plan([a]), interpret(g, [a])
+    assert got.tobytes() == want.tobytes()
