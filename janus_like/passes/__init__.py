@@ -11,6 +11,7 @@ import os
 
 from .. import ir
 from .batch import batch_matmuls
+from .block_reductions import reduce_blocks
 from .chains import fold_row_chains
 from .constfold import fold_constants, fold_scalar_constants
 from .conv_cols import share_im2col
@@ -30,7 +31,7 @@ PIPELINE = [simplify, fold_constants, cse, share_im2col, dce]
 # fold_scalar_constants): the reassociating pipeline replaces fold_constants by the scalar-only
 # fold and folds the rest at its end.
 REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, gather_rows, bias_first,
-                 lift_row_blocks, fold_row_chains, stack_parts, fold_constants, cse, sparse_onehot_grads,
+                 lift_row_blocks, reduce_blocks, fold_row_chains, stack_parts, fold_constants, cse, sparse_onehot_grads,
                  dense_row_sums, scale_smaller_operand, small_products, dce]
 
 
@@ -53,4 +54,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "small_products"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "reduce_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "small_products"]
