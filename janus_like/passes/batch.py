@@ -73,6 +73,21 @@ def _reach_bits(nodes, member_ids):
     return bits, reached
 
 
+def _reader_order(graph):
+    """A sort key for a batch: a product's place in a row concatenation that reads it. Folded
+    scatter-adds (fold.py) concatenate the per-step products in time order while the backward
+    pass made them last step first; batched in the concatenation's order, the slices of the big
+    product are read back in order, so the concatenation of them is the product itself
+    (stacks.py), and its left operand is the stack that the folded weight gradients already
+    concatenate (CSE keeps one). Any order batches the same products: this only picks one."""
+    place: dict = {}
+    for n in graph.all_nodes():
+        if n.op == "concatenate" and n.params.get("axis", 0) == 0:
+            for k, i in enumerate(n.inputs):
+                place.setdefault(i.id if i.__class__ is _Node else None, (0, n.id, k))
+    return lambda m: place.get(m.id, (1, 0, 0))
+
+
 def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
     nodes = graph.nodes
     groups: dict = {}
@@ -93,6 +108,7 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
         return graph
     reach = _reach_bits(nodes, {m.id for members in groups.values() for m in members})
     position = {n.id: i for i, n in enumerate(nodes)}
+    reader_key = _reader_order(graph)
     mapping, extra = {}, []
     for (side, *_), members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         members = [m for m in members if m.id not in claimed]
@@ -117,6 +133,8 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
                 continue  # tiny products: a concatenation and k slices cost more than k calls
             claimed.update(m.id for m in batch)
             axis = 0 if side == "right" else 1
+            if axis == 0:
+                batch = sorted(batch, key=reader_key)  # stable: graph order unless one concatenation reads all
             parts = [m.inputs[0 if side == "right" else 1] for m in batch]
             shared = batch[0].inputs[1 if side == "right" else 0]
             total = sum(p.aval[0][axis] for p in parts)

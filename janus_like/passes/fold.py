@@ -123,7 +123,9 @@ def _program_order(graph):
 
     def key(term):
         around = []
-        for x in term.inputs:
+        # a scatter's table is the same for every term: its row gradients and indices decide
+        operands = term.inputs[::2] if term.op == "getitem_grad" else term.inputs
+        for x in operands:
             if isinstance(x, ir.Node):
                 around.append(x)
                 if x.op == "transpose" and isinstance(x.inputs[0], ir.Node):

@@ -10,6 +10,7 @@ The same matrix is one concatenation of the vectors themselves, reshaped:
     concatenate([X[k:k+1] for k in a..b], axis=0)      ->  X[a:b+1]      (X[b:a-1:-1].copy() descending;
                                                                        X[k].reshape(1, ...) counts as X[k:k+1])
     concatenate([M_1.T, ..., M_T.T], axis=1)          ->  concatenate([M_1, ..., M_T]).T
+    concatenate([T[i_1], ..., T[i_T]], axis=0)        ->  T[concatenate([i_1, ..., i_T])]
 
 The first is the same array, bit for bit and in the same layout. The second and the fourth are
 the same values as a transposed view, and the third a view of X's rows (or a copy of them
@@ -18,8 +19,13 @@ so the pass runs with the reassociating passes. The fourth is the batched weight
 LSTM: its hidden states and inputs, transposed per step, are `Hᵀ` and `Xᵀ` of the stacked states
 the forward products already concatenated (CSE then keeps one copy: 2 of the LSTM step's 3
 transposed stacks go, and the third copies contiguous rows instead of transposed columns).
+The fifth is exact (the same rows copied once, not twice): an LSTM's per-step embedding rows,
+stacked for the batched input projection, become one gather whose indices are the
+concatenation the folded embedding gradient already scatters by (CSE keeps one).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .. import ir
 from .chains import _gather, _index_of, _reshaped
@@ -67,6 +73,36 @@ def _slices(x):
     return (base, ks) if ks == list(range(ks[0], ks[0] + step * len(ks), step)) else None
 
 
+_GATHER = ((("slot", 0),), True)  # T[i], i an operand
+
+
+def _gathered(x):
+    """(T, [i_k]) when every part of x is T[i_k] of one T, the i_k vectors of one integer dtype."""
+    table, idx = None, []
+    for p in x.inputs:
+        if p.op != "getitem" or p.params.get("index") != _GATHER or len(p.inputs) != 2:
+            return None
+        t, i = p.inputs
+        if (table is not None and t is not table) or not isinstance(i, ir.Node) or i.aval is None \
+                or len(i.aval[0]) != 1 or np.dtype(i.aval[1]).kind not in "iu" or (idx and i.aval[1] != idx[0].aval[1]):
+            return None
+        table = t
+        idx.append(i)
+    return table, idx
+
+
+def _gather_rows_once(graph, x) -> bool:
+    """Rewrite concatenation x of gathered rows `T[i_k]` as one gather (in place); True if done."""
+    found = _gathered(x)
+    if found is None:
+        return False
+    table, idx = found
+    flat = ir.Node("concatenate", tuple(idx), {"axis": 0}, ((x.aval[0][0],), idx[0].aval[1]), x.site)
+    graph.nodes.insert(graph.nodes.index(x), flat)
+    x.op, x.inputs, x.params = "getitem", (table, flat), {"index": _GATHER}
+    return True
+
+
 def stack_parts(graph: ir.Graph) -> ir.Graph:
     if graph.polymorphic:  # avals hold one size only
         return graph
@@ -88,6 +124,8 @@ def stack_parts(graph: ir.Graph) -> ir.Graph:
                 x.op, x.inputs, x.params = g.op, g.inputs, g.params
                 continue
             last = ("copy", (new[-1],), {})  # descending: a reversed view, copied for the products
+        if axis == 0 and not new and _gather_rows_once(graph, x):
+            continue
         us = _vectors(x, (1,) + shape[1:], shape[1:]) if axis == 0 and len(shape) >= 2 and last is None else None
         if us is not None:
             flat = ir.Node("concatenate", tuple(us), {"axis": 0}, ((k * shape[1],) + shape[2:], dtype), site)
@@ -105,6 +143,8 @@ def stack_parts(graph: ir.Graph) -> ir.Graph:
             continue
         pos = graph.nodes.index(x)
         graph.nodes[pos:pos] = new
+        if mats is not None:  # transposed per-step gathers: one gather, transposed
+            _gather_rows_once(graph, new[-1])
         if last is not None:
             x.op, x.inputs, x.params = last
     return graph

@@ -139,3 +139,81 @@ def test_an_rnn_step_stacks_its_steps_once_and_matches_the_unstacked_jit():
                 and any(isinstance(p, ir.Node) and p.op in ("reshape", "expand_dims") for p in n.inputs)]
     assert not per_part and jf.stats()["graph_calls"] >= 4
     assert_smaller_and_close_to_without(make, jf, losses, params, stack_parts)
+
+
+I64 = np.dtype(np.int64)
+
+
+@st.composite
+def gathers(draw):
+    """A concatenation of rows T[i_k] gathered from one table by k index vectors (inputs of the
+    graph, lengths 0..5, any valid index, negative ones too)."""
+    m, n, k = draw(st.integers(1, 6)), draw(st.integers(1, 4)), draw(st.integers(2, 5))
+    table = _node(ir.INPUT, aval=((m, n), F32), slot=0, name="t")
+    lengths = draw(st.lists(st.integers(0, 5), min_size=k, max_size=k))
+    idx = [_node(ir.INPUT, aval=((length,), I64), slot=1 + j, name=f"i{j}") for j, length in enumerate(lengths)]
+    rows = [_node("getitem", table, i, aval=((len_,) + (n,), F32), index=((("slot", 0),), True))
+            for i, len_ in zip(idx, lengths)]
+    cat = _node("concatenate", *rows, aval=((sum(lengths), n), F32), axis=0)
+    out = _node("mul", cat, 1.0, aval=((sum(lengths), n), F32))
+    values = [draw(st.lists(st.integers(-m, m - 1), min_size=length, max_size=length)) for length in lengths]
+    return [table, *idx, *rows, cat, out], out, [np.array(v, np.int64) for v in values]
+
+
+@settings(deadline=None)
+@given(case=gathers(), seed=st.integers(0, 2**16))
+def test_gathered_rows_are_one_gather_of_the_concatenated_indices(case, seed):
+    nodes, out, idx = case
+    table = np.random.default_rng(seed).standard_normal(nodes[0].aval[0]).astype(np.float32)
+    g = ir.Graph("g", list(nodes), [out], 1 + len(idx))
+    before = interpret(g, [table, *idx])
+    stack_parts(g)
+    dce(g)
+    ir.verify(g)
+    gathers_left = [n for n in g.nodes if n.op == "getitem"]
+    assert len(gathers_left) == 1 and gathers_left[0].inputs[1].op == "concatenate"
+    assert_same(before[0], interpret(g, [table, *idx])[0], "gathered")
+    assert_same(before[0], compile_plan(g)([table, *idx])[0], "plan")
+
+
+def test_rows_gathered_by_indices_of_two_dtypes_or_from_two_tables_stay_concatenated():
+    t1 = _node(ir.INPUT, aval=((4, 3), F32), slot=0, name="t1")
+    t2 = _node(ir.INPUT, aval=((4, 3), F32), slot=1, name="t2")
+    i1 = _node(ir.INPUT, aval=((2,), I64), slot=2, name="i1")
+    i2 = _node(ir.INPUT, aval=((2,), np.dtype(np.int32)), slot=3, name="i2")
+    for (ta, ia), (tb, ib) in (((t1, i1), (t1, i2)), ((t1, i1), (t2, i1))):
+        rows = [_node("getitem", t, i, aval=((2, 3), F32), index=((("slot", 0),), True))
+                for t, i in ((ta, ia), (tb, ib))]
+        cat = _node("concatenate", *rows, aval=((4, 3), F32), axis=0)
+        out = _node("mul", cat, 2.0, aval=((4, 3), F32))
+        g = ir.Graph("g", [t1, t2, i1, i2, *rows, cat, out], [out], 4)
+        stack_parts(g)
+        assert cat.op == "concatenate" and cat.inputs == tuple(rows)
+
+
+def test_an_lstm_step_gathers_its_embedding_rows_once_and_stacks_each_value_once(monkeypatch):
+    # the per-step embedding rows, stacked for the batched input projection, are one gather by
+    # the indices the embedding gradient scatters by; the gate gradients are stacked once, in
+    # time order, for the weight gradients and for the embedding gradient alike
+    import janus_like as jl
+    from benchmarks.models import lstm_lm
+    # big enough for the per-step input projections to be batched (passes/batch.py, MIN_MACS)
+    monkeypatch.setattr(lstm_lm, "QUICK", dict(vocab=50, embed=64, hidden=32, batch=8, steps=5, n_batches=2))
+    state = lstm_lm.make(0, quick=True)
+    step = lstm_lm.janus_step(state, jit=lambda f: jl.jit(f, native="off"))
+    eager = lstm_lm.janus_step(lstm_lm.make(0, quick=True))
+    for _ in range(6):  # the same values as eager, up to the folded sums' rounding
+        np.testing.assert_allclose(step(), eager(), rtol=1e-5)
+        for name, value in eager.parameters().items():
+            np.testing.assert_allclose(step.parameters()[name], value, rtol=1e-4, atol=1e-6)
+    assert step.fn.stats()["graph_calls"] == 3
+    (g,) = step.fn.graphs()
+    nodes = g.graph.nodes
+    scatter = next(n for n in nodes if n.op == "getitem_grad" and len(n.inputs) == 3)  # the embedding gradient
+    table = scatter.inputs[1]
+    gathers_of_table = [n for n in nodes if n.op == "getitem" and n.inputs[0] is table
+                        and n.params["index"] == ((("slot", 0),), True)]
+    assert len(gathers_of_table) == 1
+    assert scatter.inputs[2] is gathers_of_table[0].inputs[1]  # one index concatenation
+    parts = [frozenset(p.id for p in n.inputs) for n in nodes if n.op == "concatenate"]
+    assert len(parts) == len(set(parts))
