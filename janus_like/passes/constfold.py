@@ -6,7 +6,8 @@ cross-entropy's `-1/N` spread over the batch. With static shapes these are the s
 every call, yet the plan rebuilt them op by op (three small ops per call on a batch-1 MLP).
 
 Folded: a registry op that is not stateful and has no floating-point error settings, when
-- it is elementwise (or a broadcast) and every operand is a constant or a Python number, or
+- it is elementwise (or a broadcast), or a reshape, and every operand is a constant or a
+  Python number, or
 - it is `ones_like` / `zeros_like` of a fully known shape (the operand's values do not matter;
   in a graph for unknown dimensions only rank 0 counts as known),
 evaluated with the op's own kernel, so the value is the one the plan or the interpreter would
@@ -27,6 +28,7 @@ from .dce import dce
 _BROADCASTS = {"broadcast_like", "broadcast_to"}
 _SHAPE_ONLY = {"ones_like", "zeros_like"}
 _CONSUMERS = {"matmul", "dot", "getitem_grad", "index_update", "sum", "mean", "max", "min", "concatenate"}
+_RESHAPES = {"reshape", "expand_dims", "squeeze"}  # of a constant: the same values, another shape
 
 
 def _consumer(n):
@@ -75,7 +77,7 @@ def _fold(n, users, polymorphic, arrays=True) -> bool:
         if not static or (not arrays and n.aval[0] != ()) or (n.op in _BROADCASTS and not (isinstance(first, ir.Node) and first.op == ir.CONST)):
             return False
         args = [_value(i, shape_only=k > 0 or n.op in _SHAPE_ONLY) for k, i in enumerate(n.inputs)]
-    elif op.elementwise and all(i.op == ir.CONST for i in n.inputs if isinstance(i, ir.Node)):
+    elif (op.elementwise or n.op in _RESHAPES) and all(i.op == ir.CONST for i in n.inputs if isinstance(i, ir.Node)):
         args = [_value(i) for i in n.inputs]
     else:
         return False
@@ -90,6 +92,8 @@ def _fold(n, users, polymorphic, arrays=True) -> bool:
     if not isinstance(value, (np.ndarray, np.generic)) or np.shape(value) != tuple(n.aval[0]) \
             or np.dtype(value.dtype) != np.dtype(n.aval[1]):
         return False
+    if n.op in _RESHAPES:  # a view of the operand's constant: a value of its own
+        value = value.copy()
     n.op, n.inputs, n.params = ir.CONST, (), {"value": value}
     return True
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import is_basic
+from .constfold import _fold
 from .families import _shape
 from .fold import _uses
 
@@ -107,6 +108,7 @@ def sparse_onehot_grads(graph: ir.Graph) -> ir.Graph:
     forward = {(getattr(n.inputs[2], "id", None), n.params["index"], _shape(n.inputs[0]))
                for n in graph.nodes if n.op == "getitem" and len(n.inputs) == 3}
     out = []
+    made = []  # row columns of a constant g (a mean's seed) and what negates them: folded below
     for n in graph.nodes:
         if n.op in ("sum", "sum_to") and n.errstate is None:
             x = n.inputs[0]
@@ -116,12 +118,14 @@ def sparse_onehot_grads(graph: ir.Graph) -> ir.Graph:
                 column = _row_column(graph, s, forward)
                 if column is not None:
                     s = column
+                    made += [s, n]
                 out.append(s)
                 n.op, n.inputs, n.params = "neg", (s,), {}
             else:
                 column = _row_column(graph, n, forward)
                 if column is not None:
                     n.op, n.inputs, n.params = column.op, column.inputs, column.params
+                    made.append(n)
         elif n.op == "add" and n.errstate is None and _shape(n) is not None and not graph.polymorphic \
                 and int(np.prod(_shape(n))) >= DENSE_MIN_ELEMENTS:
             for G, D in (n.inputs, n.inputs[::-1]):
@@ -133,6 +137,16 @@ def sparse_onehot_grads(graph: ir.Graph) -> ir.Graph:
                     break
         out.append(n)
     graph.nodes[:] = out
+    if any(m.inputs and getattr(m.inputs[0], "op", None) == ir.CONST for m in made):
+        users: dict = {}
+        for m in graph.all_nodes():
+            for i in m.inputs:
+                if isinstance(i, ir.Node):
+                    users.setdefault(i.id, []).append(m)
+        outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+        for m in made:  # in order: a column, then its negation once the column is a constant
+            if m.id not in outputs:
+                _fold(m, users.get(m.id, ()), graph.polymorphic)
     return graph
 
 

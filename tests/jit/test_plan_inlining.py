@@ -357,3 +357,40 @@ def test_sigmoid_keeps_the_callers_error_state():
         warnings.simplefilter("error")
         (got,), (want,) = plan([a]), interpret(g, [a])
     assert got.tobytes() == want.tobytes()
+
+
+@settings(deadline=None)
+@given(op=st.sampled_from(["add", "sub", "mul", "div", "maximum", "minimum"]),
+       dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+       row=st.lists(st.integers(1, 4), min_size=1, max_size=2),
+       lead=st.integers(1, 2), swap=st.booleans(), picks=st.lists(st.integers(0, 9), min_size=32, max_size=32))
+def test_operands_broadcast_by_leading_unit_axes_only_change_no_bit(op, dtype, row, lead, swap, picks):
+    # a (32,) bias added to a (1, 32) row is passed as the view b[None]: equal shapes take
+    # NumPy's fast loop; every bit is the same, on either side of the op
+    shape = (1,) * lead + tuple(row)
+    a = np.resize(np.array([_SPECIAL[p] for p in picks]), shape).astype(dtype)
+    b = np.resize(np.array([_SPECIAL[p] for p in picks[::-1]]), tuple(row)).astype(dtype)
+    x, y = _in(0, shape, dtype), _in(1, row, dtype)
+    r = _op(op, *((y, x) if swap else (x, y)), shape=shape, dtype=dtype)
+    g = ir.Graph("g", [x, y, r], [r], 2)
+    plan = compile_plan(g)
+    assert "[None" in plan.source
+    ufunc = getattr(np, {"sub": "subtract", "mul": "multiply", "div": "true_divide"}.get(op, op))
+    with np.errstate(all="ignore"):
+        ref = ufunc(b, a) if swap else ufunc(a, b)
+        (got,), (want,) = plan([a, b]), interpret(g, [a, b])
+    for z in (want, ref):
+        assert got.dtype == z.dtype and got.shape == z.shape and got.tobytes() == z.tobytes()
+
+
+def test_a_real_broadcast_and_a_mean_of_one_element_are_emitted_as_before():
+    x, y = _in(0, (2, 3)), _in(1, (3,))
+    r = _op("add", x, y, shape=(2, 3))
+    m = _op("mean", _in(2, (1,)), shape=())
+    g = ir.Graph("g", [x, y, r, m.inputs[0], m], [r, m], 3)
+    plan = compile_plan(g)
+    assert "[None" not in plan.source and "/ 1" not in plan.source  # x / 1 is x: no division
+    a, b, c = np.ones((2, 3), F32), np.arange(3, dtype=F32), np.array([-2.5], F32)
+    got, want = plan([a, b, c]), interpret(g, [a, b, c])
+    for u, v in zip(got, want):
+        assert np.asarray(u).dtype == np.asarray(v).dtype and np.asarray(u).tobytes() == np.asarray(v).tobytes()

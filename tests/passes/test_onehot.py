@@ -238,3 +238,15 @@ def test_a_large_table_or_narrow_rows_keep_the_scatter():
     assert grad_node(60, 100, 25)  # char_rnn's table
     assert not grad_node(1000, 64, 320)  # the LSTM's: (1000, 320) one-hot, slower than the rounds
     assert not grad_node(60, 2, 25)  # 50 values: add.at is as fast
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_the_constant_seeds_row_column_and_its_negation_fold(n):
+    # a mean's seed g is a constant: its row column g.reshape(N, 1) and the negation of it are
+    # constants too, not two ops on every call; the steps agree with eager
+    rng = np.random.default_rng(n)
+    calls = [_call(rng.standard_normal((n, 3)).astype(np.float32), rng.integers(0, 5, n)) for _ in range(6)]
+    jf = check(_make(3, 5), calls, reassociate=True)
+    nodes = [m for g in jf.compiled for m in g.graph.all_nodes()]
+    assert not [m for m in nodes if m.op in ("reshape", "neg")
+                and all(isinstance(i, ir.Node) and i.op == ir.CONST for i in m.inputs)]
