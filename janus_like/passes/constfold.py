@@ -48,20 +48,25 @@ def fold_constants(graph: ir.Graph, arrays: bool = True) -> ir.Graph:
     # a dead user (the identity `sum_to`s that `simplify` bypassed, still in the list) would
     # count as someone holding a view and block the fold: the seed chain of every backward pass
     dce(graph)
+    # A fold can make its users foldable (ones_like -> neg -> broadcast); they come later in the
+    # (topological) node list, so one sweep sees them with the fold done. Whether a node folds
+    # depends on its operands and on its users' ops, and a fold turns a user into a constant
+    # only after the node itself was looked at.
+    fold_nodes(graph, graph.nodes, arrays)  # top level: a branch's nodes may not run
+    return graph
+
+
+def fold_nodes(graph: ir.Graph, nodes, arrays: bool = True) -> None:
+    """Fold those of `nodes` (in their order) that fold_constants would fold."""
     users: dict = {}
     for n in graph.all_nodes():
         for i in n.inputs:
             if isinstance(i, ir.Node):
                 users.setdefault(i.id, []).append(n)
     outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
-    # A fold can make its users foldable (ones_like -> neg -> broadcast); they come later in the
-    # (topological) node list, so one sweep sees them with the fold done. Whether a node folds
-    # depends on its operands and on its users' ops, and a fold turns a user into a constant
-    # only after the node itself was looked at.
-    for n in graph.nodes:  # top level: a branch's nodes may not run
+    for n in nodes:
         if n.op != ir.CONST and n.id not in outputs:
             _fold(n, users.get(n.id, ()), graph.polymorphic, arrays)
-    return graph
 
 
 def _fold(n, users, polymorphic, arrays=True) -> bool:

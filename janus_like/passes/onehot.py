@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import is_basic
-from .constfold import _fold
+from .constfold import fold_nodes
 from .families import _shape
 from .fold import _uses
 
@@ -138,15 +138,7 @@ def sparse_onehot_grads(graph: ir.Graph) -> ir.Graph:
         out.append(n)
     graph.nodes[:] = out
     if any(m.inputs and getattr(m.inputs[0], "op", None) == ir.CONST for m in made):
-        users: dict = {}
-        for m in graph.all_nodes():
-            for i in m.inputs:
-                if isinstance(i, ir.Node):
-                    users.setdefault(i.id, []).append(m)
-        outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
-        for m in made:  # in order: a column, then its negation once the column is a constant
-            if m.id not in outputs:
-                _fold(m, users.get(m.id, ()), graph.polymorphic)
+        fold_nodes(graph, made)  # in order: a column, then its negation once the column is a constant
     return graph
 
 
