@@ -128,7 +128,7 @@ def _program_order(graph):
         for x in operands:
             if isinstance(x, ir.Node):
                 around.append(x)
-                if x.op == "transpose" and isinstance(x.inputs[0], ir.Node):
+                if x.op in ("transpose", "reshape", "expand_dims") and isinstance(x.inputs[0], ir.Node):
                     around.append(x.inputs[0])
         return min((position.get(x.id, end) for x in around), default=end)
 
