@@ -84,7 +84,8 @@ def _reader_order(graph):
     for n in graph.all_nodes():
         if n.op == "concatenate" and n.params.get("axis", 0) == 0:
             for k, i in enumerate(n.inputs):
-                place.setdefault(i.id if i.__class__ is _Node else None, (0, n.id, k))
+                if i.__class__ is _Node:
+                    place.setdefault(i.id, (0, n.id, k))
     return lambda m: place.get(m.id, (1, 0, 0))
 
 
@@ -134,7 +135,7 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
             claimed.update(m.id for m in batch)
             axis = 0 if side == "right" else 1
             if axis == 0:
-                batch = sorted(batch, key=reader_key)  # stable: graph order unless one concatenation reads all
+                batch = sorted(batch, key=reader_key)  # stable: graph order for products no concatenation reads
             parts = [m.inputs[0 if side == "right" else 1] for m in batch]
             shared = batch[0].inputs[1 if side == "right" else 0]
             total = sum(p.aval[0][axis] for p in parts)

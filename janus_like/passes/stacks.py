@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import ir
 from .chains import _gather, _index_of, _reshaped
+from .gather import _GATHER
 
 
 def _vectors(x, part_shape, shape):
@@ -71,9 +72,6 @@ def _slices(x):
         ks.append(k)
     step = 1 if ks[-1] >= ks[0] else -1
     return (base, ks) if ks == list(range(ks[0], ks[0] + step * len(ks), step)) else None
-
-
-_GATHER = ((("slot", 0),), True)  # T[i], i an operand
 
 
 def _gathered(x):
