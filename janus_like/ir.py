@@ -86,6 +86,8 @@ def numpy_typed(x) -> bool:
         return False
     if x.op == CONST:
         return isinstance(x.params["value"], (np.ndarray, np.generic))
+    if x.op == INPUT:  # an array, a tensor's data or a NumPy scalar, unless read from a Python number
+        return not x.params.get("python")
     return (x.op in REGISTRY and x.op not in ("dim_of", "reduced_count")) or len(x.aval[0]) > 0
 
 

@@ -26,6 +26,7 @@ from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
 from .plan_helpers import _ONE, _broadcast_copy, _mean, _sigmoid
+from . import scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -135,7 +136,13 @@ class _Emitter:
         """A Python expression for common ops (no call through the registry), or None."""
         x = n.inputs[0] if n.inputs else None
         array_in = isinstance(x, ir.Node) and x.aval is not None and len(x.aval[0]) >= 1
+        one = scalars.operator(self, n) or scalars.reduce(self, n)  # values of one element
+        if one is not None:
+            return one
         if n.op == "getitem" and array_in:
+            idx = scalars.index(self, x, n.params["index"], n.inputs[1:])
+            if idx is not None:
+                return f"{self.arg(x)}[{idx}][None]"
             return f"{self.arg(x)}[{self.index_code(n.params['index'], n.inputs[1:])}]"
         if n.op == "transpose" and array_in:
             axes = n.params.get("axes")
@@ -363,7 +370,11 @@ class _Emitter:
             dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
             idx = self.index_code(n.params["index"], n.inputs[2:])
             zeros = f"{pad}{v} = np.zeros({shape}, {self.const(dt)}); "
-            if n.params.get("dense"):
+            one, g0 = scalars.index(self, x, n.params["index"], n.inputs[2:]), scalars.element(self, g)
+            if one is not None and g0 is not None and not n.params.get("dense"):  # one position: no fancy index
+                assign = "=" if n.params.get("unique") or is_basic(n.params["index"]) else "+="  # add.at: 0 + g
+                self.lines.append(f"{zeros}{v}[{one}] {assign} {g0}")
+            elif n.params.get("dense"):
                 self.lines.append(f"{pad}{v} = ROWS_BY_PRODUCT({shape}, {self.arg(n.inputs[2])}, {self.arg(g)})")
             elif n.params.get("unique") or is_basic(n.params["index"]):
                 self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")

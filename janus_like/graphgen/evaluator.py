@@ -121,7 +121,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
             out = v
         elif type(v) in (int, float):
             prog.check_type(slot, site)
-            out = Sym(self.input_node(slot, np.asarray(v)), "py")
+            out = Sym(self.input_node(slot, np.asarray(v), python_number=True), "py")
         elif isinstance(v, np.generic):
             if self._dynamic(slot, ast_key):
                 prog.check_type(slot, site)
@@ -151,9 +151,11 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
             return True
         return self.profile is not None and ast_key is not None and self.profile.varies(ast_key)
 
-    def input_node(self, slot, array):
+    def input_node(self, slot, array, python_number=False):
         arr = array if hasattr(array, "shape") and hasattr(array, "dtype") else np.asarray(array)
         params = {"slot": slot.index, "name": slot.text}
+        if python_number:  # the run-time value is an int or float, not a NumPy value (ir.numpy_typed)
+            params["python"] = True
         if backend.device_of(arr) == "gpu":
             params["device"] = "gpu"  # see executor/placement.py
         node = ir.Node(ir.INPUT, (), params, (tuple(arr.shape), np.dtype(arr.dtype)))

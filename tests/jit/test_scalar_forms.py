@@ -1,0 +1,164 @@
+"""The plan's forms for values of one element (executor/scalars.py): rank-0 arithmetic as Python
+operators, reductions of a one-element array as its element, indexes by (1,)-shaped integer
+arrays as scalar indices. Each gives the interpreter's bits (the sign of zero and NaN included),
+types and dtypes, and raises where it raises; end to end, a batch-1 step agrees with eager."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from janus_like import F, GradientTape, Variable, ir, optim
+from janus_like.executor import compile_plan, interpret
+
+from .harness import check, const_calls
+
+F32, F64, I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
+SPECIAL = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e38, 1e-45]
+
+
+def _in(slot, shape, dtype=F32):
+    return ir.Node(ir.INPUT, (), {"slot": slot, "name": f"a{slot}"}, (tuple(shape), np.dtype(dtype)))
+
+
+def _op(op, *inputs, shape, dtype=F32, **params):
+    return ir.Node(op, tuple(inputs), params, (tuple(shape), np.dtype(dtype)))
+
+
+def _const(value):
+    value = np.asarray(value)
+    return ir.Node(ir.CONST, (), {"value": value}, (value.shape, value.dtype))
+
+
+def _bits_equal(a, b):
+    assert type(a) is type(b), (a, b)
+    if isinstance(a, (np.ndarray, np.generic)):
+        assert a.dtype == b.dtype and np.shape(a) == np.shape(b), (a, b)
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes(), (a, b)
+    else:
+        assert a == b
+
+
+def _check(nodes, outputs, slots):
+    g = ir.Graph("g", list(nodes), list(outputs), sum(1 for n in nodes if n.op == ir.INPUT), False)
+    ir.verify(g)
+    plan = compile_plan(g)
+    try:
+        ref, ref_err = interpret(g, slots), None
+    except Exception as exc:
+        ref, ref_err = None, exc
+    try:
+        fast, fast_err = plan(slots), None
+    except Exception as exc:
+        fast, fast_err = None, exc
+    assert type(ref_err) is type(fast_err), (ref_err, fast_err)
+    if ref_err is None:
+        for r, f in zip(ref, fast):
+            _bits_equal(r, f)
+    return plan.source
+
+
+def _scalar(value, dtype, kind):
+    """value as a NumPy scalar of dtype, or as a 0-d array (a tensor's data before its first update)."""
+    with np.errstate(all="ignore"):
+        x = np.dtype(dtype).type(value)
+    return np.array(x) if kind == "array" else x
+
+
+@settings(deadline=None)
+@given(a=st.sampled_from(SPECIAL), b=st.sampled_from(SPECIAL), number=st.sampled_from([1, -0.0, 0.5, 2, 1e300]),
+       dtypes=st.sampled_from([(F32, F32), (F32, F64), (F64, F64)]), kinds=st.sampled_from(["scalar", "array"]))
+def test_rank0_arithmetic_is_the_ufuncs_bit_for_bit(a, b, number, dtypes, kinds):
+    x, y = _in(0, (), dtypes[0]), _in(1, (), dtypes[1])
+    out = np.result_type(*dtypes)
+    nodes = [x, y]
+    for op in ("add", "sub", "mul", "div"):
+        nodes.append(_op(op, x, y, shape=(), dtype=out))
+        nodes.append(_op(op, number, x, shape=(), dtype=dtypes[0]))  # a Python number keeps x's dtype
+        nodes.append(_op(op, x, number, shape=(), dtype=dtypes[0]))
+    nodes.append(_op("neg", y, shape=(), dtype=dtypes[1]))
+    src = _check(nodes, nodes[2:], [_scalar(a, dtypes[0], kinds), _scalar(b, dtypes[1], kinds)])
+    assert f"(v{x.id} + v{y.id})" in src and f"(-v{y.id})" in src and "NP_" not in src
+
+
+@pytest.mark.parametrize("kind", ["scalar", "array"])
+def test_an_int64_counter_is_incremented_by_operator_and_a_python_number_input_is_not(kind):
+    c = _in(0, (), I64)
+    py = ir.Node(ir.INPUT, (), {"slot": 1, "name": "n", "python": True}, ((), I64))  # an int argument
+    inc, dec, twice = _op("add", c, 1, shape=(), dtype=I64), _op("sub", c, 3, shape=(), dtype=I64), \
+        _op("mul", py, 2, shape=(), dtype=I64)
+    src = _check([c, py, inc, dec, twice], [inc, dec, twice], [_scalar(41, I64, kind), 7])
+    assert f"(v{c.id} + 1)" in src and f"(v{c.id} - 3)" in src
+    assert f"(v{py.id} * 2)" not in src  # 7 * 2 would be a Python int, the ufunc gives np.int64
+    assert "NP_true_divide" in _check([c, _op("div", c, 2, shape=(), dtype=F64)], [], [np.int64(3)])
+
+
+@settings(deadline=None)
+@given(value=st.sampled_from(SPECIAL), shape=st.sampled_from([(1,), (1, 1), (1, 1, 1)]),
+       dtype=st.sampled_from([F32, F64]), axis_all=st.booleans())
+def test_one_element_reductions_are_the_element(value, shape, dtype, axis_all):
+    x = _in(0, shape, dtype)
+    axis = None if axis_all else tuple(range(len(shape)))
+    outs = [_op(op, x, shape=(), dtype=dtype, axis=axis, keepdims=False) for op in ("sum", "mean", "max", "min")]
+    src = _check([x] + outs, outs, [np.full(shape, value, dtype)])
+    assert "reduce" not in src  # sum and mean keep their 0.0 start: -0.0 sums to 0.0
+    kept = _op("sum", x, shape=(1,) * len(shape), dtype=dtype, axis=None, keepdims=True)
+    assert "reduce" in _check([x, kept], [kept], [np.full(shape, value, dtype)])
+
+
+@settings(deadline=None)
+@given(label=st.integers(-3, 2), row=st.sampled_from([0, -1]), dtype=st.sampled_from([np.int64, np.int32, np.uint8]),
+       g=st.sampled_from(SPECIAL), const_g=st.booleans())
+def test_single_element_gathers_and_scatters_match_the_interpreter(label, row, dtype, g, const_g):
+    """x[rows, labels] and its gradient with (1,)-shaped index arrays, a constant row among them;
+    a label out of range raises IndexError in both."""
+    x = _in(0, (1, 2))
+    labels = _in(1, (1,), dtype)
+    rows = _const(np.array([row]))
+    index = ((("slot", 0), ("slot", 1)), False)
+    gather = _op("getitem", x, rows, labels, shape=(1,), index=index)
+    seed = _const(np.array([g], np.float32)) if const_g else _in(2, (1,))
+    onehot = _op("getitem_grad", seed, x, rows, labels, shape=(1, 2), index=index)
+    unique = _op("getitem_grad", seed, x, rows, labels, shape=(1, 2), index=index, unique=True)
+    one_axis = _op("getitem", labels, labels, shape=(1,), dtype=dtype, index=((("slot", 0),), True))
+    nodes = [x, labels, rows, seed, gather, onehot, unique, one_axis]
+    slots = [np.array([[1.25, -0.0]], np.float32), np.array([label % 256 if dtype == np.uint8 else label], dtype),
+             np.array([g], np.float32)]
+    src = _check(nodes, nodes[4:], slots[:2] + ([] if const_g else slots[2:]))
+    assert f"v{x.id}[{row}, v{labels.id}[0]][None]" in src and f"v{labels.id}[v{labels.id}[0]][None]" in src
+    assert "+= " in src and "] = " in src  # add.at's 0 + g (-0.0 becomes 0.0), assignment when unique
+
+
+def test_other_indexes_keep_numpys_fancy_indexing():
+    x = _in(0, (3, 2))
+    two = _in(1, (2,), I64)
+    one = _in(2, (1,), I64)
+    sliced = _op("getitem", x, one, shape=(1, 2), index=((("slot", 0), ("slice", None, None, None)), False))
+    partial = _op("getitem", x, one, shape=(1, 2), index=((("slot", 0),), True))
+    wide = _op("getitem", x, two, two, shape=(2,), index=((("slot", 0), ("slot", 1)), False))
+    src = _check([x, two, one, sliced, partial, wide], [sliced, partial, wide],
+                 [np.arange(6, dtype=np.float32).reshape(3, 2), np.array([2, 0]), np.array([1])])
+    assert "[None]" not in src
+
+
+@pytest.mark.parametrize("reassociate", [False, True])
+def test_a_batch_one_step_agrees_with_eager_and_a_bad_label_falls_back(reassociate):
+    """A batch-1 cross-entropy step with a step counter, run side by side with eager, one call
+    with a label out of range (eager's IndexError, state untouched) and one negative label."""
+    def make():
+        rng = np.random.default_rng(0)
+        w = Variable(rng.standard_normal((4, 3)).astype(np.float32), name="w")
+        opt = optim.SGD(0.1)
+
+        def step(x, y):
+            with GradientTape() as tape:
+                logp = F.log_softmax(x @ w)
+                loss = -F.mean(logp[np.arange(1), y])
+            opt.apply_gradients([(tape.gradient(loss, [w])[0], w)])
+            return loss * 2.0 - 1
+
+        return step, {"w": w, "opt": opt}
+
+    x = np.array([[0.5, -1.0, 2.0, 0.25]], np.float32)
+    calls = const_calls(6, x, np.array([1])) + const_calls(1, x, np.array([7])) + const_calls(2, x, np.array([-1]))
+    jf = check(make, calls, min_graph_calls=4, reassociate=reassociate)
+    assert any("[0, v" in g.plan.source and "[None]" in g.plan.source for g in jf.graphs())
