@@ -108,8 +108,8 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
                 or n.aval is None or len(n.aval[0]) == 0:
             continue
         shape = _known(n)
-        if shape is not None and math.prod(shape) < REUSE_MIN_ELEMENTS:
-            continue  # a tiny result: allocating it is cheaper than NumPy's out= path
+        if shape is not None and math.prod(shape) < REUSE_MIN_ELEMENTS and n.op != "index_add":
+            continue  # a tiny result: allocating it is cheaper than NumPy's out= path (index_add has none)
         for k, a in enumerate(n.inputs[:1] if n.op == "index_add" else n.inputs):  # a ufunc: any operand
             if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):
                 continue

@@ -347,8 +347,12 @@ class _Emitter:
             # dead here and the graph's own (memory planning), else in a copy
             x = self.arg(n.inputs[0])
             idx = self.index_code(n.params["index"], n.inputs[2:])
+            g = self.arg(n.inputs[1])
+            one, g0 = scalars.index(self, n.inputs[0], n.params["index"], n.inputs[2:]), scalars.element(self, n.inputs[1])
+            if one is not None and g0 is not None:
+                idx, g = one, g0
             start = x if n.id in reuse else f"{x}.copy()"
-            self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {self.arg(n.inputs[1])}")
+            self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {g}")
             return
         if n.id in reuse:  # an operand's buffer is dead after this node: write into it
             target = self.arg(n.inputs[reuse[n.id]])

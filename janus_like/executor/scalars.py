@@ -15,7 +15,8 @@ value in the same dtype without it (NumPy 2.4, one tiny_mlp step):
 - `index`: an index whose array operands are integer arrays of shape (1,) (one example's label,
   a constant row) and which addresses single elements, as scalar indices (`x[0, y[0]]`, the
   result made a (1,) array again with `[None]`): 1.7 against 0.7 us for a gather, 1.4 against
-  0.5 us for the one-hot gradient it scatters into zeros. An index out of range raises
+  0.5 us for the one-hot gradient it scatters into zeros, and a scalar `+=` for the sparse
+  cross-entropy gradient (passes/onehot.py) at any size. An index out of range raises
   IndexError either way (and the plan's caller then runs the call eagerly).
 """
 from __future__ import annotations
@@ -95,31 +96,41 @@ def reduce(em, n) -> str | None:
     return f"({element} + {zero})"
 
 
-def index(em, x, template, operands) -> str | None:
-    """The source of a scalar index equal to `template` on operands, when it picks single
-    elements of x through integer arrays of shape (1,); else None."""
-    items, single = template
-    shape = _known(x) if em.static_shapes else None
+def single_position(x, template, operands) -> bool:
+    """True when `x[template]` picks one element of x (of known shape) through integer arrays
+    of shape (1,), and integers: an index each scalar form below can take."""
+    items, _ = template
+    shape = _known(x)
     if not shape or not ir.numpy_typed(x) or len(items) != len(shape):
-        return None
-    parts, arrays = [], 0
+        return False
+    arrays = 0
     for item in items:
         if type(item) is int:
-            parts.append(repr(item))
             continue
         if not (type(item) is tuple and item[0] == "slot"):
-            return None  # a slice, None or Ellipsis keeps its axis
+            return False  # a slice, None or Ellipsis keeps its axis
         a = operands[item[1]]
         if not (isinstance(a, ir.Node) and ir.numpy_typed(a) and _known(a) == (1,)
                 and np.dtype(a.aval[1]).kind in "iu"):
-            return None
+            return False
         arrays += 1
-        if a.op == ir.CONST:
+    return arrays > 0
+
+
+def index(em, x, template, operands) -> str | None:
+    """The source of a scalar index equal to `template` on operands (`single_position`), or None."""
+    if not em.static_shapes or not single_position(x, template, operands):
+        return None
+    items, single = template
+    parts = []
+    for item in items:
+        a = operands[item[1]] if type(item) is tuple else item
+        if not isinstance(a, ir.Node):
+            parts.append(repr(a))
+        elif a.op == ir.CONST:
             parts.append(repr(int(np.asarray(a.params["value"]).reshape(-1)[0])))
         else:
             parts.append(f"{em.arg(a)}[0]")
-    if not arrays:
-        return None
     return parts[0] if single else ", ".join(parts)
 
 

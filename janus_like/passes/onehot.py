@@ -16,7 +16,8 @@ the scattered positions). Three rewrites give the JIT that form:
    seed), the column folds away.
 3. `G + D`, where G's index hits each position at most once, is `D` with g added at the index
    (`index_add`: in D's buffer when D is dead afterwards, else in a copy), for arrays of at
-   least DENSE_MIN_ELEMENTS elements and static shapes.
+   least DENSE_MIN_ELEMENTS elements, or an index of one position (a batch of one), and
+   static shapes.
 
 4. `dense_row_sums`: the gradient of a small table's gathered rows, `T[ids]` (an embedding
    lookup), is the one-hot product `onehot(ids).T @ g` instead of `np.add.at`'s unbuffered
@@ -38,6 +39,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import is_basic
+from ..executor.scalars import single_position
 from .constfold import fold_nodes
 from .families import _shape
 from .fold import _uses
@@ -45,8 +47,13 @@ from .fold import _uses
 
 # Below this size the dense add is the cheaper form: on tiny_mlp's (1, 2) logits the copy and the
 # fancy-index += cost ~1 us more than zeros, an assignment and an add (the plan, 56.6 against
-# 55.7 us); on the LSTM's (320, 1000) they save ~0.3 ms of 11.6
+# 55.7 us); on the LSTM's (320, 1000) they save ~0.3 ms of 11.6. One position (a batch of one)
+# is a scalar `+=` in the plan (executor/scalars.py) and takes the sparse form at any size.
 DENSE_MIN_ELEMENTS = 4096
+
+
+def _size_one(g) -> bool:
+    return _shape(g) is not None and int(np.prod(_shape(g))) == 1
 
 
 def _reduced_axes(n):
@@ -126,12 +133,13 @@ def sparse_onehot_grads(graph: ir.Graph) -> ir.Graph:
                 if column is not None:
                     n.op, n.inputs, n.params = column.op, column.inputs, column.params
                     made.append(n)
-        elif n.op == "add" and n.errstate is None and _shape(n) is not None and not graph.polymorphic \
-                and int(np.prod(_shape(n))) >= DENSE_MIN_ELEMENTS:
+        elif n.op == "add" and n.errstate is None and _shape(n) is not None and not graph.polymorphic:
             for G, D in (n.inputs, n.inputs[::-1]):
                 found = _scatter(G)
                 if found is not None and isinstance(D, ir.Node) and _shape(G) == _shape(D) == _shape(n) \
-                        and np.dtype(D.aval[1]) == np.dtype(n.aval[1]):
+                        and np.dtype(D.aval[1]) == np.dtype(n.aval[1]) \
+                        and (int(np.prod(_shape(n))) >= DENSE_MIN_ELEMENTS
+                             or single_position(G, G.params["index"], found[1]) and _size_one(found[0])):
                     g, operands = found
                     n.op, n.inputs, n.params = "index_add", (D, g) + tuple(operands), {"index": G.params["index"]}
                     break

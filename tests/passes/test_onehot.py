@@ -103,6 +103,17 @@ def test_by_default_only_large_one_hots_become_sparse():
         assert "sum_to" not in ops, ops  # the one-hot's row sums are the column, at either size
 
 
+def test_a_batch_of_one_takes_the_sparse_form_at_any_size():
+    """One row: the gradient's one position is a scalar `+=` into the softmax's buffer (no
+    zeros, no dense add); labels that wrap and one out of bounds agree with eager."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 3)).astype(np.float32)
+    calls = [_call(x, np.array([k])) for k in (1, 4, 0, -2, 3, 2)] + [_call(x, np.array([5])), _call(x, np.array([-5]))]
+    jf = check(_make(3, 5), calls, reassociate=True)
+    assert "index_add" in _ops(jf) and "getitem_grad" not in _ops(jf)
+    assert any("[0]] += " in g.plan.source for g in jf.compiled)
+
+
 def _node(op, *inputs, aval, **params):
     return ir.Node(op, tuple(inputs), params, aval)
 
