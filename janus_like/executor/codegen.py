@@ -58,6 +58,7 @@ class _Emitter:
         self.outputs: set = set()  # ids of the graph's outputs
         self._kernels: dict = {}
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
+        self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -184,7 +185,7 @@ class _Emitter:
             if expr is not None:
                 return expr
         if n.op in _REDUCE and array_in and ir.numpy_typed(x):
-            pair = self.pair_reduce(n, x)
+            pair = scalars.pair_scalar(self, n, x) or self.pair_reduce(n, x)
             if pair is not None:
                 return pair
             # what the array method calls (NumPy's _methods), without its Python wrapper and
@@ -470,6 +471,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
         parallel = os.environ.get("JANUS_LIKE_PARALLEL", "") not in ("", "0")
     em = _Emitter(static_shapes=not graph.polymorphic)
     em.outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+    em.scalar_nodes = scalars.scalar_pairs(graph) if em.static_shapes else set()
     async_nodes = plan_async(graph) if parallel else {}
     busy = {}  # the operands of a product on the worker stay untouched until it is collected
     for n in graph.nodes:

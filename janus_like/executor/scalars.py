@@ -18,9 +18,13 @@ value in the same dtype without it (NumPy 2.4, one tiny_mlp step):
   0.5 us for the one-hot gradient it scatters into zeros, and a scalar `+=` for the sparse
   cross-entropy gradient (passes/onehot.py) at any size. An index out of range raises
   IndexError either way (and the plan's caller then runs the call eagerly).
+- `scalar_pairs` / `pair_scalar`: a two-class softmax's keepdims max and sum over one row held
+  as NumPy scalars where every reader is a binary ufunc whose other operand has the result's
+  shape (an RL policy's call: 12.4 against 11.5 us).
 """
 from __future__ import annotations
 
+import math
 import operator as _op
 
 import numpy as np
@@ -144,3 +148,71 @@ def element(em, g) -> str | None:
     if g.op == ir.CONST:
         return em.const(np.asarray(g.params["value"]).reshape(-1)[0])
     return em.arg(g) if shape == () else f"{em.arg(g)}[{', '.join(['0'] * len(shape))}]"
+
+
+# binary ufuncs whose result shape a full-shape operand decides, whatever the other's shape;
+# unary ones that keep a NumPy scalar a scalar
+_BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
+_UNARY = {"log", "exp", "neg", "sqrt", "tanh", "abs"}
+
+
+def scalar_pairs(graph: ir.Graph) -> set:
+    """Ids of one-element pair reductions (`pair_reduce` with keepdims: a two-class softmax's
+    max and sum, (1,) or (1, 1)) that the plan may hold as NumPy scalars, and of the unary
+    ops between them and their readers: every reader is a binary ufunc whose other operand
+    has the reader's shape and all share one float dtype, so its values, shape and dtype stay
+    the same. The broadcast then takes NumPy's scalar loop (0.92 against 1.46 us for a (2,)
+    minus a (1,)), and a sum is the scalars' `+` (0.23 against 0.80 us)."""
+    users: dict = {}
+    for n in graph.all_nodes():
+        for i in n.inputs:
+            if isinstance(i, ir.Node):
+                users.setdefault(i.id, []).append(n)
+    top = {n.id for n in graph.nodes}
+    outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+    chosen: set = set()
+
+    def dtype_of(x):
+        return np.dtype(x.aval[1]) if isinstance(x, ir.Node) and x.aval is not None else None
+
+    def holds(n) -> bool:  # n may be a scalar: every reader gets the same result from one
+        dt, readers = dtype_of(n), users.get(n.id, [])
+        if n.id in outputs or not readers:
+            return False
+        for u in readers:
+            if u.id not in top or u.params or u.errstate is not None or dtype_of(u) != dt:
+                return False
+            if u.op in _UNARY and len(u.inputs) == 1 and _known(u) == _known(n) and holds(u):
+                chosen.add(u.id)
+            elif u.op in _BINARY and len(u.inputs) == 2 and sum(i is n for i in u.inputs) == 1:
+                other = u.inputs[1] if u.inputs[0] is n else u.inputs[0]
+                if not (ir.numpy_typed(other) and _known(other) == _known(u) and dtype_of(other) == dt):
+                    return False
+            else:
+                return False
+        return True
+
+    for n in graph.nodes:
+        x = n.inputs[0] if n.inputs else None
+        shape, xs = _known(n), _known(x)
+        if n.op not in ("sum", "max", "min") or not n.params.get("keepdims") or shape is None or xs is None \
+                or math.prod(shape) != 1 or sorted(xs) != [1] * (len(xs) - 1) + [2] or dtype_of(n) not in _FLOATS \
+                or not ir.numpy_typed(x) or dtype_of(x) != dtype_of(n) or n.params.get("dtype") is not None \
+                or (n.op == "sum" and x.op != "exp") or n.errstate is not None:
+            continue
+        if holds(n):
+            chosen.add(n.id)
+    return chosen
+
+
+def pair_scalar(em, n, x) -> str | None:
+    """A chosen pair reduction (`scalar_pairs`) as the ufunc, or `+`, of x's two elements."""
+    if n.id not in em.scalar_nodes:
+        return None
+    xs = _known(x)
+    axis = xs.index(2)
+    first, second = ([str(int(k == axis and j)) for k in range(len(xs))] for j in (0, 1))
+    a, b = (f"{em.arg(x)}[{', '.join(i)}]" for i in (first, second))
+    if n.op == "sum":
+        return f"({a} + {b})"
+    return f"np.{'maximum' if n.op == 'max' else 'minimum'}({a}, {b})"

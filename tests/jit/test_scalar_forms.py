@@ -162,3 +162,42 @@ def test_a_batch_one_step_agrees_with_eager_and_a_bad_label_falls_back(reassocia
     calls = const_calls(6, x, np.array([1])) + const_calls(1, x, np.array([7])) + const_calls(2, x, np.array([-1]))
     jf = check(make, calls, min_graph_calls=4, reassociate=reassociate)
     assert any("[0, v" in g.plan.source and "[None]" in g.plan.source for g in jf.graphs())
+
+
+@settings(deadline=None)
+@given(shape=st.sampled_from([(2,), (1, 2), (2, 1), (1, 1, 2)]), a=st.sampled_from(SPECIAL), b=st.sampled_from(SPECIAL),
+       dtype=st.sampled_from([F32, F64]))
+def test_a_two_class_softmaxs_max_and_sum_are_held_as_scalars(shape, a, b, dtype):
+    """log_softmax and softmax over an axis of 2 with one row: the keepdims max and the sum of
+    exps are NumPy scalars in the plan, the readers' values, shapes and dtypes unchanged."""
+    axis = shape.index(2)
+    kept = tuple(1 for _ in shape)
+    x = _in(0, shape, dtype)
+    m = _op("max", x, shape=kept, dtype=dtype, axis=axis, keepdims=True)
+    z = _op("sub", x, m, shape=shape, dtype=dtype)
+    e = _op("exp", z, shape=shape, dtype=dtype)
+    s = _op("sum", e, shape=kept, dtype=dtype, axis=axis, keepdims=True)
+    ls = _op("log", s, shape=kept, dtype=dtype)
+    logp = _op("sub", z, ls, shape=shape, dtype=dtype)
+    p = _op("div", e, s, shape=shape, dtype=dtype)
+    one = _const(np.ones(kept, dtype))
+    inv = _op("div", one, s, shape=kept, dtype=dtype)
+    value = np.array([a, b], dtype).reshape(shape)
+    with np.errstate(all="ignore"):
+        src = _check([x, one, m, z, e, s, ls, logp, p, inv], [logp, p, inv], [value])
+    assert f"(v{e.id}[" in src and "0:1" not in src and "reduce" not in src
+
+
+def test_pair_reductions_read_as_arrays_stay_arrays():
+    """An output, a reader that needs the (1, 1) shape, or one that would promote keeps the
+    array."""
+    x = _in(0, (1, 2))
+    wide = _in(1, (1, 2), F64)
+    e = _op("exp", x, shape=(1, 2))
+    sums = [_op("sum", e, shape=(1, 1), axis=1, keepdims=True) for _ in range(3)]
+    out_only = sums[0]
+    reshaped = ir.Node("reshape", (sums[1],), {"shape": (1,)}, ((1,), F32))
+    promoted = _op("add", wide, sums[2], shape=(1, 2), dtype=F64)
+    src = _check([x, wide, e] + sums + [reshaped, promoted], [out_only, reshaped, promoted],
+                 [np.array([[0.5, -1.0]], np.float32), np.array([[1.0, 2.0]])])
+    assert src.count(f"NP_add(v{e.id}[:, 0:1], v{e.id}[:, 1:2])") == 3
