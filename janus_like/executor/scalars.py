@@ -46,14 +46,9 @@ def operator(em, n) -> str | None:
     """`(a + b)` / `(-a)` for an elementwise node of rank-0 NumPy operands, or None."""
     if n.params or n.aval is None or tuple(n.aval[0]) != () or n.op not in (*_OPERATORS, "neg"):
         return None
-    if n.op == "neg":
-        if len(n.inputs) != 1 or not _rank0(n.inputs[0]) or np.dtype(n.inputs[0].aval[1]) not in _FLOATS + _INTS:
-            return None
-        py, sym, uf = _op.neg, "-", np.negative
-    else:
-        if len(n.inputs) != 2:
-            return None
-        py, sym, uf = _OPERATORS[n.op]
+    if len(n.inputs) != (1 if n.op == "neg" else 2):
+        return None
+    py, sym, uf = (_op.neg, "-", np.negative) if n.op == "neg" else _OPERATORS[n.op]
     allowed = _FLOATS + (_INTS if n.op != "div" else ())
     samples = []
     for i in n.inputs:
