@@ -349,8 +349,9 @@ class _Emitter:
             x = self.arg(n.inputs[0])
             idx = self.index_code(n.params["index"], n.inputs[2:])
             g = self.arg(n.inputs[1])
-            one, g0 = scalars.index(self, n.inputs[0], n.params["index"], n.inputs[2:]), scalars.element(self, n.inputs[1])
-            if one is not None and g0 is not None:
+            one = scalars.index(self, n.inputs[0], n.params["index"], n.inputs[2:])
+            g0 = scalars.element(self, n.inputs[1])
+            if one is not None and g0 is not None:  # one position: a scalar +=
                 idx, g = one, g0
             start = x if n.id in reuse else f"{x}.copy()"
             self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {g}")

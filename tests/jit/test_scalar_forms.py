@@ -201,3 +201,13 @@ def test_pair_reductions_read_as_arrays_stay_arrays():
     src = _check([x, wide, e] + sums + [reshaped, promoted], [out_only, reshaped, promoted],
                  [np.array([[0.5, -1.0]], np.float32), np.array([[1.0, 2.0]])])
     assert src.count(f"NP_add(v{e.id}[:, 0:1], v{e.id}[:, 1:2])") == 3
+
+
+def test_two_pair_reductions_read_together_keep_the_readers_shape():
+    """`sum - max` of one row: neither may be a scalar, or the (1, 1) difference would be one."""
+    x = _in(0, (1, 2))
+    e = _op("exp", x, shape=(1, 2))
+    m = _op("max", x, shape=(1, 1), axis=1, keepdims=True)
+    s = _op("sum", e, shape=(1, 1), axis=1, keepdims=True)
+    d = _op("sub", s, m, shape=(1, 1))
+    _check([x, e, m, s, d], [d], [np.array([[0.5, -1.0]], np.float32)])
