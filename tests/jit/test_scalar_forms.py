@@ -211,3 +211,16 @@ def test_two_pair_reductions_read_together_keep_the_readers_shape():
     s = _op("sum", e, shape=(1, 1), axis=1, keepdims=True)
     d = _op("sub", s, m, shape=(1, 1))
     _check([x, e, m, s, d], [d], [np.array([[0.5, -1.0]], np.float32)])
+
+
+def test_a_pair_a_branch_returns_stays_an_array():
+    """A pair reduction read as a branch's output (an outer value passed through) keeps its
+    (1, 1) shape: a conditional is a reader that needs the array."""
+    x = _in(0, (1, 2))
+    flag = _in(1, (), np.bool_)
+    e = _op("exp", x, shape=(1, 2))
+    s = _op("sum", e, shape=(1, 1), axis=1, keepdims=True)
+    p = _op("div", e, s, shape=(1, 2))
+    cond = ir.Node(ir.COND, (flag,), {"then_nodes": [], "else_nodes": [], "then_outs": [s], "else_outs": [s]})
+    y = ir.Node(ir.TUPLE_GET, (cond,), {"index": 0}, ((1, 1), F32))
+    _check([x, flag, e, s, p, cond, y], [p, y], [np.array([[0.5, -1.0]], np.float32), np.bool_(True)])
