@@ -107,6 +107,7 @@ def _backward(entries, target, output_gradients):
     if len(seeds) != len(targets):
         raise GradientError(f"output_gradients has {len(seeds)} entries for {len(targets)} targets")
     grads: dict[int, Tensor] = {}
+    owned: set[int] = set()  # tids whose gradient is a sum made here (aliased by nothing else)
     for t, seed in zip(targets, seeds):
         if seed is None:
             if t.size != 1:
@@ -117,7 +118,7 @@ def _backward(entries, target, output_gradients):
         seed = seed if isinstance(seed, Tensor) else Tensor(seed)
         if seed.dtype != t.dtype and np.issubdtype(t.dtype, np.inexact):  # cotangents keep the primal's dtype
             seed = F.cast(seed, t.dtype)
-        _accumulate(grads, t._tid, seed)
+        _accumulate(grads, owned, t._tid, seed)
     for op, inputs, params, outs in reversed(entries):
         out_grads = [grads.get(o._tid) for o in outs]
         if all(g is None for g in out_grads):
@@ -130,13 +131,24 @@ def _backward(entries, target, output_gradients):
         in_grads = op.vjp(g, out, *inputs, **params)
         for x, gx in zip(inputs, in_grads):
             if gx is not None and isinstance(x, Tensor):
-                _accumulate(grads, x._tid, gx)
+                _accumulate(grads, owned, x._tid, gx)
     return grads
 
 
-def _accumulate(grads, tid, g):
+def _accumulate(grads, owned, tid, g):
+    """Add gradient `g` into the slot of tensor `tid`. The first sum is a new array that nothing
+    else references (vjp rules may return views or their own cotangent, so a first contribution
+    is never written to); later contributions of the same shape and dtype are added into it in
+    place, which saves allocating and page-faulting a weight-sized array per use. Not while an
+    outer tape records the backward pass: it must see each sum as its own op."""
     prev = grads.get(tid)
-    grads[tid] = g if prev is None else F.add(prev, g)
+    if prev is None:
+        grads[tid] = g
+    elif tid in owned and not _tapes and type(g) is Tensor and g.shape == prev.shape and g.dtype == prev.dtype:
+        prev._data += g._data  # same value as add(prev, g): the same one rounding per element
+    else:
+        grads[tid] = F.add(prev, g)
+        owned.add(tid)
 
 
 def _flatten(x):

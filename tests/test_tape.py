@@ -193,6 +193,44 @@ def test_reused_input_accumulates():
     np.testing.assert_allclose(value(tape.gradient(y, x)), 2 * value(x) + np.exp(value(x)) + 1)
 
 
+def test_repeated_uses_sum_into_a_new_array_and_leave_aliases_alone():
+    # Gradients of a value used several times are summed in place after the first sum; the rules
+    # of add and of an identity sum_to hand back their own cotangent, so a first contribution
+    # (a user's seed, or another value's gradient) must never be the array written to.
+    x = jl.tensor(np.array([1.0, 2.0, 3.0]))
+    with GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        a = x + x
+        h = a * 3.0
+        y = F.sum(h + h + h * x)
+        z = x + 0.0
+        w1, w2 = z + 0.0, z + 0.0
+    gx, gh, ga = tape.gradient(y, [x, h, a])
+    xv = value(x)
+    np.testing.assert_array_equal(value(gh), 2.0 + xv)
+    np.testing.assert_array_equal(value(ga), 3.0 * (2.0 + xv))
+    np.testing.assert_array_equal(value(gx), 12.0 + 12.0 * xv)
+    seeds = [np.array([1.0, 2.0, 4.0]), np.array([8.0, 16.0, 32.0]), np.array([64.0, 128.0, 256.0])]
+    seed_tensors = [jl.tensor(s) for s in seeds]
+    gz, gx2 = tape.gradient([z, w1, w2], [z, x], output_gradients=seed_tensors)
+    np.testing.assert_array_equal(value(gz), sum(seeds))
+    np.testing.assert_array_equal(value(gx2), sum(seeds))
+    for s, t in zip(seeds, seed_tensors):
+        np.testing.assert_array_equal(value(t), s)
+
+
+def test_second_derivative_through_a_value_used_three_times():
+    x = jl.tensor(2.0)
+    with GradientTape() as outer:
+        outer.watch(x)
+        with GradientTape() as inner:
+            inner.watch(x)
+            y = x * x + x * x + x * x
+        dy = inner.gradient(y, x)
+    assert float(dy) == 12.0
+    assert float(outer.gradient(dy, x)) == 6.0
+
+
 def test_gradient_keeps_source_dtype_with_wider_output_gradients():
     x = jl.tensor(np.array([1.0, 2.0], np.float32))
     with GradientTape() as tape:

@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import backend
 from .indexing import split_index
-from .registry import P, bind
+from . import registry as _registry
+from .registry import P, _tapes, bind
 
 
 def _frozen(v):
@@ -143,7 +144,16 @@ def reshape(x, shape, *more):
 
 def reshape_like(x, like): return bind(P.reshape_like, x, like)
 def broadcast_like(x, like): return bind(P.broadcast_like, x, like)
-def sum_to(x, like): return bind(P.sum_to, x, like)
+def sum_to(x, like):
+    # Eager, with no tape recording: a cotangent that already has like's shape and dtype is its
+    # own sum (every elementwise rule asks, ~5 us a call through the op; half the LSTM's eager
+    # backward calls are such). Tapes and graphs still see the op.
+    if (not _tapes and _registry._builder[0] is None and isinstance(x, _registry.Tensor)
+            and isinstance(like, _registry.Tensor)):
+        a, b = x._data, like._data
+        if a.shape == b.shape and a.dtype == b.dtype:
+            return x
+    return bind(P.sum_to, x, like)
 
 
 def broadcast_to(x, shape):
