@@ -144,7 +144,8 @@ def _accumulate(grads, owned, tid, g):
     prev = grads.get(tid)
     if prev is None:
         grads[tid] = g
-    elif tid in owned and not _tapes and type(g) is Tensor and g.shape == prev.shape and g.dtype == prev.dtype:
+    elif (tid in owned and not _tapes and type(g) is Tensor and type(g._data) is type(prev._data)
+          and g.shape == prev.shape and g.dtype == prev.dtype):  # same array type: same device
         prev._data += g._data  # same value as add(prev, g): the same one rounding per element
     else:
         grads[tid] = F.add(prev, g)
