@@ -1,29 +1,57 @@
 """scatter_add (the gradient of integer-array indexing): np.add.at's bits, repeated indices
-accumulating in order, on the fast path (rounds) and off it."""
+accumulating in order, on both fast paths (one flat add.at, rounds) and off them."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from janus_like.ops import indexing
 from janus_like.ops.indexing import ROUNDS_MIN_ELEMENTS, scatter_add
+
+
+def _out(rows, width, dtype, layout, rng):
+    """A (rows, width) array of random values: C order, Fortran order or every other column."""
+    base = rng.standard_normal((rows, 2 * width if layout == "strided" else width)).astype(dtype)
+    if layout == "strided":
+        return base[:, ::2]
+    return np.asfortranarray(base) if layout == "fortran" else base
 
 
 @settings(deadline=None)
 @given(rows=st.integers(1, 40), width=st.sampled_from([1, 7, 64, 300]), n=st.integers(1, 400),
-       negative=st.booleans(), dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
-def test_same_bits_as_add_at(rows, width, n, negative, dtype, seed):
+       negative=st.booleans(), dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16),
+       layout=st.sampled_from(["c", "fortran", "strided"]), flat_max=st.sampled_from([0, 2000, 131072]))
+def test_same_bits_as_add_at(rows, width, n, negative, dtype, seed, layout, flat_max):
+    # flat_max moves the flat/rounds boundary, so that both paths see every size
     rng = np.random.default_rng(seed)
     idx = rng.integers(-rows if negative else 0, rows, n)
     g = rng.standard_normal((n, width)).astype(dtype)
     g.reshape(-1)[rng.integers(0, g.size, 4)] = rng.choice([-0.0, np.inf, -np.inf, np.nan, 1e30], 4)
-    expected = np.zeros((rows, width), dtype)
+    out = _out(rows, width, dtype, layout, rng)
+    expected = out.copy()
     np.add.at(expected, idx, g)
-    got = scatter_add(np.zeros((rows, width), dtype), idx, g)
-    assert np.array_equal(expected.view(np.uint8), got.view(np.uint8))  # bits, NaN and -0.0 included
+    old, indexing.FLAT_MAX_ELEMENTS = indexing.FLAT_MAX_ELEMENTS, flat_max
+    try:
+        got = scatter_add(out, idx, g)
+    finally:
+        indexing.FLAT_MAX_ELEMENTS = old
+    assert got is out
+    assert np.array_equal(np.ascontiguousarray(expected).view(np.uint8), np.ascontiguousarray(got).view(np.uint8))
 
 
-def test_out_of_range_is_reported_as_add_at_reports_it():
-    width = ROUNDS_MIN_ELEMENTS  # large enough for the fast path
+@pytest.mark.parametrize("shape", [(7,), (5, 3, 4), (6, 0)])
+def test_other_row_shapes(shape):
+    rng = np.random.default_rng(1)
+    idx = np.array([0, -1, 2, 0, 2, 2, -shape[0]])
+    g = rng.standard_normal(idx.shape + shape[1:])
+    expected = np.zeros(shape)
+    np.add.at(expected, idx, g)
+    assert np.array_equal(scatter_add(np.zeros(shape), idx, g), expected)
+
+
+@pytest.mark.parametrize("width", [3, ROUNDS_MIN_ELEMENTS, indexing.FLAT_MAX_ELEMENTS])  # both fast paths
+def test_out_of_range_is_reported_as_add_at_reports_it(width):
     for bad in (5, -6):
-        with pytest.raises(IndexError):
-            scatter_add(np.zeros((5, width), np.float32), np.array([0, bad]), np.ones((2, width), np.float32))
+        out = np.zeros((5, width), np.float32)
+        with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 0 with size 5"):
+            scatter_add(out, np.array([0, bad]), np.ones((2, width), np.float32))
