@@ -51,7 +51,14 @@ def test_other_row_shapes(shape):
 
 @pytest.mark.parametrize("width", [3, ROUNDS_MIN_ELEMENTS, indexing.FLAT_MAX_ELEMENTS])  # both fast paths
 def test_out_of_range_is_reported_as_add_at_reports_it(width):
-    for bad in (5, -6):
+    # 2**61 * width overflows int64 and would wrap into range as a flat index
+    for bad in (5, -6, 2**61):
         out = np.zeros((5, width), np.float32)
         with pytest.raises(IndexError, match=f"index {bad} is out of bounds for axis 0 with size 5"):
             scatter_add(out, np.array([0, bad]), np.ones((2, width), np.float32))
+        assert not out.any()
+    big = np.array([0, 2**64 - 1], np.uint64)  # whatever add.at makes of it, scatter_add makes too
+    expected = np.zeros((5, width), np.float32)
+    np.add.at(expected, big, np.ones((2, width), np.float32))
+    got = scatter_add(np.zeros((5, width), np.float32), big, np.ones((2, width), np.float32))
+    assert np.array_equal(got, expected)

@@ -148,7 +148,7 @@ def sum_to(x, like):
     # Eager, with no tape recording: a cotangent that already has like's shape and dtype is its
     # own sum (every elementwise rule asks, ~5 us a call through the op; half the LSTM's eager
     # backward calls are such). Tapes and graphs still see the op.
-    if (not _tapes and _registry._builder[0] is None and isinstance(x, _registry.Tensor)
+    if (not _tapes and _registry._builder[0] is None and type(x) is _registry.Tensor
             and isinstance(like, _registry.Tensor)):
         a, b = x._data, like._data
         if a.shape == b.shape and a.dtype == b.dtype:

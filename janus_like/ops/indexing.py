@@ -90,7 +90,7 @@ def format_index(template) -> str:
 # 64) 65 against 104 us; 400 x 256 with 40 repeats per row 264 against 608 us); the rounds win from
 # about 2,000 long rows with few repeats (2,000 x 128: 525 against 717 us).
 FLAT_MAX_ELEMENTS = 131072
-FLAT_MIN_ELEMENTS = 512  # below this the flat index costs what the fast loop saves (8 rows of 64: even)
+FLAT_MIN_ELEMENTS = 1024  # below this the range check and flat index cost what the fast loop saves
 ROUNDS_MIN_ELEMENTS = 4096  # below this the rounds' setup costs more than it saves
 
 
@@ -100,40 +100,38 @@ def scatter_add(out, idx, g):
     - from FLAT_MIN_ELEMENTS to FLAT_MAX_ELEMENTS added elements into a C-contiguous `out`, one
       add.at over the flat arrays (row r, column j is element r * width + j; a negative row -r
       lands on -r * width + j, the same element counted from the end). NumPy's 1-D add.at has a
-      fast loop; the (n, width) form walks rows generically, about 2x slower. A row out of range
-      is a flat index out of range, and add.at checks every index before adding: the (n, width)
-      add.at then reports the error as it would have;
+      fast loop; the (n, width) form walks rows generically, about 2x slower;
     - above that, rounds: round k adds every index's k-th occurrence with one vectorized `+=`
       (indices are distinct within a round), 3.5-4.5x faster than add.at on an LSTM's embedding.
     Both add each element's contributions in occurrence order, as add.at does. Anything else
-    (other index kinds, smaller scatters, CuPy arrays) is add.at."""
+    (other index kinds, smaller scatters, an index out of range, which add.at reports, CuPy
+    arrays) is add.at."""
     if (type(idx) is np.ndarray and type(out) is np.ndarray and idx.ndim == 1 and idx.dtype.kind in "iu"
             and out.ndim >= 1 and idx.size and getattr(g, "dtype", None) == out.dtype
             and np.shape(g) == idx.shape + out.shape[1:]):
         n = out.shape[0]
         width = out.size // max(n, 1)
         added = idx.size * width
-        if FLAT_MIN_ELEMENTS <= added <= FLAT_MAX_ELEMENTS and out.flags.c_contiguous:
-            flat = idx.astype(np.intp, copy=False)
-            if width != 1:
-                flat = flat[:, None] * width + _columns(width)
-            try:
-                np.add.at(out.reshape(-1), flat.reshape(-1), np.ravel(g))
-            except IndexError:
-                np.add.at(out, idx, g)  # raises add.at's own message
-                raise
-            return out
-        if added >= ROUNDS_MIN_ELEMENTS:
+        if added >= FLAT_MIN_ELEMENTS:
             lo, hi = int(idx.min()), int(idx.max())
-            if -n <= lo and hi < n:
-                return _scatter_rounds(out, idx, g, n, lo)
+            if -n <= lo and hi < n:  # out of range: add.at reports it (and no flat index can overflow)
+                if added <= FLAT_MAX_ELEMENTS and out.flags.c_contiguous:
+                    flat = idx.astype(np.intp, copy=False)
+                    if width != 1:
+                        flat = flat[:, None] * width + _columns(width)
+                    np.add.at(out.reshape(-1), flat.reshape(-1), np.ravel(g))
+                    return out
+                if added >= ROUNDS_MIN_ELEMENTS:
+                    return _scatter_rounds(out, idx, g, n, lo)
     np.add.at(out, idx, g)
     return out
 
 
 @functools.lru_cache(maxsize=64)
 def _columns(width):
-    return np.arange(width)
+    cols = np.arange(width)
+    cols.flags.writeable = False  # shared by every call
+    return cols
 
 
 def _scatter_rounds(out, idx, g, n, lo):
