@@ -134,6 +134,11 @@ def steady_state(before, after):
     return parts or None
 
 
+def _work(stepper):
+    work = getattr(stepper, "work", None)
+    return work() if callable(work) else None
+
+
 # ------------------------------------------------------------------ one model
 def run_model(name, args, jit):
     """Benchmark one model; returns its JSON record."""
@@ -182,6 +187,7 @@ def run_model(name, args, jit):
         slowest = max(results[s]["warmup_calls_ms"][-1] for s in steppers) / 1e3
         steps = int(min(200, max(1, round(args.block_s / max(slowest, 1e-6)))))
     blocks = {s: [] for s in steppers}
+    work = {s: [] for s in steppers}  # units of work per step in each block (None: not counted)
     for rep in range(args.repeats):
         order = list(steppers)
         order = order[rep % len(order):] + order[:rep % len(order)]
@@ -190,10 +196,13 @@ def run_model(name, args, jit):
             stepper, record_losses = steppers[sys_name], losses[sys_name].append
             gc.collect()  # start every block from the same collector state
             try:
+                w0 = _work(stepper)
                 t0 = time.perf_counter()
                 for _ in range(steps):
                     record_losses(stepper())
                 blocks[sys_name].append((time.perf_counter() - t0) / steps)
+                w1 = _work(stepper)
+                work[sys_name].append(None if w0 is None or w1 is None or w1 <= w0 else (w1 - w0) / steps)
             except Exception as exc:  # noqa: BLE001
                 failed(sys_name, exc)
                 results.pop(sys_name, None)
@@ -210,20 +219,36 @@ def run_model(name, args, jit):
             steady = steady_state(stats_after_warmup.get(sys_name), stats)
             if steady is not None:
                 results[sys_name]["steady_state"] = steady
-    eager_ms = results.get("eager", {}).get("ms_per_step")
-    numpy_ms = results.get("numpy", {}).get("ms_per_step")
-    eager_blocks = results.get("eager", {}).get("blocks_ms")
-    numpy_blocks = results.get("numpy", {}).get("blocks_ms")
-    for r in results.values():
-        if "ms_per_step" in r:
-            r["speedup_vs_eager"] = eager_ms / r["ms_per_step"] if eager_ms else None
-            r["ratio_to_numpy"] = r["ms_per_step"] / numpy_ms if numpy_ms else None
-            # block k of every system covers the same steps in the same repeat: the ratio of the
-            # two is immune to load drift between repeats and to work that changes over training
-            r["speedup_vs_eager_paired"] = (statistics.median(e / b for e, b in zip(eager_blocks, r["blocks_ms"]))
-                                            if eager_blocks and len(eager_blocks) == len(r["blocks_ms"]) else None)
-            r["ratio_to_numpy_paired"] = (statistics.median(b / n for n, b in zip(numpy_blocks, r["blocks_ms"]))
-                                          if numpy_blocks and len(numpy_blocks) == len(r["blocks_ms"]) else None)
+    # Where every system counts its work (the RL models' environment steps), the ratios compare
+    # time per unit of work: the systems' episodes drift apart by rounding after a few hundred
+    # steps, and block k of one system may then play 10% more environment steps than another's.
+    per_unit = bool(blocks) and all(w and None not in w for s, w in work.items() if s in blocks)
+    unit = getattr(module, "WORK_UNIT", "unit of work") if per_unit else None
+    timed = {}  # system -> per-block times the ratios compare (ms per step, or per unit of work)
+    for sys_name, samples in blocks.items():
+        r = results[sys_name]
+        if per_unit:
+            r["blocks_work_per_step"] = work[sys_name]
+            timed[sys_name] = [b / w for b, w in zip(r["blocks_ms"], work[sys_name])]
+            r["ms_per_work_unit"] = statistics.median(timed[sys_name])
+            r["work_unit"] = unit
+        else:
+            timed[sys_name] = r["blocks_ms"]
+    record["ratios_per"] = unit or "step"
+    eager_blocks, numpy_blocks = timed.get("eager"), timed.get("numpy")
+    eager_ms = statistics.median(eager_blocks) if eager_blocks else None
+    numpy_ms = statistics.median(numpy_blocks) if numpy_blocks else None
+    for sys_name, own in timed.items():
+        r = results[sys_name]
+        mine = statistics.median(own)
+        r["speedup_vs_eager"] = eager_ms / mine if eager_ms else None
+        r["ratio_to_numpy"] = mine / numpy_ms if numpy_ms else None
+        # block k of every system covers the same steps in the same repeat: the ratio of the
+        # two is immune to load drift between repeats and to work that changes over training
+        r["speedup_vs_eager_paired"] = (statistics.median(e / b for e, b in zip(eager_blocks, own))
+                                        if eager_blocks and len(eager_blocks) == len(own) else None)
+        r["ratio_to_numpy_paired"] = (statistics.median(b / n for n, b in zip(numpy_blocks, own))
+                                      if numpy_blocks and len(numpy_blocks) == len(own) else None)
     record["systems"] = results
     record["checks"] = check_losses(losses, args.check_steps)
     for check in record["checks"]:
@@ -329,6 +354,12 @@ def format_notes(records):
             compile_s = sum(p.get("native_compile_s", 0.0) for p in parts)
             notes.append(f"native {rec['model']}: {native} of {total} graphs run natively "
                          f"(compile/load {compile_s:.1f} s, in the warm-up column)")
+        unit = rec.get("ratios_per", "step")
+        if unit != "step":
+            spread = ", ".join(f"{s} {min(r['blocks_work_per_step']):.0f}-{max(r['blocks_work_per_step']):.0f}"
+                               for s, r in rec["systems"].items() if r.get("blocks_work_per_step"))
+            notes.append(f"{rec['model']}: the ratio columns compare time per {unit} ({unit}s per "
+                         f"step in a block: {spread})")
         stats = jit.get("stats")
         if stats is not None:
             text = json.dumps(stats, default=str, sort_keys=True)
@@ -462,7 +493,8 @@ def main(argv=None) -> int:
           f"blocks after {args.warmup} warm-up calls; vs eager = eager ms / system ms; "
           f"paired = median over repeats of eager block ms / system block ms; "
           f"vs numpy = system ms / hand-NumPy ms; np paired = median over repeats of system block ms / "
-          f"hand-NumPy block ms; graph = steady-state calls run as a graph", flush=True)
+          f"hand-NumPy block ms (the ratios compare time per unit of work where a model counts it: "
+          f"the RL models' environment steps); graph = steady-state calls run as a graph", flush=True)
     failed = any(rec["errors"] or not all(c["ok"] for c in rec["checks"]) for rec in records)
     if args.json:
         report = {

@@ -161,8 +161,12 @@ def test_runner_quick_smoke(tmp_path, capsys):
         assert systems["eager"]["speedup_vs_eager_paired"] == pytest.approx(1.0)
         assert systems["numpy"]["ratio_to_numpy"] == pytest.approx(1.0)
         assert systems["numpy"]["ratio_to_numpy_paired"] == pytest.approx(1.0)
+        timed = {k: systems[k]["blocks_ms"] for k in ("eager", "numpy")}
+        if record["ratios_per"] != "step":  # the RL models: time per environment step
+            assert record["model"] in ("reinforce", "a2c") and record["ratios_per"] == "environment step"
+            timed = {k: [b / w for b, w in zip(v, systems[k]["blocks_work_per_step"])] for k, v in timed.items()}
         assert systems["eager"]["ratio_to_numpy_paired"] == pytest.approx(statistics.median(
-            e / n for e, n in zip(systems["eager"]["blocks_ms"], systems["numpy"]["blocks_ms"])))
+            e / n for e, n in zip(timed["eager"], timed["numpy"])))
         checks = {c["system"]: c for c in record["checks"]}
         assert checks["numpy"]["ok"] and checks["numpy"]["steps"] == 4
         if not jit_exists:
@@ -194,6 +198,66 @@ def test_runner_reports_a_failing_system(monkeypatch, tmp_path, capsys):
     assert "boom" in record["errors"]["numpy"]
     assert record["systems"]["eager"]["ms_per_step"] > 0
     assert "ERROR" in capsys.readouterr().out
+
+
+class _Counted:
+    """A stub model whose systems do `units` units of work per step (counted, not timed)."""
+    WORK_UNIT = "widget"
+    units = {"eager": 3, "numpy": 1}
+
+    @staticmethod
+    def available():
+        return None
+
+    @staticmethod
+    def make(seed, quick=False):
+        return {"params": {"w": np.zeros(1, np.float32)}, "batches": [()], "step": 0, "work": 0}
+
+    @classmethod
+    def _step(cls, state, system):
+        state["work"] += cls.units[system] or 0
+        return 1.0
+
+    @classmethod
+    def numpy_step(cls, state):
+        return cls._step(state, "numpy")
+
+    @classmethod
+    def janus_step(cls, state, jit=None):
+        counted = None if cls.units.get("eager") is None else (lambda: state["work"])
+        return _common.Stepper(lambda: cls._step(state, "eager"), [()], lambda: state["params"], "eager",
+                               work=counted)
+
+
+def _counted_record(monkeypatch, units):
+    monkeypatch.setattr(_Counted, "units", units)
+    monkeypatch.setattr(runner, "load", lambda name: _Counted)
+    return runner.run_model("counted", runner.parse_args(["--models", "tiny_mlp", "--quick", "--repeats", "3",
+                                                          "--steps", "2", "--warmup", "1", "--systems", "eager,numpy"]),
+                            None)
+
+
+def test_runner_compares_time_per_unit_of_work_where_every_system_counts_it(monkeypatch):
+    """The RL models' episodes differ between systems once rounding flips an action: the ratio
+    columns then compare time per environment step, not per training step."""
+    record = _counted_record(monkeypatch, {"eager": 3, "numpy": 1})
+    eager, hand = record["systems"]["eager"], record["systems"]["numpy"]
+    assert record["ratios_per"] == "widget" and eager["work_unit"] == "widget"
+    assert eager["blocks_work_per_step"] == [3, 3, 3] and hand["blocks_work_per_step"] == [1, 1, 1]
+    per_unit = [b / 3 for b in eager["blocks_ms"]]
+    assert eager["ms_per_work_unit"] == pytest.approx(statistics.median(per_unit))
+    assert eager["ratio_to_numpy_paired"] == pytest.approx(statistics.median(
+        e / n for e, n in zip(per_unit, hand["blocks_ms"])))
+    assert eager["ratio_to_numpy"] == pytest.approx(statistics.median(per_unit) / statistics.median(hand["blocks_ms"]))
+    assert eager["ms_per_step"] == pytest.approx(statistics.median(eager["blocks_ms"]))  # the column stays per step
+    assert "time per widget" in runner.format_notes([record]) and "eager 3-3" in runner.format_notes([record])
+    # one system that does not count: back to time per step for all
+    record = _counted_record(monkeypatch, {"eager": None, "numpy": 1})
+    eager, hand = record["systems"]["eager"], record["systems"]["numpy"]
+    assert record["ratios_per"] == "step" and "blocks_work_per_step" not in eager
+    assert eager["ratio_to_numpy_paired"] == pytest.approx(statistics.median(
+        e / n for e, n in zip(eager["blocks_ms"], hand["blocks_ms"])))
+    assert "time per" not in runner.format_notes([record])
 
 
 def test_overhead_measure_smoke():

@@ -2,7 +2,9 @@
 
 A *stepper* is what every system's builder returns: calling it runs one training step on the
 next batch and returns the loss as a float; `parameters()` gives the current parameter values as
-NumPy arrays (for the correctness checks); `stats()` gives the JIT's statistics when there are any.
+NumPy arrays (for the correctness checks); `stats()` gives the JIT's statistics when there are any;
+`work()` gives the units of work done so far (the RL models: environment steps), or None where
+every step does the same work.
 """
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ import numpy as np
 class Stepper:
     """Runs `fn(*batches[i % len(batches)])` on call i and returns the loss as a float."""
 
-    def __init__(self, fn, batches, parameters, system):
+    def __init__(self, fn, batches, parameters, system, work=None):
         self.fn = fn
         self.batches = batches
         self._parameters = parameters  # () -> {name: ndarray}
         self.system = system
         self.calls = 0
+        self._work = work  # () -> units of work done so far, or None
 
     def __call__(self) -> float:
         batch = self.batches[self.calls % len(self.batches)]
@@ -31,6 +34,10 @@ class Stepper:
         stats = getattr(self.fn, "stats", None)
         return stats() if callable(stats) else None
 
+    def work(self):
+        """Units of work done so far (see the model's WORK_UNIT), or None."""
+        return None if self._work is None else self._work()
+
 
 def janus_stepper(train_step, batches, variables, jit=None):
     """A Stepper over janus_like `train_step`, wrapped with `jit` when given."""
@@ -41,7 +48,8 @@ def janus_stepper(train_step, batches, variables, jit=None):
 
 def numpy_stepper(module, state):
     """A Stepper over `module.numpy_step(state)` (which picks its own batch)."""
-    return Stepper(lambda: module.numpy_step(state), [()], lambda: state["params"], "numpy")
+    return Stepper(lambda: module.numpy_step(state), [()], lambda: state["params"], "numpy",
+                   work=(lambda: state["work"]) if "work" in state else None)
 
 
 def next_batch(state):

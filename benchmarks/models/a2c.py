@@ -29,6 +29,9 @@ FULL = dict(hidden=64, cap=200, n_seeds=16)
 QUICK = dict(hidden=8, cap=20, n_seeds=4)
 LR = 0.01
 GAMMA = 0.95
+# Episode lengths depend on the policy, and the systems' policies drift apart by rounding after a
+# few hundred steps: the runner compares time per environment step (see runner.py)
+WORK_UNIT = "environment step"
 VALUE_COEF = 0.5
 ENTROPY_COEF = 0.01
 NAMES = ("w1", "b1", "w_pi", "b_pi", "w_v", "b_v")
@@ -48,7 +51,7 @@ def make(seed, quick=False):
         "w_v": glorot_uniform(rng, (h, 1), h, 1), "b_v": np.zeros(1, np.float32),
     }
     seeds = [(int(s),) for s in rng.integers(0, 2**31, cfg["n_seeds"])]
-    return {"params": params, "batches": seeds, "lr": LR, "step": 0, "config": cfg}
+    return {"params": params, "batches": seeds, "lr": LR, "step": 0, "config": cfg, "work": 0}
 
 
 # ------------------------------------------------------------------ hand-written NumPy
@@ -63,6 +66,7 @@ def numpy_step(state):
     bootstrap = 0.0 if fell else float((np.tanh(last @ p["w1"] + p["b1"]) @ p["w_v"] + p["b_v"])[0])
     returns = discounted_returns(len(actions), GAMMA, bootstrap)
     steps = len(actions)
+    state["work"] += steps
     rows = np.arange(steps)
 
     h = np.tanh(obs @ p["w1"] + p["b1"])
@@ -136,9 +140,10 @@ def janus_step(state, jit=None):
 
     def train_step(seed):
         obs, actions, last, fell = run_episode(seed, lambda o: float(probs(o)[0]), cap)
+        state["work"] += len(actions)
         bootstrap = 0.0 if fell else float(model.value(last)[0])
         return update_step(obs, actions, discounted_returns(len(actions), GAMMA, bootstrap))
 
     train_step.stats = merged_stats(update=update_step, policy=probs)
     return Stepper(train_step, state["batches"], lambda: {k: x.numpy().copy() for k, x in v.items()},
-                   "eager" if jit is None else "jit")
+                   "eager" if jit is None else "jit", work=lambda: state["work"])

@@ -26,6 +26,9 @@ FULL = dict(hidden=64, cap=200, n_seeds=16)
 QUICK = dict(hidden=8, cap=20, n_seeds=4)
 LR = 0.05
 GAMMA = 0.99
+# Episode lengths depend on the policy, and the systems' policies drift apart by rounding after a
+# few hundred steps: the runner compares time per environment step (see runner.py)
+WORK_UNIT = "environment step"
 NAMES = ("w1", "b1", "w2", "b2")
 
 
@@ -42,7 +45,7 @@ def make(seed, quick=False):
         "w2": glorot_uniform(rng, (h, 2), h, 2), "b2": np.zeros(2, np.float32),
     }
     seeds = [(int(s),) for s in rng.integers(0, 2**31, cfg["n_seeds"])]
-    return {"params": params, "batches": seeds, "lr": LR, "step": 0, "config": cfg}
+    return {"params": params, "batches": seeds, "lr": LR, "step": 0, "config": cfg, "work": 0}
 
 
 def normalised_returns(steps):
@@ -62,6 +65,7 @@ def numpy_step(state):
     obs, actions, _, _ = run_episode(seed, prob_left, state["config"]["cap"])
     returns = normalised_returns(len(actions))
     steps = len(actions)
+    state["work"] += steps
     rows = np.arange(steps)
     h = np.tanh(obs @ p["w1"] + p["b1"])
     logits = h @ p["w2"] + p["b2"]
@@ -112,8 +116,9 @@ def janus_step(state, jit=None):
 
     def train_step(seed):
         obs, actions, _, _ = run_episode(seed, lambda o: float(probs(o)[0]), cap)
+        state["work"] += len(actions)
         return update_step(obs, actions, normalised_returns(len(actions)))
 
     train_step.stats = merged_stats(update=update_step, policy=probs)
     return Stepper(train_step, state["batches"], lambda: {k: x.numpy().copy() for k, x in v.items()},
-                   "eager" if jit is None else "jit")
+                   "eager" if jit is None else "jit", work=lambda: state["work"])
