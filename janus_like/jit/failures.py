@@ -55,8 +55,12 @@ class FailuresMixin:
         n = entry.failures[key] = entry.failures.get(key, 0) + 1
         if n >= self.regen_after and key not in entry.relaxed:
             entry.relaxed.add(key)
-            if g in entry.graphs:
-                entry.graphs.remove(g)
+            # Every graph of the signature that bets on it goes, not only the one that failed:
+            # one left for another input structure (a tree shape) would fail the same way on
+            # each call of that structure, and send it to eager every time. (In place: the
+            # list is also the hot graph's peers.)
+            entry.graphs[:] = [h for h in entry.graphs
+                               if h is not g and all(a.relax != key for a in h.assumptions)]
             self.counters["regenerations"] += 1
             self._log("regen", f"relaxing {key[0]} assumption at {assumption.site} after {n} failures")
             return True

@@ -81,6 +81,7 @@ class JitFunction(FailuresMixin):
         self._no_poly: set = set()  # (argument, axis) whose graphs turned out to depend on the size
         self._superseded: list = []  # per-size signatures a pending unknown-dimension graph replaces
         self._hot = None  # the CompiledGraph that ran last (see __call__); None after any other event
+        self._hot_peers: list = []  # the graphs of _hot's signature (its entry's list, live)
         self._counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                               graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
@@ -123,20 +124,35 @@ class JitFunction(FailuresMixin):
             # signature key. Its guards check everything the graph relies on, so a call it
             # accepts is one it computes correctly; anything else takes the full path below.
             fast = hot.fast  # guards, plan, commit and statistics in one function (executor/fused.py)
-            if fast is not None:
-                result = fast(args)
-                if result is not _MISS:
-                    return result
-            else:
-                status, result = hot.try_run(args)
-                if status is ex.OK:
-                    c = self._counters
-                    c["calls"] += 1
-                    c["graph_calls"] += 1
-                    self._times["graph_s"] += hot.last_s
-                    return result
+            result = fast(args) if fast is not None else self._run_hot(hot, args)
+            if result is not _MISS:
+                return result
+            # The other graphs of its signature (a tree model's other tree shapes), the same
+            # way: any graph whose guards accept the call computes it correctly. A guard that
+            # fails costs its prefix of the guards; the full path would also compute the key.
+            for g in self._hot_peers:
+                if g is not hot:
+                    result = self._run_hot(g, args)
+                    if result is not _MISS:
+                        self._hot = g
+                        return result
             self._hot = None
         return self._dispatch(args, kwargs)
+
+    def _run_hot(self, g, args):
+        """The call's result from graph g, or _MISS (its guards rejected the call, or the run
+        failed: the full path runs it again and handles the failure)."""
+        fast = g.fast  # guards, plan, commit and statistics in one function (executor/fused.py)
+        if fast is not None:
+            return fast(args)
+        status, result = g.try_run(args)
+        if status is not ex.OK:
+            return _MISS
+        c = self._counters
+        c["calls"] += 1
+        c["graph_calls"] += 1
+        self._times["graph_s"] += g.last_s
+        return result
 
     def _dispatch(self, args, kwargs):
         if kwargs:
@@ -178,6 +194,7 @@ class JitFunction(FailuresMixin):
                 if i:
                     entry.graphs.insert(0, entry.graphs.pop(i))
                 self._hot = g
+                self._hot_peers = entry.graphs
                 return payload
             if status == ex.GUARD_FAILED:
                 guard_failure = (g, payload)

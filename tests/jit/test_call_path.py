@@ -1,6 +1,8 @@
 """The steady-state call path: the graph that ran last is tried first (no signature key), its
 finish is one generated function, and eager `Tensor[int]` skips the op dispatch. None of it
 may change what a call returns, what state it leaves, or what the stats say."""
+import importlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -219,3 +221,89 @@ def test_no_fused_call_where_rng_state_is_saved_or_a_native_tier_is_pending():
     for _ in range(5):
         noisy(x), plain(x)
     assert noisy.graphs()[0].fast is None and plain.graphs()[0].fast is not None
+
+
+class _Node:
+    def __init__(self, x=None, left=None, right=None):
+        self.x, self.left, self.right = x, left, right
+
+
+def _tree(shape, seed):
+    """shape: nested pairs, e.g. ((0, 0), 0); every leaf gets a (4,) vector."""
+    if not isinstance(shape, tuple):
+        return _Node(x=random_array(seed, (4,)))
+    return _Node(left=_tree(shape[0], 2 * seed + 1), right=_tree(shape[1], 2 * seed + 2))
+
+
+class _TreeState:
+    def __init__(self):
+        self.w = jl.Variable(random_array(7, (8, 4)), name="w")
+        self.seen = 0
+
+
+def _tree_step(effects):
+    def make():
+        def step(state, root):
+            def encode(node):
+                if node.left is None:
+                    return node.x
+                return np.tanh(np.concatenate([encode(node.left), encode(node.right)]) @ state.w)
+
+            h = encode(root)
+            if effects:  # state written: the graphs have no fused call (the general finish)
+                state.w.assign(state.w * 0.99)
+                state.seen += 1  # a value that changes every call: relaxed after two failures
+            return h
+
+        return step, _TreeState()
+
+    return make
+
+
+_SHAPES = [((0, 0), 0), (0, (0, 0)), ((0, 0), (0, 0))]
+
+
+def _count_dispatches(monkeypatch):
+    jit_function = importlib.import_module("janus_like.jit.function").JitFunction
+    count = [0]
+    full_path = jit_function._dispatch
+
+    def counted(self, args, kwargs):
+        count[0] += 1
+        return full_path(self, args, kwargs)
+
+    monkeypatch.setattr(jit_function, "_dispatch", counted)
+    return count
+
+
+@pytest.mark.parametrize("effects", [False, True])
+def test_graphs_of_one_signature_are_tried_without_the_full_path(monkeypatch, effects):
+    """Inputs cycling over the graphs of one signature (tree shapes): a miss of the graph that
+    ran last tries the others directly (their fused calls, or try_run where state is written),
+    not the full path with its signature key; every call, a new shape included, matches eager's
+    result and state."""
+    dispatches = _count_dispatches(monkeypatch)
+    trees = [_tree(_SHAPES[k], k) for k in range(3)]
+    tail = [_tree(((0, 0), 0), 11), trees[0], _tree((0, 0), 9), trees[1], trees[2], trees[0]]
+    seq = [trees[k] for k in [0, 1, 2] * 12] + tail
+    jf = side_by_side(_tree_step(effects), call_sequence(len(seq), lambda s, i: (s, seq[i])), native="off")
+    s = jf.stats()
+    assert s["eager_calls"] <= 2 and s["graph_calls"] >= len(seq) - 10, s
+    assert len(jf.graphs()) == 4  # one per tree shape: the three, and the two-leaf tree
+    assert all((g.fast is None) == effects for g in jf.graphs())
+    # the full path: the warm-up, each new shape (its generation), the value relaxation (effects)
+    # and the calls right after them (a graph just generated is not the hot one yet)
+    assert dispatches[0] <= 16, dispatches[0]  # of 42 calls
+
+
+def test_relaxing_a_value_drops_every_graph_of_the_signature_that_bets_on_it():
+    """`state.seen` changes on every call: after two failures it becomes a graph input. The graphs
+    generated before that for the other tree shapes bet on it too; left in place, each of their
+    shapes ran eagerly on every call (their value guard failed, and the relaxation was done)."""
+    trees = [_tree(_SHAPES[k], k) for k in range(3)]
+    seq = [trees[k] for k in [0, 1, 2] * 14]
+    jf = side_by_side(_tree_step(True), call_sequence(len(seq), lambda s, i: (s, seq[i])), native="off")
+    s = jf.stats()
+    assert s["regenerations"] == 1 and s["eager_calls"] <= 2, s
+    assert len(jf.graphs()) == 3
+    assert all(not any(a.kind == "value" and a.path == "arg0.seen" for a in g.assumptions) for g in jf.graphs())
