@@ -26,7 +26,8 @@ def describe(jf) -> str:
             lines.append(f"    ... {len(g.assumptions) - 40} more assumptions")
     for e in jf._entries.values():
         if e.eager_reason is not None:
-            lines.append(f"  eager for a signature: {e.eager_reason.describe()}")
+            kept = f"; its {len(e.graphs)} graphs still run the calls they accept" if e.graphs else ""
+            lines.append(f"  eager for a signature (no new graphs{kept}): {e.eager_reason.describe()}")
     fbs = jf.fallbacks()
     if fbs:
         lines.append("  fallbacks:")

@@ -79,8 +79,11 @@ class FailuresMixin:
             if type(eager_exc) is type(exc) and str(eager_exc) == str(exc):
                 entry.eager_reason = Fallback("user-error", f"generation raised {type(exc).__name__}: {exc}, "
                                                             "as eager does", user_site(eager_exc))
+            else:
+                entry.graphs.clear()
             self._note(entry.eager_reason)
             raise
+        entry.graphs.clear()  # a generator defect: the signature's other graphs are not trusted either
         self._note(entry.eager_reason)
         return result
 
@@ -98,8 +101,7 @@ class FailuresMixin:
             raise
         fb = Fallback("internal-error", f"{text}, where eager did not")
         self._note(fb)
-        if g in entry.graphs:
-            entry.graphs.remove(g)
+        entry.graphs.clear()  # a defect for this signature: none of its graphs is trusted (in place: the peers)
         entry.eager_reason = fb
         if os.environ.get("JANUS_LIKE_DEBUG"):
             raise RuntimeError(f"janus_like: {fb.detail}") from exc

@@ -3,8 +3,8 @@
     WARMUP    first `warmup` calls run eagerly from an instrumented copy (the profiler watches)
     GRAPH     a cached graph whose guards hold runs as one transaction
     GENERATE  no graph fits: generate one from the AST + profile (relaxing what kept failing)
-    EAGER     generation is impossible for this signature, or an assumption failed: run `fn`
-              itself — the user always gets the eager result
+    EAGER     no cached graph accepts the call and generation is impossible for this signature,
+              or an assumption failed: run `fn` itself — the user always gets the eager result
 
 Failures are counted per assumption; after `regen_after` failures of a relaxable assumption
 the graph is regenerated with it relaxed (a conditional instead of a guessed branch, a graph
@@ -181,9 +181,9 @@ class JitFunction(FailuresMixin):
                 entry = self._entries.get(key)
             if entry is None:
                 entry = self._entries[key] = _Entry()
-        if entry.eager_reason is not None:
-            return self._eager(args)
-        # ---- GRAPH: try cached graphs, most recently used first
+        # ---- GRAPH: try cached graphs, most recently used first. An entry that makes no new
+        # graphs (eager_reason: generating failed for some input) still runs the ones it has on
+        # the calls they accept: one odd tree must not send every other tree shape to eager.
         guard_failure = None
         for i, g in enumerate(entry.graphs):
             start = time.perf_counter()
@@ -202,6 +202,8 @@ class JitFunction(FailuresMixin):
             if status == ex.ASSERT_FAILED:
                 return self._assert_failed(entry, g, payload, args)
             return self._raised(entry, g, payload, args)
+        if entry.eager_reason is not None:
+            return self._eager(args)
         # ---- GENERATE
         if guard_failure is not None:
             c["guard_failures"] += 1

@@ -307,3 +307,41 @@ def test_relaxing_a_value_drops_every_graph_of_the_signature_that_bets_on_it():
     assert s["regenerations"] == 1 and s["eager_calls"] <= 2, s
     assert len(jf.graphs()) == 3
     assert all(not any(a.kind == "value" and a.path == "arg0.seen" for a in g.assumptions) for g in jf.graphs())
+
+
+def test_an_input_no_graph_can_be_made_for_leaves_the_other_graphs_of_its_signature_running():
+    """A tree whose leaf has another size cannot be generated (the product's shapes clash; eager
+    raises too). Its signature makes no new graphs after that, but the graphs it has keep
+    running the tree shapes they accept, instead of every tree running eagerly from then on."""
+    trees = [_tree(_SHAPES[k], k) for k in range(3)]
+    odd = _tree((0, 0), 3)
+    odd.left.x = random_array(5, (3,))  # concatenate gives 7 rows; `@ (8, 4)` raises in eager too
+    seq = [trees[k] for k in [0, 1, 2] * 3] + [odd] + [trees[k] for k in [0, 1, 2] * 4] + [_tree((0, 0), 9)]
+    jf = side_by_side(_tree_step(False), call_sequence(len(seq), lambda s, i: (s, seq[i])), native="off")
+    s = jf.stats()
+    assert s["eager_calls"] == 2 and s["graph_calls"] == 6 + 12, s  # the odd tree, and the new shape after it
+    assert len(jf.graphs()) == 3
+    assert "its 3 graphs still run the calls they accept" in jf.explain()
+
+
+def test_a_graph_that_raises_where_eager_does_not_stops_every_graph_of_its_signature(monkeypatch):
+    """A graph error eager does not make is a janus_like defect: none of the signature's graphs
+    is trusted from then on (the other tree shapes' graphs included)."""
+    from janus_like import executor as ex
+
+    trees = [_tree(_SHAPES[k], k) for k in range(2)]
+    seq = [trees[k] for k in [0, 1] * 5]
+    ran = []
+    honest = ex.CompiledGraph.try_run
+
+    def broken_on_the_seventh(self, args):
+        ran.append(1)
+        if len(ran) == 7:
+            return ex.RAISED, RuntimeError("boom")
+        return honest(self, args)
+
+    monkeypatch.setattr(ex.CompiledGraph, "try_run", broken_on_the_seventh)
+    jf = side_by_side(_tree_step(True), call_sequence(len(seq), lambda s, i: (s, seq[i])), native="off",
+                      check_interpreter=False)
+    assert [fb.reason for fb in jf.fallbacks()].count("internal-error") == 1, jf.explain()
+    assert jf.graphs() == [] and jf.stats()["eager_calls"] >= 3
