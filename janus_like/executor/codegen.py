@@ -59,6 +59,7 @@ class _Emitter:
         self._kernels: dict = {}
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
         self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
+        self.packed, self.unread = {}, set()  # integer arrays of Python numbers (scalars.packed_numbers)
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -152,6 +153,9 @@ class _Emitter:
             if ir.numpy_typed(x):  # the method: np.reshape is a Python-level wrapper around it
                 return f"{self.arg(x)}.reshape({self.const(tuple(n.params['shape']))})"
             return f"np.reshape({self.arg(x)}, {self.const(tuple(n.params['shape']))})"
+        if n.id in self.packed:
+            numbers = ", ".join(self.arg(k) for k in self.packed[n.id])
+            return f"np.array(({numbers},), {self.const(np.dtype(n.aval[1]))})"
         if n.op == "concatenate" and n.inputs and all(ir.numpy_typed(i) for i in n.inputs):
             parts = ", ".join(self.arg(i) for i in n.inputs)
             return f"np.concatenate(({parts},), axis={self.const(n.params.get('axis', 0))})"
@@ -325,6 +329,8 @@ class _Emitter:
         for pos, n in enumerate(nodes):
             for fid in pending.pop(pos, ()):
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
+            if n.id in self.unread:
+                continue
             if n.id in async_nodes:
                 a, b = (self.arg(i) for i in n.inputs)
                 self.lines.append(" " * indent + f"F{n.id} = POOL.submit(np.{'matmul' if n.op == 'matmul' else 'dot'}, {a}, {b})")
@@ -473,6 +479,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em = _Emitter(static_shapes=not graph.polymorphic)
     em.outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
     em.scalar_nodes = scalars.scalar_pairs(graph) if em.static_shapes else set()
+    em.packed, em.unread = scalars.packed_numbers(graph)
     async_nodes = plan_async(graph) if parallel else {}
     busy = {}  # the operands of a product on the worker stay untouched until it is collected
     for n in graph.nodes:

@@ -223,3 +223,40 @@ def pair_scalar(em, n, x) -> str | None:
     if n.op == "sum":
         return f"({a} + {b})"
     return f"np.{'maximum' if n.op == 'max' else 'minimum'}({a}, {b})"
+
+
+def packed_numbers(graph: ir.Graph) -> tuple[dict, set]:
+    """Integer arrays made of Python numbers: a `concatenate` on axis 0 of `reshape(k, (1,))`
+    of Python ints or bools (a TreeRNN's embedding rows to scatter into, one word id per leaf,
+    batched by a pass). The plan makes them as `np.array((k0, k1, ...), dtype)`: one call, where
+    each `np.reshape` of a Python int took ~2.7 us and the concatenate more. The same values and
+    dtype (reshape gives the dtype NumPy picks for the number, which the aval recorded).
+    Returns ({concatenate id: [number nodes]}, ids of reshapes nothing else reads)."""
+    from ..passes.order import refs
+
+    users: dict = {}
+    for n in graph.nodes:
+        for i in refs(n):
+            users.setdefault(i.id, []).append(n)
+    outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+
+    def number(r, dt):  # the Python number r reshapes to (1,), or None
+        k = r.inputs[0] if isinstance(r, ir.Node) and r.op == "reshape" and len(r.inputs) == 1 else None
+        if (k is None or tuple(r.params.get("shape", ())) != (1,) or r.aval is None or np.dtype(r.aval[1]) != dt
+                or not isinstance(k, ir.Node) or k.aval is None or tuple(k.aval[0]) != () or ir.numpy_typed(k)):
+            return None
+        return k
+
+    packed: dict = {}
+    for n in graph.nodes:
+        if n.op != "concatenate" or n.params.get("axis", 0) != 0 or n.aval is None or len(n.inputs) < 2:
+            continue
+        dt = np.dtype(n.aval[1])
+        if dt.kind not in "biu":
+            continue
+        numbers = [number(r, dt) for r in n.inputs]
+        if None not in numbers:
+            packed[n.id] = numbers
+    unread = {r.id for n in graph.nodes if n.id in packed for r in n.inputs
+              if r.id not in outputs and all(u.id in packed for u in users.get(r.id, ()))}
+    return packed, unread

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from janus_like import F, GradientTape, Variable, ir, optim
 from janus_like.executor import compile_plan, interpret
 
-from .harness import check, const_calls
+from .harness import call_sequence, check, const_calls
 
 F32, F64, I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
 SPECIAL = [0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 3e38, 1e-45]
@@ -224,3 +224,59 @@ def test_a_pair_a_branch_returns_stays_an_array():
     cond = ir.Node(ir.COND, (flag,), {"then_nodes": [], "else_nodes": [], "then_outs": [s], "else_outs": [s]})
     y = ir.Node(ir.TUPLE_GET, (cond,), {"index": 0}, ((1, 1), F32))
     _check([x, flag, e, s, p, cond, y], [p, y], [np.array([[0.5, -1.0]], np.float32), np.bool_(True)])
+
+
+def _py(slot, dtype=I64):  # a Python number read from the arguments
+    return ir.Node(ir.INPUT, (), {"slot": slot, "name": f"a{slot}", "python": True}, ((), np.dtype(dtype)))
+
+
+@settings(deadline=None)
+@given(values=st.lists(st.sampled_from([0, 1, -3, 2**62, True, False]), min_size=2, max_size=5),
+       read_one=st.booleans())
+def test_python_numbers_concatenated_into_an_index_array_are_one_array_call(values, read_one):
+    """`concatenate(reshape(k0, (1,)), ...)` of Python ints (or bools): `np.array((k0, ...),
+    dtype)` in the plan, with the interpreter's values and dtype; a reshape something else also
+    reads is still computed."""
+    dt = np.dtype(bool) if all(type(v) is bool for v in values) else I64
+    ins = [_py(i, dt) for i in range(len(values))]
+    rows = [_op("reshape", k, shape=(1,), dtype=dt) for k in ins]
+    for r in rows:
+        r.params = {"shape": (1,)}
+    cat = _op("concatenate", *rows, shape=(len(values),), dtype=dt, axis=0)
+    outputs = [cat] + ([rows[0]] if read_one else [])
+    src = _check(ins + rows + [cat], outputs, list(values))
+    assert "np.array((" in src or "NP_array((" in src
+    assert src.count("reshape") == (1 if read_one else 0), src
+
+
+def test_a_float_concatenation_of_numbers_keeps_its_ops():
+    ins = [_py(i, np.float64) for i in range(2)]
+    rows = [_op("reshape", k, shape=(1,), dtype=np.float64) for k in ins]
+    for r in rows:
+        r.params = {"shape": (1,)}
+    cat = _op("concatenate", *rows, shape=(2,), dtype=np.float64, axis=0)
+    src = _check(ins + rows + [cat], [cat], [0.5, -0.0])
+    assert "array((" not in src
+
+
+def test_embedding_rows_of_python_word_ids_agree_with_eager():
+    """The word ids of a sum of embedding rows become one index array for the gradient's
+    scatter (repeated ids included); a call with an id out of range raises as in eager."""
+    def make():
+        emb = Variable(np.random.default_rng(0).standard_normal((6, 3)).astype(np.float32), name="emb")
+        opt = optim.SGD(0.1)
+
+        def step(words):
+            with GradientTape() as tape:
+                h = 0.0
+                for w in words:
+                    h = h + F.tanh(emb[w])
+                loss = F.sum(h)
+            opt.apply_gradients([(tape.gradient(loss, emb), emb)])
+            return loss
+
+        return step, emb
+
+    lists = [[1, 4, 4, 0], [2, 2, 5, 3], [0, 1, 2, 3], [5, 4, 3, 9], [1, 1, 1, 1], [3, 0], [4, 4, 0, 1]]
+    jf = check(make, call_sequence(len(lists), lambda s, i: (lists[i],)), reassociate=True)
+    assert any("array((" in g.plan.source for g in jf.compiled if g.plan is not None), jf.explain()
