@@ -13,7 +13,7 @@ import statistics
 import numpy as np
 import pytest
 
-from benchmarks import frameworks, overhead, runner
+from benchmarks import frameworks, overhead, runner, tables
 from benchmarks.models import MODELS, _common, load
 from benchmarks.models._common import numpy_stepper
 
@@ -285,8 +285,8 @@ def test_steady_state_counts_only_calls_after_the_warm_up():
     # several jitted functions per step (the RL models): one entry each, in the model's order
     parts = runner.steady_state({"update": before, "policy": before}, {"update": after, "policy": before})
     assert list(parts) == ["update", "policy"] and parts["policy"]["graph_share"] is None
-    assert runner.format_graph_share(parts) == "80/-%"
-    assert runner.steady_state(None, None) is None and runner.format_graph_share(None) == "-"
+    assert tables.format_graph_share(parts) == "80/-%"
+    assert runner.steady_state(None, None) is None and tables.format_graph_share(None) == "-"
 
 
 def _quick_record(name):

@@ -141,6 +141,8 @@ class _Emitter:
         one = scalars.operator(self, n) or scalars.reduce(self, n)  # values of one element
         if one is not None:
             return one
+        if n.id in self.packed:
+            return scalars.pack(self, n)
         if n.op == "getitem" and array_in:
             idx = scalars.index(self, x, n.params["index"], n.inputs[1:])
             if idx is not None:
@@ -153,9 +155,6 @@ class _Emitter:
             if ir.numpy_typed(x):  # the method: np.reshape is a Python-level wrapper around it
                 return f"{self.arg(x)}.reshape({self.const(tuple(n.params['shape']))})"
             return f"np.reshape({self.arg(x)}, {self.const(tuple(n.params['shape']))})"
-        if n.id in self.packed:
-            numbers = ", ".join(self.arg(k) for k in self.packed[n.id])
-            return f"np.array(({numbers},), {self.const(np.dtype(n.aval[1]))})"
         if n.op == "concatenate" and n.inputs and all(ir.numpy_typed(i) for i in n.inputs):
             parts = ", ".join(self.arg(i) for i in n.inputs)
             return f"np.concatenate(({parts},), axis={self.const(n.params.get('axis', 0))})"

@@ -260,3 +260,9 @@ def packed_numbers(graph: ir.Graph) -> tuple[dict, set]:
     unread = {r.id for n in graph.nodes if n.id in packed for r in n.inputs
               if r.id not in outputs and all(u.id in packed for u in users.get(r.id, ()))}
     return packed, unread
+
+
+def pack(em, n) -> str:
+    """The plan's expression for a concatenate `packed_numbers` chose."""
+    numbers = ", ".join(em.arg(k) for k in em.packed[n.id])
+    return f"np.array(({numbers},), {em.const(np.dtype(n.aval[1]))})"
