@@ -477,8 +477,8 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
         parallel = os.environ.get("JANUS_LIKE_PARALLEL", "") not in ("", "0")
     em = _Emitter(static_shapes=not graph.polymorphic)
     em.outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
-    em.scalar_nodes = scalars.scalar_pairs(graph) if em.static_shapes else set()
-    em.packed, em.unread = scalars.packed_numbers(graph)
+    em.packed, em.unread = scalars.packed_numbers(graph, read := scalars.readers(graph))
+    em.scalar_nodes = scalars.scalar_pairs(graph, read) if em.static_shapes else set()
     async_nodes = plan_async(graph) if parallel else {}
     busy = {}  # the operands of a product on the worker stay untouched until it is collected
     for n in graph.nodes:

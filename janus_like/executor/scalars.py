@@ -21,6 +21,8 @@ value in the same dtype without it (NumPy 2.4, one tiny_mlp step):
 - `scalar_pairs` / `pair_scalar`: a two-class softmax's keepdims max and sum over one row held
   as NumPy scalars where every reader is a binary ufunc whose other operand has the result's
   shape (an RL policy's call: 12.4 against 11.5 us).
+- `packed_numbers` / `pack`: an integer array concatenated from Python numbers (a tree's word
+  ids) as one `np.array` call.
 """
 from __future__ import annotations
 
@@ -156,22 +158,27 @@ _BINARY = {"add", "sub", "mul", "div", "maximum", "minimum"}
 _UNARY = {"log", "exp", "neg", "sqrt", "tanh", "abs"}
 
 
-def scalar_pairs(graph: ir.Graph) -> set:
-    """Ids of one-element pair reductions (`pair_reduce` with keepdims: a two-class softmax's
-    max and sum, (1,) or (1, 1)) that the plan may hold as NumPy scalars: every reader, or
-    every reader of a unary op in between (a log), is a binary ufunc whose other operand has
-    the reader's shape and all share one float dtype, so its values, shape and dtype stay
-    the same. The broadcast then takes NumPy's scalar loop (0.92 against 1.46 us for a (2,)
-    minus a (1,)), and a sum is the scalars' `+` (0.23 against 0.80 us)."""
-    # order.refs: a conditional or loop reads what its blocks and outputs use (imported here,
-    # since passes/onehot.py imports this module)
+def readers(graph: ir.Graph) -> tuple[dict, set]:
+    """({node id: the top-level nodes that read it}, ids of the graph's outputs). A conditional
+    or loop reads what its blocks and outputs use (order.refs; imported here, since
+    passes/onehot.py imports this module)."""
     from ..passes.order import refs
 
     users: dict = {}
     for n in graph.nodes:
         for i in refs(n):
             users.setdefault(i.id, []).append(n)
-    outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+    return users, {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+
+
+def scalar_pairs(graph: ir.Graph, read: tuple[dict, set]) -> set:
+    """Ids of one-element pair reductions (`pair_reduce` with keepdims: a two-class softmax's
+    max and sum, (1,) or (1, 1)) that the plan may hold as NumPy scalars: every reader, or
+    every reader of a unary op in between (a log), is a binary ufunc whose other operand has
+    the reader's shape and all share one float dtype, so its values, shape and dtype stay
+    the same. The broadcast then takes NumPy's scalar loop (0.92 against 1.46 us for a (2,)
+    minus a (1,)), and a sum is the scalars' `+` (0.23 against 0.80 us). `read`: `readers(graph)`."""
+    users, outputs = read
     chosen: set = set()
 
     def dtype_of(x):
@@ -225,20 +232,15 @@ def pair_scalar(em, n, x) -> str | None:
     return f"np.{'maximum' if n.op == 'max' else 'minimum'}({a}, {b})"
 
 
-def packed_numbers(graph: ir.Graph) -> tuple[dict, set]:
+def packed_numbers(graph: ir.Graph, read: tuple[dict, set]) -> tuple[dict, set]:
     """Integer arrays made of Python numbers: a `concatenate` on axis 0 of `reshape(k, (1,))`
     of Python ints or bools (a TreeRNN's embedding rows to scatter into, one word id per leaf,
     batched by a pass). The plan makes them as `np.array((k0, k1, ...), dtype)`: one call, where
     each `np.reshape` of a Python int took ~2.7 us and the concatenate more. The same values and
     dtype (reshape gives the dtype NumPy picks for the number, which the aval recorded).
-    Returns ({concatenate id: [number nodes]}, ids of reshapes nothing else reads)."""
-    from ..passes.order import refs
-
-    users: dict = {}
-    for n in graph.nodes:
-        for i in refs(n):
-            users.setdefault(i.id, []).append(n)
-    outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
+    Returns ({concatenate id: [number nodes]}, ids of reshapes nothing else reads); `read`:
+    `readers(graph)`."""
+    users, outputs = read
 
     def number(r, dt):  # the Python number r reshapes to (1,), or None
         k = r.inputs[0] if isinstance(r, ir.Node) and r.op == "reshape" and len(r.inputs) == 1 else None
