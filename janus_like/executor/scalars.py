@@ -229,7 +229,11 @@ def pair_scalar(em, n, x) -> str | None:
     a, b = _first(em, x, len(xs)), f"{em.arg(x)}[{', '.join(second)}]"
     if n.op == "sum":
         return f"({a} + {b})"
-    return f"np.{'maximum' if n.op == 'max' else 'minimum'}({a}, {b})"
+    # NumPy's float32/float64 maximum keeps its first operand only where it is greater or NaN
+    # (the second when they are equal: maximum(0.0, -0.0) is -0.0); the same test on the two
+    # NumPy scalars gives the same object's value without a ufunc call (0.2 against 0.8-1.1 us)
+    p, q, cmp = f"a{n.id}", f"b{n.id}", ">" if n.op == "max" else "<"
+    return f"({p} if ({p} := {a}) {cmp} ({q} := {b}) or {p} != {p} else {q})"
 
 
 def packed_numbers(graph: ir.Graph, read: tuple[dict, set]) -> tuple[dict, set]:
