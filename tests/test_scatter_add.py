@@ -62,3 +62,26 @@ def test_out_of_range_is_reported_as_add_at_reports_it(width):
     np.add.at(expected, big, np.ones((2, width), np.float32))
     got = scatter_add(np.zeros((5, width), np.float32), big, np.ones((2, width), np.float32))
     assert np.array_equal(got, expected)
+
+
+@settings(deadline=None)
+@given(rows=st.integers(1, 300), width=st.sampled_from([1, 5, 64]), seed=st.integers(0, 2**16),
+       alias=st.booleans(), dtype=st.sampled_from([np.float32, np.float64]),
+       layout=st.sampled_from(["c", "fortran", "strided"]))
+def test_distinct_rows_take_one_addition_each_and_aliases_of_a_row_still_accumulate(rows, width, seed, alias,
+                                                                                      dtype, layout):
+    """Distinct rows (a tree's leaves) are one fancy-index `+=`; a row named twice, once counted
+    from the end (-1 and rows - 1), still gets both additions, as add.at gives them."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, min(rows, indexing.DISTINCT_MAX_INDICES + 8) + 1))
+    idx = rng.permutation(rows)[:n]
+    if alias:
+        idx = np.append(idx, idx[0] - rows)  # the first row again, as a negative index
+    g = rng.standard_normal((len(idx), width)).astype(dtype)
+    g.reshape(-1)[rng.integers(0, g.size, 3)] = rng.choice([-0.0, np.inf, np.nan], 3)
+    out = _out(rows, width, dtype, layout, rng)
+    out[0, 0] = -0.0
+    expected = out.copy()
+    np.add.at(expected, idx, g)
+    assert scatter_add(out, idx, g) is out
+    assert np.array_equal(np.ascontiguousarray(expected).view(np.uint8), np.ascontiguousarray(out).view(np.uint8))
