@@ -20,13 +20,13 @@ import re
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import index_source, is_basic, rows_by_product, scatter_add
+from ..ops.indexing import index_source, rows_by_product, scatter_add
 from ..ops.primitives import sum_to_axes
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
 from .plan_helpers import _ONE, _broadcast_copy, _mean, _sigmoid
-from . import scalars
+from . import rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -60,6 +60,7 @@ class _Emitter:
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
         self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
         self.packed, self.unread = {}, set()  # integer arrays of Python numbers (scalars.packed_numbers)
+        self.rows: dict = {}  # scatters that compute an SGD step on gathered rows (rows.sparse_updates)
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -330,6 +331,9 @@ class _Emitter:
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
             if n.id in self.unread:
                 continue
+            if n.id in self.rows:  # an SGD step on gathered rows, where the scatter was (rows.py)
+                self.lines.append(" " * indent + rows.code(self, n))
+                continue
             if n.id in async_nodes:
                 a, b = (self.arg(i) for i in n.inputs)
                 self.lines.append(" " * indent + f"F{n.id} = POOL.submit(np.{'matmul' if n.op == 'matmul' else 'dot'}, {a}, {b})")
@@ -374,23 +378,7 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {expr}")
             return
         if n.op == "getitem_grad" and isinstance(n.inputs[0], ir.Node) and ir.numpy_typed(n.inputs[1]):
-            # zeros of x's shape receiving g at the index (assigned when unique, else add.at); the
-            # shape is a constant, or read at run time in a graph for unknown dimensions
-            x, g = n.inputs[1], n.inputs[0]
-            shape = self.const(_known(x)) if self.static_shapes and _known(x) is not None else f"{self.arg(x)}.shape"
-            dt = np.dtype(x.aval[1]) if np.issubdtype(np.dtype(x.aval[1]), np.inexact) else np.dtype(g.aval[1])
-            idx = self.index_code(n.params["index"], n.inputs[2:])
-            zeros = f"{pad}{v} = np.zeros({shape}, {self.const(dt)}); "
-            one, g0 = scalars.index(self, x, n.params["index"], n.inputs[2:]), scalars.element(self, g)
-            if one is not None and g0 is not None and not n.params.get("dense"):  # one position: no fancy index
-                assign = "=" if n.params.get("unique") or is_basic(n.params["index"]) else "+="  # add.at: 0 + g
-                self.lines.append(f"{zeros}{v}[{one}] {assign} {g0}")
-            elif n.params.get("dense"):
-                self.lines.append(f"{pad}{v} = ROWS_BY_PRODUCT({shape}, {self.arg(n.inputs[2])}, {self.arg(g)})")
-            elif n.params.get("unique") or is_basic(n.params["index"]):
-                self.lines.append(f"{zeros}{v}[{idx}] = {self.arg(g)}")
-            else:
-                self.lines.append(f"{zeros}SCATTER_ADD({v}, ({idx}), {self.arg(g)})")
+            self.lines.append(pad + rows.scatter_code(self, n))  # zeros receiving g at the index
             return
         if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
                 and len(n.inputs[0].aval[0]) >= 1:
@@ -479,6 +467,8 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em.outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
     em.packed, em.unread = scalars.packed_numbers(graph, read := scalars.readers(graph))
     em.scalar_nodes = scalars.scalar_pairs(graph, read) if em.static_shapes else set()
+    em.rows, skip = rows.sparse_updates(graph, read) if em.static_shapes else ({}, set())
+    em.unread, em.globals["SGD_ROWS"] = em.unread | skip, rows.sgd_rows
     async_nodes = plan_async(graph) if parallel else {}
     busy = {}  # the operands of a product on the worker stay untouched until it is collected
     for n in graph.nodes:
