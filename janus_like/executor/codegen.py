@@ -21,11 +21,11 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import index_source, rows_by_product, scatter_add
-from ..ops.primitives import sum_to_axes
+from ..ops.primitives import _ONE, sigmoid_one_buffer as _sigmoid, sum_to_axes
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import _ONE, _broadcast_copy, _mean, _sigmoid
+from .plan_helpers import _broadcast_copy, _mean
 from . import rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -37,9 +37,6 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "logical_or": "logical_or", "logical_not": "logical_not"}
 
 
-# the in-place sigmoid pays from this many elements; below, out= arguments cost what the
-# allocations it saves did (a (4, 64) gate: 5.0 us as the primitive, 5.4 in place)
-SIGMOID_MIN_SIZE = 1024
 
 # binary ufuncs whose Python-number operand is passed as a 0-d array (`_Emitter.ufunc_args`)
 _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
@@ -167,8 +164,7 @@ class _Emitter:
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
         shaped = _known(n) if self.static_shapes else None
-        if n.op == "sigmoid" and shaped is not None and math.prod(shaped) >= SIGMOID_MIN_SIZE and array_in \
-                and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
+        if n.op == "sigmoid" and shaped is not None and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
             return f"SIGMOID({self.arg(x)})"
         if n.op in ("ones_like", "zeros_like") and shaped is not None and ir.numpy_typed(x):
             # np.ones_like is a Python function around np.empty_like + copyto; the shape is known
