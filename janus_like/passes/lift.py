@@ -101,7 +101,16 @@ def _describe(n, fam, rows):
 
 def _describe_squeezed(n, fam, out_shape):
     """Consumers of single rows `base[k]`: elementwise ops whose result has the row's shape
-    (shared operands broadcast over the rows when stacked), and `row @ W`."""
+    (shared operands broadcast over the rows when stacked), `row @ W`, and basic slices of the
+    row (`row[a:b]`, a gate's columns), which lift to the view `base[:, a:b]`."""
+    if n.op == "getitem" and len(n.inputs) == 1:
+        fid, k = fam.member[n.inputs[0].id]
+        items, _ = n.params["index"]
+        if not fid[1] or not items or len(items) > len(_shape(n.inputs[0])) \
+                or not all(type(i) is tuple and i[0] == "s" for i in items):
+            return None
+        return (n.op, _key(n.params["index"]), (("m", fam.bounds[fid], True),), n.aval[1], out_shape,
+                _errstate_key(n), "row slice"), k
     desc, k_seen = [], set()
     for x in n.inputs:
         if isinstance(x, ir.Node) and x.id in fam.member:
@@ -201,8 +210,10 @@ def _lift(group, fam):
     total = bounds[-1][1]
     squeezed = fid[1]
     shape = (total,) + tuple(_shape(first)[0 if squeezed else 1:])
-    lifted = ir.Node(first.op, tuple(inputs), dict(first.params), (shape, first.aval[1]), first.site,
-                     errstate=first.errstate)
+    params = dict(first.params)
+    if squeezed and first.op == "getitem":  # row[a:b] of every row: base[:, a:b]
+        params["index"] = ((_FULL,) + tuple(params["index"][0]), False)
+    lifted = ir.Node(first.op, tuple(inputs), params, (shape, first.aval[1]), first.site, errstate=first.errstate)
     slices = []
     for (a, b), c in zip(bounds, group):
         index = ((a,), True) if squeezed else ((("s", a, b, None),), True)

@@ -9,6 +9,7 @@ from janus_like import F, ir
 from janus_like.executor import interpret
 from janus_like.passes import lift_row_blocks
 
+
 F32 = np.dtype(np.float32)
 
 
@@ -274,3 +275,79 @@ def test_products_of_blocks_in_another_order_become_one_product_whose_consumers_
         np.testing.assert_allclose(a, b, rtol=1e-6)
     assert _count(g, "concatenate") == 0 and _count(g, "matmul") == 1
     assert _count(g, "add") == 1  # lifted over the new product's cuts
+
+
+def _gate_rows(k=3, h=4, odd_row=None):
+    """y (k, 3h): per row y[j], sigmoid(y[j][0:h]) * tanh(y[j][h:2h]) + y[j][2h:3h:1]; row
+    `odd_row` slices another column range for its first gate."""
+    y = ir.Node(ir.INPUT, (), {"slot": 0, "name": "y"}, ((k, 3 * h), F32))
+    nodes, outs = [y], []
+    for j in range(k):
+        row = ir.Node("getitem", (y,), {"index": ((j,), True)}, ((3 * h,), F32))
+        lo = 1 if j == odd_row else 0
+        gi = ir.Node("getitem", (row,), {"index": ((("s", lo, lo + h, None),), True)}, ((h,), F32))
+        gu = ir.Node("getitem", (row,), {"index": ((("s", h, 2 * h, None),), False)}, ((h,), F32))
+        go = ir.Node("getitem", (row,), {"index": ((("s", 2 * h, 3 * h, 1),), True)}, ((h,), F32))
+        s = ir.Node("sigmoid", (gi,), {}, ((h,), F32))
+        t = ir.Node("tanh", (gu,), {}, ((h,), F32))
+        m = ir.Node("mul", (s, t), {}, ((h,), F32))
+        o = ir.Node("add", (m, go), {}, ((h,), F32))
+        nodes += [row, gi, gu, go, s, t, m, o]
+        outs.append(o)
+    g = ir.Graph("gates", nodes, outs, 1)
+    ir.verify(g)
+    return g
+
+
+def test_column_slices_of_every_row_lift_to_one_view_and_the_cell_ops_follow():
+    """A tree LSTM's leaves: the rows of one batched projection, each cut into its gates, each
+    gate through the same ops. The slices become `y[:, a:b]` and each op runs once, with the
+    interpreter's bits; where one row slices other columns, that gate stays per row."""
+    slots = [np.random.default_rng(3).standard_normal((3, 12)).astype(np.float32)]
+    for odd_row, lifted in ((None, True), (1, False)):
+        g = _gate_rows(odd_row=odd_row)
+        before = interpret(g, slots)
+        lift_row_blocks(g)
+        ir.verify(g)
+        assert (_count(g, "sigmoid"), _count(g, "tanh")) == ((1, 1) if lifted else (3, 1))
+        for a, b in zip(before, interpret(g, slots)):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+def _leaf_cells(reassociate):
+    """Leaves of a tree LSTM: one product for all leaves (batched: 4 x 64 x 96 multiply-adds),
+    the cell per leaf, its gates column slices of the leaf's row."""
+    rng = np.random.default_rng(0)
+    w = jl.Variable((rng.standard_normal((64, 96)) * 0.2).astype(np.float32), name="w")
+    emb = jl.Variable(rng.standard_normal((9, 64)).astype(np.float32), name="emb")
+
+    def step(words):
+        with jl.GradientTape() as tape:
+            loss = 0.0
+            for k in words:
+                z = emb[k] @ w
+                c = F.sigmoid(z[0:32]) * np.tanh(z[64:96])
+                loss = loss + F.sum(F.sigmoid(z[32:64]) * np.tanh(c))
+        for p, gr in zip((w, emb), tape.gradient(loss, [w, emb])):
+            p.assign_sub(0.1 * gr)
+        return loss
+
+    return (jl.jit(step, reassociate=reassociate) if reassociate is not None else step), (w, emb)
+
+
+def test_a_batch_one_lstm_cell_on_batched_rows_matches_eager():
+    """Losses and parameters side by side with eager (to float32 reassociation: the leaves'
+    products are batched), over word lists that repeat and change; the cell's ops run once for
+    all leaves, and the plan agrees with the interpreter."""
+    fast, p_fast = _leaf_cells(True)
+    eager, p_eager = _leaf_cells(None)
+    words = [[1, 4, 2, 7], [3, 3, 0, 8]] * 3 + [[6, 5, 4, 1]] * 3
+    for ids in words:
+        np.testing.assert_allclose(float(fast(ids)), float(eager(ids)), rtol=1e-5)
+        for a, b in zip(p_fast, p_eager):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-4, atol=1e-6)
+    assert fast.stats()["graph_calls"] >= 4
+    for cg in fast.graphs():
+        assert _count(cg.graph, "sigmoid") == 2 and _count(cg.graph, "tanh") == 2  # 8 and 8 per leaf
+        for a, b in zip(cg.plan(list(cg.last_slots)), interpret(cg.graph, list(cg.last_slots))):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
