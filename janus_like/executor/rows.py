@@ -52,9 +52,10 @@ def sgd_rows(w, idx, g, scale, scale_first, unique):
         z[idx] = g
     else:
         scatter_add(z, idx, g)
-    if scale is not None:
-        z = np.multiply(scale, z) if scale_first else np.multiply(z, scale)
-    return np.subtract(w, z)
+    if scale is not None:  # in z's buffer where the product keeps z's dtype (the plan's case)
+        out = z if np.result_type(scale, z) == z.dtype else None
+        z = np.multiply(scale, z, out=out) if scale_first else np.multiply(z, scale, out=out)
+    return np.subtract(w, z, out=z if np.result_type(w, z) == z.dtype else None)
 
 
 def _positive(c) -> bool:
