@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import index_source, rows_by_product, scatter_add
-from ..ops.primitives import _ONE, sigmoid_one_buffer as _sigmoid, sum_to_axes
+from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_to_axes
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
@@ -45,6 +45,15 @@ _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
 _REDUCE = {"sum": "add", "max": "maximum", "min": "minimum"}
 
 
+def _in_dtype(value, dt):
+    """A Python int or float as a 0-d array of float dtype dt; None: another type, not finite or inexact in dt."""
+    if type(value) not in (int, float):
+        return None
+    with np.errstate(all="ignore"):
+        a = np.array(value, dt)
+    return None if not np.isfinite(a) or (type(value) is int and int(a) != value) else a
+
+
 class _Emitter:
     def __init__(self, static_shapes=True):
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
@@ -56,8 +65,7 @@ class _Emitter:
         self._kernels: dict = {}
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
         self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
-        self.packed, self.unread = {}, set()  # integer arrays of Python numbers (scalars.packed_numbers)
-        self.rows: dict = {}  # scatters that compute an SGD step on gathered rows (rows.sparse_updates)
+        self.packed, self.unread, self.rows = {}, set(), {}  # scalars.packed_numbers, rows.sparse_updates
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -91,6 +99,11 @@ class _Emitter:
                 or np.dtype(n.aval[1]) not in _ONE:
             return ", ".join(self.arg(i) for i in n.inputs)
         dt = np.dtype(n.aval[1])
+        number = next(i for i in n.inputs if not isinstance(i, ir.Node))
+        if n.op in ("maximum", "minimum") and self.static_shapes and _known(arrays[0]) == _known(n) \
+                and _in_dtype(number, dt) is not None and (full := filled(_known(n), dt, number)) is not None:
+            # the number as a full array: maximum/minimum's vector loop (ops/primitives.filled)
+            return ", ".join(self.arg(i) if isinstance(i, ir.Node) else self.const(full) for i in n.inputs)
         return ", ".join(self.arg(i) if isinstance(i, ir.Node) else self.zero_d(i, dt) for i in n.inputs)
 
     def _leading_ones(self, x, n) -> str:
@@ -108,11 +121,8 @@ class _Emitter:
     def zero_d(self, value, dt) -> str:
         """A Python int or float as a named 0-d array of float dtype dt, or the literal when its
         value in dt is not finite or (an int) not exact."""
-        if type(value) not in (int, float):
-            return self.arg(value)
-        with np.errstate(all="ignore"):
-            a = np.array(value, dt)
-        if not np.isfinite(a) or (type(value) is int and int(a) != value):
+        a = _in_dtype(value, dt)
+        if a is None:
             return self.arg(value)
         key = (dt.str, value, math.copysign(1.0, value) if type(value) is float else 0)  # -0.0 is not 0.0 here
         name = self._zero_d.get(key)
@@ -164,7 +174,11 @@ class _Emitter:
         if n.op == "cast" and array_in:
             return f"{self.arg(x)}.astype({self.const(n.params['dtype'])})"
         shaped = _known(n) if self.static_shapes else None
-        if n.op == "sigmoid" and shaped is not None and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
+        if n.op == "relu" and shaped is not None and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]) in _ONE \
+                and (zeros := filled(shaped, x.aval[1], 0)) is not None:  # maximum's vector loop (ops/primitives.py)
+            return f"np.maximum({self.arg(x)}, {self.const(zeros)})"
+        if n.op == "sigmoid" and shaped is not None and array_in and ir.numpy_typed(x) \
+                and np.dtype(x.aval[1]).kind == "f":
             return f"SIGMOID({self.arg(x)})"
         if n.op in ("ones_like", "zeros_like") and shaped is not None and ir.numpy_typed(x):
             # np.ones_like is a Python function around np.empty_like + copyto; the shape is known

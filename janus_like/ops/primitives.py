@@ -7,6 +7,7 @@ so the same rule runs eagerly on a tape and symbolically inside a graph.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -126,11 +127,50 @@ def _sigmoid(xp, x):
         return 1 / (1 + xp.exp(-x))
 
 
+FILLED_MAX_ELEMENTS = 1 << 21  # 8 MiB of float32 at most per cached constant
+
+
+@functools.lru_cache(maxsize=64)
+def _filled(shape, dtype, bits):
+    a = np.frombuffer(bits, dtype)[0]
+    out = np.full(shape, a, dtype)
+    out.flags.writeable = False  # shared by every call that reads it
+    return out
+
+
+def filled(shape, dtype, value):
+    """A read-only array of `value` (cast to dtype) of `shape`, cached (64 arrays at most), or
+    None above FILLED_MAX_ELEMENTS. NumPy's maximum and minimum take their vectorized loop only
+    when both operands are arrays of the result's shape: against a number (a 0-d operand, a
+    stride-0 broadcast) they loop element by element, 2-3.5x slower ((64, 256) float32: 7.4
+    against 2.3 us; (8, 16, 32, 32): 53 against 18). The same values, NaN and -0.0 included."""
+    dtype = np.dtype(dtype)
+    shape = tuple(int(d) for d in shape)
+    if math.prod(shape) > FILLED_MAX_ELEMENTS:
+        return None
+    return _filled(shape, dtype, np.array(value, dtype).tobytes())
+
+
+_ZEROS: dict = {}  # (shape, dtype) -> filled(shape, dtype, 0): eager's relu looks here first (~0.1 us)
+
+
+def _relu(xp, x):
+    if xp is np and type(x) is np.ndarray and x.ndim and x.dtype in _ONE:
+        zeros = _ZEROS.get((x.shape, x.dtype))
+        if zeros is None and (zeros := filled(x.shape, x.dtype, 0)) is not None:
+            if len(_ZEROS) >= 64:
+                _ZEROS.clear()
+            _ZEROS[(x.shape, x.dtype)] = zeros
+        if zeros is not None:
+            return np.maximum(x, zeros)
+    return xp.maximum(x, 0)
+
+
 _elementwise("sigmoid", _sigmoid, lambda g, o, x: (F.mul(g, F.mul(o, F.sub(1, o))),))
 # relu's gradient multiplies by the mask, as hand-written NumPy does (`d *= a > 0`): one fast
 # ufunc instead of np.where (~4x slower on a (64, 256) float32 block). The one difference from a
 # select: a NaN or infinite gradient at an inactive unit gives NaN instead of 0.
-_elementwise("relu", lambda xp, x: xp.maximum(x, 0), lambda g, o, x: (F.mul(g, F.gt(x, 0)),))
+_elementwise("relu", lambda xp, x: _relu(xp, x), lambda g, o, x: (F.mul(g, F.gt(x, 0)),))
 _elementwise("sqrt", lambda xp, x: xp.sqrt(x), lambda g, o, x: (F.div(g, F.mul(o, 2)),))
 _elementwise("abs", lambda xp, x: xp.abs(x), lambda g, o, x: (F.mul(g, F.sign(x)),))
 _elementwise("sin", lambda xp, x: xp.sin(x), lambda g, o, x: (F.mul(g, F.cos(x)),))

@@ -319,8 +319,11 @@ def test_python_numbers_as_0d_arrays_change_no_bit(op, pick, dtype, first, shape
         as_dtype = np.array(number, dtype)
     zero_d = type(number) is not bool and bool(np.isfinite(as_dtype)) and ref.dtype == a.dtype \
         and (type(number) is float or int(as_dtype) == number)
-    used = any(type(v) is np.ndarray and v.ndim == 0 and name in plan.source for name, v in plan.__globals__.items())
-    assert used is zero_d, plan.source  # the numbers that keep their value are 0-d arrays
+    # maximum and minimum take the number as a full array (their vector loop: ops/primitives.filled)
+    full = tuple(shape) if op in ("maximum", "minimum") else ()
+    used = any(type(v) is np.ndarray and v.shape == full and name in plan.source
+               for name, v in plan.__globals__.items())
+    assert used is zero_d, plan.source  # the numbers that keep their value are 0-d (or full) arrays
 
 
 def test_sigmoid_keeps_the_callers_error_state():
@@ -382,3 +385,36 @@ def test_a_real_broadcast_and_a_mean_of_one_element_are_emitted_as_before():
     got, want = plan([a, b, c]), interpret(g, [a, b, c])
     for u, v in zip(got, want):
         assert np.asarray(u).dtype == np.asarray(v).dtype and np.asarray(u).tobytes() == np.asarray(v).tobytes()
+
+
+@settings(deadline=None)
+@given(shape=st.lists(st.integers(1, 6), min_size=1, max_size=3), dtype=st.sampled_from([np.float16, np.float32, np.float64]),
+       picks=st.lists(st.integers(0, 9), min_size=8, max_size=8), strided=st.booleans(), payload=st.booleans())
+def test_relu_against_a_full_zeros_array_is_maximum_with_zero_bit_for_bit(shape, dtype, picks, strided, payload):
+    """relu (eager's kernel and the plan's line) compares with a cached read-only zeros array,
+    which takes NumPy's vector loop: the bits of np.maximum(x, 0), NaN payloads and -0.0 included;
+    the same for a user's np.maximum(x, number) and np.minimum."""
+    from janus_like.ops.primitives import _relu
+    full = tuple(shape[:-1]) + (shape[-1] * (2 if strided else 1),)
+    a = np.resize(np.array([_SPECIAL[p] for p in picks]), full).astype(dtype)
+    if payload:
+        a.reshape(-1)[0:1].view(np.uint8)[0] |= 1  # a NaN's low bits, where the value is NaN
+    value = a[..., ::2] if strided else a
+    want = np.maximum(value, 0)
+    assert _relu(np, value).tobytes() == want.tobytes()
+    x = _in(0, value.shape, dtype)
+    nodes = [x, _op("relu", x, shape=value.shape, dtype=dtype), _op("maximum", x, 0.5, shape=value.shape, dtype=dtype),
+             _op("minimum", -1, x, shape=value.shape, dtype=dtype)]
+    plan = compile_plan(ir.Graph("g", nodes, nodes[1:], 1))
+    with np.errstate(all="ignore"):
+        got = plan([value])
+        wants = [want, np.maximum(value, 0.5), np.minimum(-1, value)]
+    for g, w in zip(got, wants):
+        assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+    assert plan.source.count("NP_maximum(") == 2 and "K" not in plan.source.split("return")[0].split("S[0]")[1]
+
+
+def test_filled_arrays_are_bounded():
+    from janus_like.ops import primitives
+    assert primitives.filled((4,), np.float32, 0).flags.writeable is False
+    assert primitives.filled((primitives.FILLED_MAX_ELEMENTS + 1,), np.float32, 0) is None
