@@ -417,4 +417,5 @@ def test_relu_against_a_full_zeros_array_is_maximum_with_zero_bit_for_bit(shape,
 def test_filled_arrays_are_bounded():
     from janus_like.ops import primitives
     assert primitives.filled((4,), np.float32, 0).flags.writeable is False
-    assert primitives.filled((primitives.FILLED_MAX_ELEMENTS + 1,), np.float32, 0) is None
+    assert primitives.filled((primitives.FILLED_MAX_BYTES // 4 + 1,), np.float32, 0) is None
+    assert primitives.filled((primitives.FILLED_MAX_BYTES // 4,), np.float32, 0) is not None
