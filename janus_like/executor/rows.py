@@ -30,7 +30,7 @@ import math
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import DISTINCT_MAX_INDICES, is_basic, scatter_add
+from ..ops.indexing import distinct_rows, is_basic, scatter_add
 from . import scalars
 from .buffers import _known
 
@@ -38,15 +38,13 @@ from .buffers import _known
 def sgd_rows(w, idx, g, scale, scale_first, unique):
     """`w - scale * Z` (`w - Z` when scale is None; `Z * scale` when not scale_first), Z being
     zeros of w's shape with g's rows added at idx (assigned when `unique`)."""
-    if type(idx) is np.ndarray and type(w) is np.ndarray and idx.ndim == 1 and idx.size <= DISTINCT_MAX_INDICES:
-        rows = idx.tolist()
-        if rows and len(set(rows)) == len(rows) and 0 <= min(rows) and max(rows) < w.shape[0]:
-            out = w.copy()
-            z = g if unique else np.add(g, w.dtype.type(0))  # the scatter's 0.0 + g (assigned: g)
-            if scale is not None:
-                z = np.multiply(scale, z) if scale_first else np.multiply(z, scale)
-            out[idx] = np.subtract(w[idx], z)
-            return out
+    if type(idx) is np.ndarray and type(w) is np.ndarray and idx.ndim == 1 and distinct_rows(idx, w.shape[0]):
+        out = w.copy()
+        z = g if unique else np.add(g, w.dtype.type(0))  # the scatter's 0.0 + g (assigned: g)
+        if scale is not None:
+            z = np.multiply(scale, z) if scale_first else np.multiply(z, scale)
+        out[idx] = np.subtract(w[idx], z)
+        return out
     z = np.zeros(w.shape, w.dtype)
     if unique:
         z[idx] = g

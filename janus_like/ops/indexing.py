@@ -95,6 +95,16 @@ FLAT_MIN_ELEMENTS = 1024  # below this the range check and flat index cost what 
 ROUNDS_MIN_ELEMENTS = 4096  # below this the rounds' setup costs more than it saves
 
 
+def distinct_rows(idx, n) -> bool:
+    """Whether the 1-D integer array idx names at most DISTINCT_MAX_INDICES distinct rows, all in
+    [0, n) (a negative index is refused: -1 and n - 1 name one row). Checked on the indices as
+    Python ints: ~0.3 us for ten."""
+    if idx.size > DISTINCT_MAX_INDICES:
+        return False
+    rows = idx.tolist()
+    return bool(rows) and len(set(rows)) == len(rows) and 0 <= min(rows) and max(rows) < n
+
+
 def scatter_add(out, idx, g):
     """`np.add.at(out, idx, g)`: g's rows added into out at idx, repeated indices accumulating in
     order, with the same bits. For one 1-D integer index on axis 0, three faster forms:
@@ -116,11 +126,9 @@ def scatter_add(out, idx, g):
             and out.ndim >= 1 and idx.size and getattr(g, "dtype", None) == out.dtype
             and np.shape(g) == idx.shape + out.shape[1:]):
         n = out.shape[0]
-        if idx.size <= DISTINCT_MAX_INDICES:
-            rows = idx.tolist()
-            if len(set(rows)) == len(rows) and 0 <= min(rows) and max(rows) < n:
-                out[idx] += g  # one addition per element, out's value first: add.at's bits
-                return out
+        if distinct_rows(idx, n):
+            out[idx] += g  # one addition per element, out's value first: add.at's bits
+            return out
         width = out.size // max(n, 1)
         added = idx.size * width
         if added >= FLAT_MIN_ELEMENTS:

@@ -127,42 +127,36 @@ def _sigmoid(xp, x):
         return 1 / (1 + xp.exp(-x))
 
 
-FILLED_MAX_BYTES = 1 << 20  # per cached constant; with 32 cached and 32 in _ZEROS, 64 MiB at most
-
-
-@functools.lru_cache(maxsize=32)
-def _filled(shape, dtype, bits):
-    a = np.frombuffer(bits, dtype)[0]
-    out = np.full(shape, a, dtype)
-    out.flags.writeable = False  # shared by every call that reads it
-    return out
+FILLED_MAX_BYTES = 1 << 20  # per cached constant; 32 of them at most: 32 MiB
+_FILLED: dict = {}  # (shape, dtype, number, its sign) -> the read-only array
 
 
 def filled(shape, dtype, value):
-    """A read-only array of `value` (cast to dtype) of `shape`, cached (32 arrays at most), or
-    None above FILLED_MAX_BYTES. NumPy's maximum and minimum take their vectorized loop only
-    when both operands are arrays of the result's shape: against a number (a 0-d operand, a
-    stride-0 broadcast) they loop element by element, 2-3.5x slower ((64, 256) float32: 7.4
-    against 2.3 us; (8, 16, 32, 32): 53 against 18). The same values, NaN and -0.0 included."""
-    dtype = np.dtype(dtype)
-    shape = tuple(int(d) for d in shape)
-    if math.prod(shape) * dtype.itemsize > FILLED_MAX_BYTES:
-        return None
-    return _filled(shape, dtype, np.array(value, dtype).tobytes())
-
-
-_ZEROS: dict = {}  # (shape, dtype) -> filled(shape, dtype, 0): eager's relu looks here first (~0.1 us)
+    """A read-only array of the Python number `value` (cast to dtype) of `shape`, cached (32
+    arrays at most; a lookup costs ~0.2 us, eager's relu asks on every call), or None above
+    FILLED_MAX_BYTES. NumPy's maximum and minimum take their vectorized loop only when both
+    operands are arrays of the result's shape: against a number (a 0-d operand, a stride-0
+    broadcast) they loop element by element, 2-3.5x slower ((64, 256) float32: 7.4 against
+    2.3 us; (8, 16, 32, 32): 53 against 18). The same values, NaN and -0.0 included."""
+    key = (shape, dtype, value, math.copysign(1.0, value))  # 0.0 and -0.0 are different arrays
+    out = _FILLED.get(key)
+    if out is None:
+        dt = np.dtype(dtype)
+        if math.prod(shape) * dt.itemsize > FILLED_MAX_BYTES:
+            return None
+        out = np.full(tuple(int(d) for d in shape), np.array(value, dt), dt)
+        out.flags.writeable = False  # shared by every call that reads it
+        if len(_FILLED) >= 32:
+            _FILLED.clear()
+        _FILLED[key] = out
+    return out
 
 
 def _relu(xp, x):
-    if xp is np and type(x) is np.ndarray and x.ndim and x.dtype in _ONE:
-        zeros = _ZEROS.get((x.shape, x.dtype))
-        if zeros is None and (zeros := filled(x.shape, x.dtype, 0)) is not None:
-            if len(_ZEROS) >= 32:
-                _ZEROS.clear()
-            _ZEROS[(x.shape, x.dtype)] = zeros
-        if zeros is not None:
-            return np.maximum(x, zeros)
+    # from ~512 elements the vector loop saves more than the cached array's lookup costs
+    if xp is np and type(x) is np.ndarray and x.size >= 512 and x.dtype in _ONE \
+            and (zeros := filled(x.shape, x.dtype, 0)) is not None:
+        return np.maximum(x, zeros)
     return xp.maximum(x, 0)
 
 
