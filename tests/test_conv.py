@@ -276,3 +276,37 @@ def test_im2col_is_the_window_by_window_matrix_bit_for_bit(dtype, n, c, dh, dw, 
     want = naive_cols(x, size, stride, padding)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got.view(f"u{x.itemsize}"), want.view(f"u{x.itemsize}"))
+
+
+@given(st.integers(1, 2), st.integers(8, 10), st.integers(1, 3), st.sampled_from([(1, 1), (3, 3), (3, 5), (5, 1)]),
+       st.integers(0, 2**32 - 1))
+def test_same_conv_input_gradient_as_a_flipped_convolution_matches_naive_loops(n, c, o, kernel, seed):
+    # stride 1, "same" padding, 8+ input channels: the input gradient is computed as a
+    # convolution of g with the flipped, channel-swapped kernel instead of col2im
+    rng = np.random.default_rng(seed)
+    kh, kw = kernel
+    padding = ((kh - 1) // 2, (kw - 1) // 2)
+    x = jl.Variable(rng.standard_normal((n, c, 5, 4)))
+    w = jl.tensor(rng.standard_normal((o, c, kh, kw)))
+    with jl.GradientTape() as tape:
+        y = F.conv2d(x, w, padding=padding)
+        g = rng.standard_normal(y.shape)
+        loss = F.sum(y * g)
+    got = tape.gradient(loss, x).numpy()
+    np.testing.assert_allclose(got, naive_conv2d_grad_input(g, w.numpy(), x.shape, 1, padding), rtol=1e-10, atol=1e-10)
+    assert got.shape == x.shape and got.flags.c_contiguous
+
+
+@pytest.mark.parametrize("stride, padding, c", [(1, 1, 8), (1, 0, 3), (2, 1, 8)])
+def test_conv_kernels_return_c_ordered_arrays(stride, padding, c):
+    # a strided gradient would make the updated weight strided, and NumPy's products round
+    # differently on strided operands: eager and jit runs must see the same layouts
+    rng = np.random.default_rng(0)
+    x = jl.Variable(rng.standard_normal((2, c, 6, 6)).astype(np.float32))
+    w = jl.Variable(rng.standard_normal((4, c, 3, 3)).astype(np.float32))
+    with jl.GradientTape() as tape:
+        y = F.conv2d(x, w, stride=stride, padding=padding)
+        loss = F.sum(y * y)
+    gx, gw = tape.gradient(loss, [x, w])
+    for a in (y, gx, gw):
+        assert a.numpy().flags.c_contiguous and a.dtype == np.float32
