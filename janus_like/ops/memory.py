@@ -10,6 +10,10 @@ from .registry import register
 register("copy", lambda xp, x: xp.array(x, copy=True), vjp=lambda g, o, x: (g,), elementwise=True,
          doc="a fresh buffer with the same contents (NumPy's ndarray.copy)")
 
+# Made by the contiguous_operands pass (after differentiation): no gradient rule.
+register("ascontiguousarray", lambda xp, x: xp.ascontiguousarray(x),
+         doc="x in C order: a copy unless it already is (a transposed operand read by several products)")
+
 
 def _to_device(xp, x, device, source="cpu"):
     out = backend.to_device(x, device)
