@@ -310,3 +310,24 @@ def test_conv_kernels_return_c_ordered_arrays(stride, padding, c):
     gx, gw = tape.gradient(loss, [x, w])
     for a in (y, gx, gw):
         assert a.numpy().flags.c_contiguous and a.dtype == np.float32
+
+
+@pytest.mark.parametrize("block_bytes", [1, 6000, 9000])
+def test_the_input_gradient_built_in_blocks_of_rows_matches_naive_loops(monkeypatch, block_bytes):
+    # the flipped-kernel form lays out and multiplies its im2col matrix in blocks of output rows
+    # when the matrix is large; small thresholds here make blocks of 1 row, of several rows and a
+    # shorter last block
+    from janus_like.ops import conv
+
+    monkeypatch.setattr(conv, "ROWS_BLOCK_BYTES", block_bytes)
+    rng = np.random.default_rng(block_bytes)
+    x = jl.Variable(rng.standard_normal((2, 8, 7, 5)).astype(np.float32))
+    w = jl.tensor(rng.standard_normal((3, 8, 3, 3)).astype(np.float32))
+    with jl.GradientTape() as tape:
+        y = F.conv2d(x, w, padding=1)
+        g = rng.standard_normal(y.shape).astype(np.float32)
+        loss = F.sum(y * g)
+    got = tape.gradient(loss, x).numpy()
+    want = naive_conv2d_grad_input(g.astype(np.float64), w.numpy().astype(np.float64), x.shape, 1, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert got.dtype == np.float32 and got.flags.c_contiguous

@@ -11,9 +11,11 @@ from jit.harness import call_sequence, random_array, side_by_side
 
 
 def _make(stride, padding, k, channels):
+    # 8 hidden channels: with k = 2 * padding + 1 the second convolution's input gradient takes
+    # the flipped-kernel convolution form (ops/conv.py), here bit for bit against eager too
     def make():
-        w = jl.Variable(random_array(1, (4, channels, k, k), np.float32) * 0.3, name="w")
-        w2 = jl.Variable(random_array(2, (3, 4, k, k), np.float32) * 0.3, name="w2")
+        w = jl.Variable(random_array(1, (8, channels, k, k), np.float32) * 0.3, name="w")
+        w2 = jl.Variable(random_array(2, (3, 8, k, k), np.float32) * 0.3, name="w2")
         opt = optim.SGD(0.05)
 
         def step(x):
