@@ -331,3 +331,31 @@ def test_the_input_gradient_built_in_blocks_of_rows_matches_naive_loops(monkeypa
     want = naive_conv2d_grad_input(g.astype(np.float64), w.numpy().astype(np.float64), x.shape, 1, 1)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     assert got.dtype == np.float32 and got.flags.c_contiguous
+
+
+@pytest.mark.parametrize("stride, padding, c", [(1, 1, 8), (1, 0, 3), (2, 1, 4), (1, 2, 2)])
+def test_products_in_pieces_give_the_convolution_and_both_gradients(monkeypatch, stride, padding, c):
+    # tiny thresholds put every float32 product in pieces (columns, or the weight gradient's
+    # inner dimension), with a shorter last piece; float64 references
+    from janus_like.ops import conv
+
+    monkeypatch.setattr(conv, "SMALL_GEMM_MACS", 60)
+    monkeypatch.setattr(conv, "MIN_PIECE_COLUMNS", 1)
+    monkeypatch.setattr(conv, "MIN_PIECE_INNER", 1)
+    monkeypatch.setattr(conv, "ROWS_BLOCK_BYTES", 3000)
+    rng = np.random.default_rng(c)
+    x64, w64 = rng.standard_normal((2, c, 7, 6)), rng.standard_normal((3, c, 3, 3))
+    x, w = jl.Variable(x64.astype(np.float32)), jl.Variable(w64.astype(np.float32))
+    with jl.GradientTape() as tape:
+        y = F.conv2d(x, w, stride=stride, padding=padding)
+        g = rng.standard_normal(y.shape)
+        loss = F.sum(y * g.astype(np.float32))
+    gx, gw = tape.gradient(loss, [x, w])
+    tol = dict(rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y.numpy(), naive_conv2d(x.numpy(), w.numpy(), None, stride, padding), **tol)
+    np.testing.assert_allclose(gx.numpy(), naive_conv2d_grad_input(g, w.numpy(), x.shape, stride, padding), **tol)
+    with jl.GradientTape() as tape:  # the float64 kernels never take pieces: the reference
+        loss64 = F.sum(F.conv2d(jl.tensor(x.numpy().astype(np.float64)), w64v := jl.Variable(w.numpy().astype(np.float64)),
+                                stride=stride, padding=padding) * g)
+    np.testing.assert_allclose(gw.numpy(), tape.gradient(loss64, w64v).numpy(), **tol)
+    assert all(a.dtype == np.float32 and a.numpy().flags.c_contiguous for a in (y, gx, gw))

@@ -1,6 +1,7 @@
 """share_im2col: a convolution and its weight gradient read one im2col matrix, bit for bit the
 same results as the separate kernels, in eager-vs-jit runs and against the interpreter."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,3 +45,17 @@ def test_a_conv_and_its_weight_gradient_share_im2col_exactly(stride, padding, k,
         # plan against the interpreter)
         assert ops.count("im2col") == 2 and "conv2d_grad_weight" not in ops
         assert ops.count("conv2d_cols") == 2 and ops.count("conv2d_grad_weight_cols") == 2
+
+
+@pytest.mark.parametrize("stride, padding", [(1, 1), (2, 0)])
+def test_products_in_pieces_keep_eager_and_jit_bit_for_bit(monkeypatch, stride, padding):
+    # the convolution kernels multiply in pieces (ops/conv.py); tiny thresholds make every product
+    # take them here: eager and the graph (and the interpreter) must still agree exactly
+    from janus_like.ops import conv
+
+    monkeypatch.setattr(conv, "SMALL_GEMM_MACS", 100)
+    monkeypatch.setattr(conv, "MIN_PIECE_COLUMNS", 1)
+    monkeypatch.setattr(conv, "MIN_PIECE_INNER", 1)
+    monkeypatch.setattr(conv, "ROWS_BLOCK_BYTES", 4000)
+    calls = call_sequence(6, lambda s, i: (jl.tensor(random_array(i, (3, 2, 9, 9), np.float32)),))
+    side_by_side(_make(stride, padding, 3, 2), calls, reassociate=False)
