@@ -1,9 +1,12 @@
 """Convolution and pooling over NCHW arrays, as registered primitives.
 
 Convolution lays the padded input's windows out as an im2col matrix (C*kh*kw, OH*OW*N) and does
-one matrix product per direction; the input gradient scatters the column gradient back with one
-strided add per kernel tap (col2im). Pooling views the input as windows (`sliding_window_view`). Every kernel
-goes through the array module `xp`, so the same code runs on NumPy and CuPy.
+one matrix product per direction (on NumPy in float32, in pieces sized for OpenBLAS's small-matrix
+kernels); the input gradient scatters the column gradient back with one strided add per kernel
+tap (col2im), or, for a stride-1 "same" convolution of 8+ input channels, is the convolution of
+the gradient with the flipped kernel. Pooling views the input as windows
+(`sliding_window_view`). Every kernel goes through the array module `xp`, so the same code runs
+on NumPy and CuPy.
 
 The gradient ops come in transpose pairs, which makes every rule here differentiable again:
 
