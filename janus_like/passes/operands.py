@@ -81,7 +81,7 @@ def contiguous_operands(graph: ir.Graph) -> ir.Graph:
         return graph
     blocks = _blocks(graph.nodes, 0, None, None, [])
     where = {n.id: info for info in blocks for n in info[0]}
-    readers: dict = {}  # transpose id -> (transpose, [(product, weight)])
+    readers: dict = {}  # transpose id -> (transpose, [(product, weight, weighted multiply-adds)])
     for block, depth, _, _ in blocks:
         for n in block:
             if n.op not in _PRODUCTS or len(n.inputs) != 2 or n.errstate is not None:
