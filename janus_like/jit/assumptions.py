@@ -79,7 +79,8 @@ REASONS = {r.id: r for r in [
            "move values with .to('gpu') / .to('cpu') before combining them"),
     Reason("op-error", "an op would fail on the speculated shapes", "the eager call reports the error"),
     Reason("user-error", "the function raises an exception on these inputs", "the eager call reports it"),
-    Reason("max-graphs", "the signature cache is full (max_graphs reached)", "raise max_graphs= or make shapes static"),
+    Reason("max-graphs", "the signature cache is full (max_graphs reached), or past 8 graphs fewer than half "
+           "of them ran twice", "raise max_graphs= or make shapes static"),
     Reason("recursion-limit", "recursion or unrolling went deeper than the generator's limit",
            "the generator unrolls at most 20,000 iterations and inlines 400 calls deep; "
            "restructure the recursion or leave that function eager"),

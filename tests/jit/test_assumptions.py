@@ -348,24 +348,26 @@ def _tree(r, leaves):
     return _Node(left=_tree(r, k), right=_tree(r, leaves - k))
 
 
+def tree_encoder():
+    """make() for f(tree) = sum(encode(tree)), a recursive tanh encoder with one (3, 3) weight."""
+    w = random_array(5, (3, 3))
+
+    def encode(node):
+        if node.left is None:
+            return np.tanh(node.value)
+        return np.tanh((encode(node.left) + encode(node.right)) @ w)
+
+    def f(tree):
+        return np.sum(encode(tree))
+
+    return f, {}
+
+
 def test_tree_walked_recursively_shape_changes():
-    def make():
-        w = random_array(5, (3, 3))
-
-        def encode(node):
-            if node.left is None:
-                return np.tanh(node.value)
-            return np.tanh((encode(node.left) + encode(node.right)) @ w)
-
-        def f(tree):
-            return np.sum(encode(tree))
-
-        return f, {}
-
     r = np.random.default_rng(7)
     shapes = [_tree(r, n) for n in (3, 3, 4)]
     order = [0, 0, 0, 0, 0, 2, 2, 1, 0]  # shapes[0] and [1] may differ in structure
-    jf = check(make, [lambda s, t=shapes[k]: (t,) for k in order])
+    jf = check(tree_encoder, [lambda s, t=shapes[k]: (t,) for k in order])
     assert jf.stats()["graphs_generated"] >= 2, jf.explain()
     assert jf.stats()["guard_failures"] >= 1
 

@@ -1,0 +1,60 @@
+"""The graph cache bound: up to MAX_GRAPHS signatures (tree shapes here) get graphs, and past
+FREE_GRAPHS only while at least half of the cached graphs are being reused; side by side with
+eager, so every call (graph or eager) gives eager's result."""
+import importlib
+
+import numpy as np
+
+from .harness import check
+from .test_assumptions import _tree, tree_encoder as _make
+
+jit_function = importlib.import_module("janus_like.jit.function")
+
+
+def _structure(node):
+    return "L" if node.left is None else f"({_structure(node.left)}{_structure(node.right)})"
+
+
+def _shapes(n, seed=0):
+    """n trees of pairwise different structures."""
+    r, seen, out = np.random.default_rng(seed), set(), []
+    while len(out) < n:
+        t = _tree(r, int(r.integers(2, 9)))
+        if _structure(t) not in seen:
+            seen.add(_structure(t))
+            out.append(t)
+    return out
+
+
+def _reasons(jf):
+    return [fb.detail for fb in jf.fallbacks() if fb.reason == "max-graphs"]
+
+
+def test_sixteen_shapes_cycled_all_become_graphs():
+    shapes = _shapes(16)
+    calls = [lambda s, t=t: (t,) for _ in range(3) for t in shapes]
+    jf = check(_make, calls)
+    assert jf.stats()["graphs_cached"] == 16, jf.explain()
+    # past FREE_GRAPHS the first cycle ran some shapes eagerly, until the cached graphs were reused
+    assert any("ran twice" in d for d in _reasons(jf)), jf.explain()
+    before = jf.stats()
+    for t in shapes:
+        jf(t)
+    after = jf.stats()
+    assert after["graph_calls"] - before["graph_calls"] == 16 and after["eager_calls"] == before["eager_calls"]
+
+
+def test_one_off_shapes_stop_generating_after_the_free_graphs():
+    shapes = _shapes(24, seed=1)
+    jf = check(_make, [lambda s, t=t: (t,) for t in shapes])
+    s = jf.stats()
+    assert s["graphs_generated"] == jit_function.FREE_GRAPHS, jf.explain()
+    assert s["eager_calls"] == len(shapes) - 3 - jit_function.FREE_GRAPHS  # 3 warm-up calls
+    assert any("fewer than half of them ran twice" in d for d in _reasons(jf))
+
+
+def test_max_graphs_still_bounds_the_cache():
+    shapes = _shapes(12, seed=2)
+    jf = check(_make, [lambda s, t=t: (t,) for _ in range(3) for t in shapes], max_graphs=4)
+    assert jf.stats()["graphs_cached"] == 4
+    assert any(d.startswith("4 graphs cached") for d in _reasons(jf))
