@@ -33,7 +33,7 @@ from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
 from .failures import FailuresMixin
 from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabled as _disabled, log_topics as _log_topics
-from .polymorphism import arg_key, probe_args, signature, sizes_of, varying_dims
+from .polymorphism import UnknownDimsMixin
 
 
 # Graphs cached for at most MAX_GRAPHS signatures (tree shapes, sizes, types) per function;
@@ -58,7 +58,7 @@ class _Entry:
         self.retries = 0
 
 
-class JitFunction(FailuresMixin):
+class JitFunction(FailuresMixin, UnknownDimsMixin):
     """A function compiled speculatively. Call it like the original; see `stats()`/`explain()`."""
 
     _janus_jit = True
@@ -278,55 +278,13 @@ class JitFunction(FailuresMixin):
         self.counters["eager_calls"] += 1
         return self.__wrapped__(*args, **kwargs)
 
-    # ================================================================== unknown dimensions
-    def _key(self, args):
-        dims = self._dims
-        if not dims:
-            return tuple(arg_key(a) for a in args)
-        return tuple(arg_key(a, dims.get(i)) for i, a in enumerate(args))
-
-    def _shape_variant(self, key) -> bool:
-        """Count sizes of dimensions that differ between otherwise equal signatures; after
-        `regen_after + 1` distinct sizes, make them unknown. True when the signature family changed."""
-        for old in list(self._entries):
-            found = varying_dims(old, key)
-            if found is None or any(d in self._no_poly for d in found):
-                continue
-            sizes = self._sizes.setdefault(found, set())
-            sizes.update((sizes_of(old, found), sizes_of(key, found)))
-            if len(sizes) > self.regen_after:
-                for i, axis in found:
-                    self._dims[i] = frozenset(self._dims.get(i, frozenset()) | {axis})
-                self._superseded = [k for k in self._entries if varying_dims(k, key) == found]
-                self.counters["regenerations"] += 1
-                self._log("regen", f"dimensions {list(found)} (argument, axis) vary: generating one graph "
-                                   "for every size")
-                return True
-        return False
-
-    def _give_up_dims(self, args, reason):
-        for i, axes in self._dims.items():
-            self._no_poly.update((i, a) for a in axes)
-        self._dims = {}
-        self._note(Fallback("shape-dependent", reason))
-
+    # ================================================================== generation
     def _build(self, entry, args, name, dims=None):
         """Generate, optimize and plan the commit copies of one graph for `args`."""
         gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed), unknown_dims=dims,
                         reassociate=self.reassociate).generate(args)
         optimize(gen.graph, self.reassociate)
         gen.outputs.plan_copies()
-        return gen
-
-    def _generate_polymorphic(self, entry, args, name):
-        dims = dict(self._dims)
-        gen = self._build(entry, args, name, dims)
-        try:
-            probe = self._build(entry, probe_args(args, dims), name, dims)
-        except Unsupported as exc:  # e.g. a reshape that only works for some sizes
-            raise Unsupported("shape-dependent", f"another size does not generate the same graph ({exc.detail})")
-        if signature(gen) != signature(probe):
-            raise Unsupported("shape-dependent", "the graph changes with the size of the varying dimension")
         return gen
 
     def _generate(self, entry, args):

@@ -7,13 +7,18 @@ Python is refused while generating (`.shape`, `len()`, iterating an array), and 
 generated a second time for a *probe* size; the two must be identical node for node (ops, params,
 constants, guards, commit plan). Anything that baked the size in (a `reshape` to it, an
 `np.arange(n)`, a mean's count) shows up as a difference and the dimension stays fixed.
+
+`UnknownDimsMixin` holds the JitFunction's side of it: signature keys, counting the sizes seen,
+generating and probing the unknown-size graph, and giving a dimension up.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import ir
+from ..graphgen.values import Unsupported
 from ..tensor import Tensor
+from .assumptions import Fallback
 
 
 def arg_key(a, unknown=None):
@@ -91,3 +96,49 @@ def signature(gen) -> tuple:
     plan = (tuple(out.commits), repr(out.ops), repr([(getattr(f, "__name__", f), a, k) for f, a, k in out.effects]),
             repr(out.result))
     return body, outputs, gen.guard_src, plan
+
+
+class UnknownDimsMixin:
+    """The signature keys and unknown-dimension decisions of `function.JitFunction`."""
+
+    def _key(self, args):
+        dims = self._dims
+        if not dims:
+            return tuple(arg_key(a) for a in args)
+        return tuple(arg_key(a, dims.get(i)) for i, a in enumerate(args))
+
+    def _shape_variant(self, key) -> bool:
+        """Count sizes of dimensions that differ between otherwise equal signatures; after
+        `regen_after + 1` distinct sizes, make them unknown. True when the signature family changed."""
+        for old in list(self._entries):
+            found = varying_dims(old, key)
+            if found is None or any(d in self._no_poly for d in found):
+                continue
+            sizes = self._sizes.setdefault(found, set())
+            sizes.update((sizes_of(old, found), sizes_of(key, found)))
+            if len(sizes) > self.regen_after:
+                for i, axis in found:
+                    self._dims[i] = frozenset(self._dims.get(i, frozenset()) | {axis})
+                self._superseded = [k for k in self._entries if varying_dims(k, key) == found]
+                self.counters["regenerations"] += 1
+                self._log("regen", f"dimensions {list(found)} (argument, axis) vary: generating one graph "
+                                   "for every size")
+                return True
+        return False
+
+    def _give_up_dims(self, args, reason):
+        for i, axes in self._dims.items():
+            self._no_poly.update((i, a) for a in axes)
+        self._dims = {}
+        self._note(Fallback("shape-dependent", reason))
+
+    def _generate_polymorphic(self, entry, args, name):
+        dims = dict(self._dims)
+        gen = self._build(entry, args, name, dims)
+        try:
+            probe = self._build(entry, probe_args(args, dims), name, dims)
+        except Unsupported as exc:  # e.g. a reshape that only works for some sizes
+            raise Unsupported("shape-dependent", f"another size does not generate the same graph ({exc.detail})")
+        if signature(gen) != signature(probe):
+            raise Unsupported("shape-dependent", "the graph changes with the size of the varying dimension")
+        return gen

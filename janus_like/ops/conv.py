@@ -131,30 +131,41 @@ def out_size(h, w, size, stride, padding):
 # The im2col matrix is laid out (C*kh*kw, OH*OW*N): batch innermost. Each kernel tap then copies
 # (and, in the input gradient, adds back) runs of OW*N contiguous floats instead of OW, which
 # measured 1.1-2.6x faster on LeNet's and ResNet's layers than the (C*kh*kw, N*OH*OW) layout.
-def _cols(xp, x, size, stride, padding):
-    """im2col: the padded input's windows as a (C*kh*kw, OH*OW*N) matrix, one strided copy per
-    kernel tap from the input in (C, H, W, N) layout."""
-    (kh, kw), (sh, sw), (ph, pw) = size, stride, padding
-    # The input in (C, H, W, N) order, contiguous and padded, in one copy: the taps below then
-    # copy whole contiguous runs. Copying tap by tap from the transposed view instead (no padding)
-    # took 0.36 ms for LeNet's second layer where this takes 0.15, and np.pad 0.25 ms of a
-    # (8, 16, 32, 32) layer's 0.6 where zeros plus one copy into the middle take 0.15.
+def _chwn(xp, x, padding):
+    """x in (C, H, W, N) order, contiguous and padded, in one copy: im2col's taps then copy whole
+    contiguous runs. Copying tap by tap from the transposed view instead (no padding) took 0.36 ms
+    for LeNet's second layer where this takes 0.15, and np.pad 0.25 ms of a (8, 16, 32, 32)
+    layer's 0.6 where zeros plus one copy into the middle take 0.15."""
+    ph, pw = padding
     xt = x.transpose(1, 2, 3, 0)
-    if ph or pw:
-        c, h, w, n = xt.shape
-        padded = xp.zeros((c, h + 2 * ph, w + 2 * pw, n), dtype=x.dtype)
-        padded[:, ph:ph + h, pw:pw + w] = xt
-        xt = padded
-    else:
-        xt = xp.ascontiguousarray(xt)
+    if not (ph or pw):
+        return xp.ascontiguousarray(xt)
+    c, h, w, n = xt.shape
+    padded = xp.zeros((c, h + 2 * ph, w + 2 * pw, n), dtype=x.dtype)
+    padded[:, ph:ph + h, pw:pw + w] = xt
+    return padded
+
+
+def _taps(cols, xt, stride, first_row=0):
+    """Fill the (C, kh, kw, rows, OW, N) im2col block whose output rows start at `first_row` from
+    the padded (C, H, W, N) input: one strided copy per kernel tap."""
+    (sh, sw), (_, kh, kw, rows, ow, _) = stride, cols.shape
+    top = first_row * sh
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, i, j] = xt[:, top + i:top + i + sh * (rows - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :]
+
+
+def _cols(xp, x, size, stride, padding):
+    """im2col: the padded input's windows as a (C*kh*kw, OH*OW*N) matrix."""
+    kh, kw = size
+    xt = _chwn(xp, x, padding)
     c, hp, wp, n = xt.shape
     if hp < kh or wp < kw:
         raise ValueError(f"window {size} is larger than the padded input {(hp, wp)}")
     oh, ow = out_size(hp, wp, size, stride, (0, 0))
     cols = xp.empty((c, kh, kw, oh, ow, n), dtype=x.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            cols[:, i, j] = xt[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :]
+    _taps(cols, xt, stride)
     return cols.reshape(c * kh * kw, oh * ow * n), (n, oh, ow)
 
 
@@ -218,23 +229,19 @@ def _conv2d_rows(xp, x, w, padding):
     """Stride-1 conv2d(x, w) with the im2col matrix built and multiplied block by block."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    ph, pw = padding
     oh, ow = out_size(h, wd, (kh, kw), (1, 1), padding)
     per_row = c * kh * kw * ow * n * x.dtype.itemsize
     if xp is not np or per_row * oh <= 2 * ROWS_BLOCK_BYTES:  # a cache's blocks: NumPy only
         return _conv2d(xp, x, w, (1, 1), padding)
     rows = max(1, ROWS_BLOCK_BYTES // per_row)
-    xt = xp.zeros((c, h + 2 * ph, wd + 2 * pw, n), dtype=x.dtype)  # (C, H, W, N), padded, as _cols
-    xt[:, ph:ph + h, pw:pw + wd] = x.transpose(1, 2, 3, 0)
+    xt = _chwn(xp, x, padding)
     out = xp.empty((o, oh, ow, n), dtype=np.result_type(x.dtype, w.dtype))
     buf = xp.empty(c * kh * kw * rows * ow * n, dtype=x.dtype)
     wm = w.reshape(o, -1)
     for a in range(0, oh, rows):
         b = min(a + rows, oh)
         block = buf[:c * kh * kw * (b - a) * ow * n].reshape(c, kh, kw, b - a, ow, n)
-        for i in range(kh):
-            for j in range(kw):
-                block[:, i, j] = xt[:, a + i:b + i, j:j + ow, :]
+        _taps(block, xt, (1, 1), a)
         _product(xp, wm, block.reshape(c * kh * kw, -1), out=out[:, a:b].reshape(o, -1))  # a view of out
     return xp.ascontiguousarray(out.transpose(3, 0, 1, 2))
 
