@@ -12,11 +12,13 @@ pass too — which is how nested tapes give higher-order derivatives.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .errors import GradientError
 from .ops import api as F
-from .ops.registry import _tapes
+from .ops.registry import _tapes, _wanted
 from .tensor import Tensor, Variable, _wrap
 
 
@@ -54,8 +56,10 @@ class GradientTape:
         watched = self._watched
         hit = False
         inputs = []
+        tids = []  # the inputs' tape ids (None for arrays and numbers), for the backward's pruning
         for a in args:
             if isinstance(a, Tensor):
+                tids.append(a._tid)
                 if a._tid in watched:
                     hit = True
                 elif type(a) is Variable and self.watch_accessed_variables and a.trainable:
@@ -64,9 +68,11 @@ class GradientTape:
                 # freeze the value and identity seen now: later assigns to a Variable, or
                 # functional updates (t[i] = v, t += 1) that rebind a Tensor object, must not leak in
                 a = a._snapshot()
+            else:
+                tids.append(None)
             inputs.append(a)
         if hit:
-            self._entries.append((op, inputs, params, tuple(o._snapshot() for o in outs)))
+            self._entries.append((op, inputs, params, tuple(o._snapshot() for o in outs), tuple(tids)))
             for o in outs:
                 watched.add(o._tid)
 
@@ -83,7 +89,7 @@ class GradientTape:
         if was_recording:
             _tapes.remove(self)  # the backward pass is not recorded on this tape itself
         try:
-            grads = _backward(self._entries, target, output_gradients)
+            grads = _backward(self._entries, target, output_gradients, _flatten(sources))
         finally:
             if was_recording:
                 _tapes.append(self)
@@ -101,7 +107,11 @@ class GradientTape:
         return _map_structure(pick, sources)
 
 
-def _backward(entries, target, output_gradients):
+def _backward(entries, target, output_gradients, sources=None):
+    """Cotangents by tensor id. With `sources`, only ops on a path from a source get their rule
+    applied, and a rule is told (`registry.wants`) which of its inputs lead to a source: the
+    others' cotangents (an input batch's, a constant's) would be discarded, so they are never
+    computed. The cotangents that are computed are the same ops in the same order: the same bits."""
     targets = _flatten(target)
     seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
     if len(seeds) != len(targets):
@@ -119,20 +129,46 @@ def _backward(entries, target, output_gradients):
         if seed.dtype != t.dtype and np.issubdtype(t.dtype, np.inexact):  # cotangents keep the primal's dtype
             seed = F.cast(seed, t.dtype)
         _accumulate(grads, owned, t._tid, seed)
-    for op, inputs, params, outs in reversed(entries):
+    reach = _reachable(entries, sources) if sources is not None else None
+    for op, inputs, params, outs, tids in reversed(entries):
         out_grads = [grads.get(o._tid) for o in outs]
         if all(g is None for g in out_grads):
             continue
+        wanted = None
+        if reach is not None and not reach.issuperset(tids):
+            if reach.isdisjoint(tids):
+                continue
+            wanted = tuple(t in reach for t in tids)
         if len(outs) == 1:
             g, out = out_grads[0], outs[0]
         else:
             g = tuple(gg if gg is not None else F.zeros_like(o) for gg, o in zip(out_grads, outs))
             out = outs
-        in_grads = op.vjp(g, out, *inputs, **params)
-        for x, gx in zip(inputs, in_grads):
-            if gx is not None and isinstance(x, Tensor):
-                _accumulate(grads, owned, x._tid, gx)
+        previous = _wanted[0]
+        _wanted[0] = wanted
+        try:
+            in_grads = op.vjp(g, out, *inputs, **params)
+        finally:
+            _wanted[0] = previous
+        for t, gx, w in zip(tids, in_grads, wanted or _ALL):
+            if gx is not None and w and t is not None:
+                _accumulate(grads, owned, t, gx)
     return grads
+
+
+_ALL = itertools.repeat(True)  # every input wanted
+
+
+def _reachable(entries, sources):
+    """Ids of the tensors that depend on a source: the sources, then every output of a recorded
+    op with such an input (in recording order, so a value rebound later is not confused)."""
+    reach = {s._tid for s in sources if isinstance(s, Tensor)}
+    add = reach.add
+    for _op, _inputs, _params, outs, tids in entries:
+        if not reach.isdisjoint(tids):
+            for o in outs:
+                add(o._tid)
+    return reach
 
 
 def _accumulate(grads, owned, tid, g):

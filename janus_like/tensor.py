@@ -262,11 +262,21 @@ class Variable(Tensor):
             else backend.array_module(value).asarray(value, dtype=self._data.dtype)
         return self
 
+    def _assign_result(self, new):
+        """`assign` of a value computed here from `self._data`: a new NumPy array of the
+        variable's shape and dtype (what a float32 update usually gives) is kept as it is;
+        assign's copy would only duplicate an array that nothing else references."""
+        if type(new) is np.ndarray and new.base is None and new.dtype == self._data.dtype \
+                and new.shape == self._data.shape:
+            self._data = new
+            return self
+        return self.assign(new)
+
     def assign_add(self, delta):
-        return self.assign(self._data + _unwrap(delta))
+        return self._assign_result(self._data + _unwrap(delta))
 
     def assign_sub(self, delta):
-        return self.assign(self._data - _unwrap(delta))
+        return self._assign_result(self._data - _unwrap(delta))
 
     def __setitem__(self, index, value):
         new = self._data.copy()
@@ -275,8 +285,8 @@ class Variable(Tensor):
 
     def __iadd__(self, o): return self.assign_add(o)
     def __isub__(self, o): return self.assign_sub(o)
-    def __imul__(self, o): return self.assign(self._data * _unwrap(o))
-    def __itruediv__(self, o): return self.assign(self._data / _unwrap(o))
+    def __imul__(self, o): return self._assign_result(self._data * _unwrap(o))
+    def __itruediv__(self, o): return self._assign_result(self._data / _unwrap(o))
 
     def value(self):
         """The current value as an immutable Tensor snapshot."""

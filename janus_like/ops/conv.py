@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import bind, register
+from .registry import bind, register, wants
 
 
 def _pair(v, what):
@@ -275,8 +275,8 @@ register("conv2d_grad_weight_cols", _conv2d_grad_weight_cols,
 _CONV = register(
     "conv2d", _conv2d,
     vjp=lambda g, o, x, w, stride, padding: (
-        bind(_CONV_GX, g, w, x, stride=stride, padding=padding),
-        bind(_CONV_GW, g, x, w, stride=stride, padding=padding)),
+        wants(0) and bind(_CONV_GX, g, w, x, stride=stride, padding=padding),
+        wants(1) and bind(_CONV_GW, g, x, w, stride=stride, padding=padding)),
     doc="NCHW cross-correlation of x (N, C, H, W) with w (O, C, kh, kw)")
 # <ct, grad_input(g, w)> = <conv2d(ct, w), g>: d/dg is conv2d(ct, w), d/dw is grad_weight(g, ct)
 _CONV_GX = register(

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import api as F
 from .indexing import build_index, is_basic, rows_by_product, scatter_add
-from .registry import P, bind, register
+from .registry import P, bind, register, wants
 
 
 def _elementwise(name, impl, vjp=None, doc=""):
@@ -39,20 +39,25 @@ def _unb(g, x):
 
 
 # ------------------------------------------------------------------ arithmetic
-_elementwise("add", lambda xp, a, b: xp.add(a, b), lambda g, o, a, b: (_unb(g, a), _unb(g, b)))
-_elementwise("sub", lambda xp, a, b: xp.subtract(a, b), lambda g, o, a, b: (_unb(g, a), _unb(F.neg(g), b)))
+# `wants(i) and ...`: an input the eager backward pass does not need gets no cotangent (False is
+# "none", as None is)
+_elementwise("add", lambda xp, a, b: xp.add(a, b),
+             lambda g, o, a, b: (wants(0) and _unb(g, a), wants(1) and _unb(g, b)))
+_elementwise("sub", lambda xp, a, b: xp.subtract(a, b),
+             lambda g, o, a, b: (wants(0) and _unb(g, a), wants(1) and _unb(F.neg(g), b)))
 _elementwise("mul", lambda xp, a, b: xp.multiply(a, b),
-             lambda g, o, a, b: (_unb(F.mul(g, b), a), _unb(F.mul(g, a), b)))
+             lambda g, o, a, b: (wants(0) and _unb(F.mul(g, b), a), wants(1) and _unb(F.mul(g, a), b)))
 _elementwise("div", lambda xp, a, b: xp.true_divide(a, b),
-             lambda g, o, a, b: (_unb(F.div(g, b), a), _unb(F.neg(F.mul(g, F.div(o, b))), b)))
+             lambda g, o, a, b: (wants(0) and _unb(F.div(g, b), a),
+                                 wants(1) and _unb(F.neg(F.mul(g, F.div(o, b))), b)))
 
 
 def _pow_vjp(g, out, a, b):
     # a Python exponent stays a Python number (weakly typed): float32 bases keep float32
     b_minus_1 = F.sub(b, 1) if hasattr(b, "shape") else b - 1
-    ga = _unb(F.mul(g, F.mul(b, F.pow(a, b_minus_1))), a) if hasattr(a, "shape") else None
+    ga = _unb(F.mul(g, F.mul(b, F.pow(a, b_minus_1))), a) if hasattr(a, "shape") and wants(0) else None
     gb = None
-    if hasattr(b, "shape") and _is_float(b):
+    if hasattr(b, "shape") and _is_float(b) and wants(1):
         safe_log = F.where(F.gt(a, 0), F.log(F.where(F.gt(a, 0), a, 1)), 0)
         gb = _unb(F.mul(g, F.mul(safe_log, out)), b)
     return ga, gb
@@ -61,9 +66,11 @@ def _pow_vjp(g, out, a, b):
 _elementwise("pow", lambda xp, a, b: xp.power(a, b), _pow_vjp)
 _elementwise("neg", lambda xp, a: xp.negative(a), lambda g, o, a: (F.neg(g),))
 _elementwise("maximum", lambda xp, a, b: xp.maximum(a, b),
-             lambda g, o, a, b: (_unb(F.where(F.ge(a, b), g, 0), a), _unb(F.where(F.ge(a, b), 0, g), b)))
+             lambda g, o, a, b: (wants(0) and _unb(F.where(F.ge(a, b), g, 0), a),
+                                 wants(1) and _unb(F.where(F.ge(a, b), 0, g), b)))
 _elementwise("minimum", lambda xp, a, b: xp.minimum(a, b),
-             lambda g, o, a, b: (_unb(F.where(F.le(a, b), g, 0), a), _unb(F.where(F.le(a, b), 0, g), b)))
+             lambda g, o, a, b: (wants(0) and _unb(F.where(F.le(a, b), g, 0), a),
+                                 wants(1) and _unb(F.where(F.le(a, b), 0, g), b)))
 _elementwise("where", lambda xp, c, a, b: xp.where(c, a, b),
              lambda g, o, c, a, b: (None, _unb(F.where(c, g, 0), a), _unb(F.where(c, 0, g), b)))
 
@@ -255,22 +262,21 @@ register("min", lambda xp, x, axis=None, keepdims=False: _arr(xp, x).min(axis=ax
 
 # ------------------------------------------------------------------ linear algebra
 def _matmul_vjp(g, out, a, b):
+    wa, wb = wants(0), wants(1)
     if _nd(a) == 1 and _nd(b) == 1:
-        return F.mul(g, b), F.mul(g, a)
+        return wa and F.mul(g, b), wb and F.mul(g, a)
     if _nd(a) == 1 and _nd(b) == 2:  # (k,) @ (k, m) -> (m,): a vector-matrix product each way
-        return F.matmul(g, F.swapaxes(b, -1, -2)), F.matmul(F.expand_dims(a, -1), F.expand_dims(g, -2))
+        return (wa and F.matmul(g, F.swapaxes(b, -1, -2)),
+                wb and F.matmul(F.expand_dims(a, -1), F.expand_dims(g, -2)))
     if _nd(a) == 1:  # (k,) @ (..., k, m) -> (..., m)
         g2 = F.expand_dims(g, -2)
-        ga = F.matmul(g2, F.swapaxes(b, -1, -2))
-        gb = F.matmul(F.expand_dims(a, -1), g2)
-        return F.sum_to(ga, a), F.sum_to(gb, b)
+        return (wa and F.sum_to(F.matmul(g2, F.swapaxes(b, -1, -2)), a),
+                wb and F.sum_to(F.matmul(F.expand_dims(a, -1), g2), b))
     if _nd(b) == 1:  # (..., n, k) @ (k,) -> (..., n)
-        ga = F.mul(F.expand_dims(g, -1), b)
-        gb = F.squeeze(F.matmul(F.swapaxes(a, -1, -2), F.expand_dims(g, -1)), -1)
-        return F.sum_to(ga, a), F.sum_to(gb, b)
-    ga = F.matmul(g, F.swapaxes(b, -1, -2))
-    gb = F.matmul(F.swapaxes(a, -1, -2), g)
-    return F.sum_to(ga, a), F.sum_to(gb, b)
+        return (wa and F.sum_to(F.mul(F.expand_dims(g, -1), b), a),
+                wb and F.sum_to(F.squeeze(F.matmul(F.swapaxes(a, -1, -2), F.expand_dims(g, -1)), -1), b))
+    return (wa and F.sum_to(F.matmul(g, F.swapaxes(b, -1, -2)), a),
+            wb and F.sum_to(F.matmul(F.swapaxes(a, -1, -2), g), b))
 
 
 register("matmul", lambda xp, a, b: xp.matmul(a, b), vjp=_matmul_vjp)
@@ -291,12 +297,15 @@ def _tensordot_vjp(g, out, a, b, axes=2):
     free_a = [i for i in range(na) if i not in ax_a]
     free_b = [i for i in range(nb) if i not in ax_b]
     nfa, nfb = len(free_a), len(free_b)
-    ga = F.tensordot(g, b, axes=(tuple(range(nfa, nfa + nfb)), tuple(free_b)))
-    order = free_a + [ax_a[ax_b.index(bx)] for bx in sorted(ax_b)]
-    ga = F.transpose(ga, tuple(int(i) for i in np.argsort(order)))
-    gb = F.tensordot(a, g, axes=(tuple(free_a), tuple(range(nfa))))
-    order = [ax_b[ax_a.index(axx)] for axx in sorted(ax_a)] + free_b
-    gb = F.transpose(gb, tuple(int(i) for i in np.argsort(order)))
+    ga = gb = None
+    if wants(0):
+        ga = F.tensordot(g, b, axes=(tuple(range(nfa, nfa + nfb)), tuple(free_b)))
+        order = free_a + [ax_a[ax_b.index(bx)] for bx in sorted(ax_b)]
+        ga = F.transpose(ga, tuple(int(i) for i in np.argsort(order)))
+    if wants(1):
+        gb = F.tensordot(a, g, axes=(tuple(free_a), tuple(range(nfa))))
+        order = [ax_b[ax_a.index(axx)] for axx in sorted(ax_a)] + free_b
+        gb = F.transpose(gb, tuple(int(i) for i in np.argsort(order)))
     return ga, gb
 
 
@@ -311,7 +320,7 @@ register("tensordot", lambda xp, a, b, axes=2: xp.tensordot(a, b, axes=axes), vj
 
 def _dot_vjp(g, out, a, b):
     if _nd(a) == 0 or _nd(b) == 0:
-        return _unb(F.mul(g, b), a), _unb(F.mul(g, a), b)
+        return wants(0) and _unb(F.mul(g, b), a), wants(1) and _unb(F.mul(g, a), b)
     if _nd(a) <= 2 and _nd(b) <= 2:
         return _matmul_vjp(g, out, a, b)
     return _tensordot_vjp(g, out, a, b, axes=((_nd(a) - 1,), (max(_nd(b) - 2, 0),)))
@@ -347,7 +356,8 @@ def _einsum_operand_grad(g, out_sub, other, other_sub, target, target_sub):
 
 def _einsum_vjp(g, out, a, b, subscripts):
     sa, sb, so = _parse_einsum(subscripts)
-    return (_einsum_operand_grad(g, so, b, sb, a, sa), _einsum_operand_grad(g, so, a, sa, b, sb))
+    return (wants(0) and _einsum_operand_grad(g, so, b, sb, a, sa),
+            wants(1) and _einsum_operand_grad(g, so, a, sa, b, sb))
 
 
 register("einsum", lambda xp, a, b, subscripts: xp.einsum(subscripts, a, b), vjp=_einsum_vjp)

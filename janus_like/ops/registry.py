@@ -72,6 +72,17 @@ def register(name, impl, *, shape=None, vjp=None, elementwise=False, nout=1, sta
 
 _builder = [None]  # the graph builder in charge while generating, else None
 _tapes: list = []  # active GradientTapes, innermost last (managed by autodiff)
+# While the eager backward pass applies one op's vector-Jacobian rule: which of the op's inputs
+# need a cotangent (a tuple of bools), or None for all of them (and always inside a graph, whose
+# dead-code pass drops what is unused).
+_wanted: list = [None]
+
+
+def wants(i: int) -> bool:
+    """Whether the vector-Jacobian rule being applied must compute input i's cotangent: a rule
+    may return None for an input that is not wanted instead of computing it."""
+    w = _wanted[0]
+    return w is None or w[i]
 
 
 def set_builder(builder):
