@@ -164,10 +164,16 @@ def site_text(filename: str, node: ast.AST) -> str:
     return f"{os.path.basename(filename)}:{getattr(node, 'lineno', '?')}"
 
 
+@functools.lru_cache(maxsize=4096)
 def has_yield(fn_node: ast.FunctionDef) -> bool:
-    for node in ast.walk(fn_node):
+    """Whether the function is a generator or a coroutine: a yield or an await in its own body
+    (not in a function or lambda nested in it). Cached per node (function ASTs are cached too):
+    inlining a recursive function asks once per call."""
+    todo = list(ast.iter_child_nodes(fn_node))
+    while todo:
+        node = todo.pop()
         if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
-            return node is not None
-        if node is not fn_node and isinstance(node, (ast.FunctionDef, ast.Lambda, ast.AsyncFunctionDef)):
-            continue
-    return False
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return isinstance(fn_node, ast.AsyncFunctionDef)

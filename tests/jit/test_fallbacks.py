@@ -105,6 +105,30 @@ def test_top_level_generator_function_runs_eagerly():
     assert "generator" in fallback_reasons(jf), jf.explain()
 
 
+def _doubles(x):
+    def gen():  # a generator defined inside: the helper itself is an ordinary function
+        yield x
+    return x * 2.0 if gen is not None else x
+
+
+def _yields(x):
+    yield x * 2.0
+
+
+def test_a_helper_is_a_generator_by_its_own_body_only():
+    def uses_doubles(x):
+        return np.tanh(_doubles(x))
+
+    def uses_yields(x):
+        return np.tanh(next(_yields(x)))
+
+    calls = [lambda state, i=i: (random_array(i, (3,)),) for i in range(6)]
+    jf = side_by_side(lambda: (uses_doubles, None), calls)
+    assert jf.stats()["graph_calls"] > 0, jf.explain()
+    jf = side_by_side(lambda: (uses_yields, None), calls)
+    assert jf.stats()["graph_calls"] == 0 and "generator" in fallback_reasons(jf), jf.explain()
+
+
 def test_unconvertible_helper_only_on_some_signatures():
     """A fallback is per signature: a shape that avoids the unconvertible path still compiles."""
     def make():
