@@ -288,6 +288,11 @@ class CallsMixin:
             result = None
         except _Return as ret:
             result = ret.value
+        except Unsupported as exc:
+            if not exc.site and self.site:  # raised where no site was at hand: the statement's
+                exc.site = self.site
+                exc.args = (f"{exc.reason}: {exc.detail} at {exc.site}",)
+            raise
         finally:
             self.frames.pop()
             self.depth -= 1

@@ -171,7 +171,7 @@ def _identity(v):
 
 def _dict_key(k):
     if isinstance(k, Sym) and not isinstance(k, VarRef):
-        raise Unsupported("data-dependent-python", "a graph value used as a dict key", "")
+        raise Unsupported("data-dependent-python", "a graph value used as a dict key or a list index", "")
     return _identity(k)  # Variables and input objects key dicts by the object itself
 
 

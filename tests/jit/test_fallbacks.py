@@ -105,6 +105,24 @@ def test_top_level_generator_function_runs_eagerly():
     assert "generator" in fallback_reasons(jf), jf.explain()
 
 
+def _picks_by_counter(state):
+    x = state["items"][state["step"] % 2]  # MARK
+    state["step"] += 1
+    return x * 2.0
+
+
+def test_a_list_indexed_by_a_changing_counter_names_its_line():
+    """The counter varies, so it is a graph value; indexing a Python list with it cannot be
+    speculated. The reason names the line that does it (a helper raising without a site gets
+    the statement's)."""
+    def make():
+        return _picks_by_counter, {"items": [random_array(0, (3,)), random_array(1, (3,))], "step": 0}
+
+    jf = side_by_side(make, [lambda state: (state,)] * 7)
+    assert jf.stats()["graph_calls"] == 0, jf.explain()
+    _assert_fallback(jf, "data-dependent-python", _site_of(_picks_by_counter, "# MARK"))
+
+
 def _doubles(x):
     def gen():  # a generator defined inside: the helper itself is an ordinary function
         yield x
