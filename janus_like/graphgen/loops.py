@@ -30,6 +30,7 @@ import operator
 import numpy as np
 
 from .. import ir
+from .builder import OPAQUE
 from .control import _PY_NUMBERS, _bound, _describe
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
@@ -115,17 +116,26 @@ class LoopMixin:
         results = []
         for i, (name, v) in enumerate(carried):
             out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
-            frame.locals[name] = Sym(out, v.kind)
+            frame.locals[name] = self.maybe_entry(Sym(out, v.kind), v)
             results.append(out)
         for i, (wkind, wtarget, wname, init) in enumerate(state.values(), start=len(carried)):
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, init.node.aval)), init.kind)
-            self.branch_result((wkind, wtarget, wname), out, frame)
+            self.branch_result((wkind, wtarget, wname), self.maybe_entry(out, init), frame)
         if grad is not None:
             grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
         if counter is not None:  # the loop variable after the loop is not modelled
             stale = Sym(gen["count"], "py")
             stale.kind = "stale"
             frame.locals[target] = stale
+
+    def maybe_entry(self, out, entry):
+        """A loop's result that is its entry value's object when the loop runs zero times (eager
+        code then still names that object): writing through it in place, or writing the entry
+        value in place, cannot be modelled (the same rule as a conditional's merged values)."""
+        if isinstance(entry, Sym) and not isinstance(entry, VarRef):
+            out.view = (OPAQUE, None)
+            self.builder.views.setdefault(id(entry), []).append(out)
+        return out
 
     def carried_initial(self, name, v):
         """A local's value before the loop as a carried graph value."""

@@ -148,7 +148,10 @@ class StatementsMixin:
             self.note_write(box)
             return
         if box.kind == "stale" or (box.view is not None and box.view[0] is OPAQUE):
-            raise Unsupported("view-write", "in-place write through a reshaped or transposed view", self.site)
+            what = ("a name that refers to one of several arrays (which one depends on a branch taken or a "
+                    "loop's trip count)" if box.view is not None and box.view[1] is None
+                    else "a reshaped or transposed view")
+            raise Unsupported("view-write", f"in-place write through {what}", self.site)
         if self.pure_depth:
             self.branch_box_write(box)
         box.node = new.node

@@ -65,8 +65,9 @@ REASONS = {r.id: r for r in [
     Reason("no-source", "the Python source of a called function is not available", "define it in a .py file"),
     Reason("object-construction", "the function creates instances of user classes",
            "create objects outside the hot function"),
-    Reason("view-write", "an in-place write through a reshaped/transposed view of an array",
-           "write through basic indexing (a[i] = ...) or rebind the name"),
+    Reason("view-write", "an in-place write to an array whose aliasing the graph cannot model (a reshaped or "
+           "transposed view, or a name bound to different arrays by a branch or a loop)",
+           "write through basic indexing (a[i] = ...) or rebind the name (x = x + y instead of x += y)"),
     Reason("data-dependent-python", "a Python-level value depends on array contents in a way that cannot be speculated",
            "keep the value as an array, or compute it outside the function"),
     Reason("varying-trip-count", "a loop whose trip count is a graph value could not become a loop node",

@@ -371,3 +371,35 @@ def test_while_condition_with_an_iteration_cap():
 
     jf = check(make, _limits(LIMITS), min_graph_calls=4)
     assert _has_loop(jf), jf.explain()
+
+
+def test_in_place_write_after_a_loop_that_may_not_run():
+    """After a loop node, a carried array is its entry array when the loop ran zero times: eager
+    `x += ...` then also writes what else holds that array (here a dict the function returns).
+    The graph cannot tell which object the name refers to, so the write stays eager; so does a
+    write to the entry array that the loop's result may be."""
+    def make():
+        def through_result(x, lim):
+            y = x + 0.0
+            box = {"a": y}
+            while y.sum() < lim:
+                y = y * 2.0
+            y += x
+            return box, y
+
+        return through_result, {}
+
+    def make_entry():
+        def through_entry(x, lim):
+            y = x + 0.0
+            box = [y]
+            while y.sum() < lim:
+                y = y * 2.0
+            box[0] += x
+            return box, y
+
+        return through_entry, {}
+
+    for m in (make, make_entry):
+        jf = check(m, _limits([1.0, 10.0, 1.0, 40.0, 1.0, 3.0, 1.0]), min_graph_calls=0)
+        assert "view-write" in fallback_reasons(jf), jf.explain()
