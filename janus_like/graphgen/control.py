@@ -21,6 +21,22 @@ from .support import ErrState, OneBranch, _Break, _Continue, _MISSING, _assigned
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
 
 
+def _leaves_loop(node: ast.If) -> bool:
+    """Whether a branch of `node` has a break or continue of the loop around the `if` (not one of
+    a loop, function or class nested in the branch)."""
+    todo = list(node.body) + list(node.orelse)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.Break, ast.Continue)):
+            return True
+        if not isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
+                              ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+        elif isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
+            todo.extend(n.orelse)  # a loop's else clause belongs to the enclosing loop's body
+    return False
+
+
 class ControlFlowMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -28,9 +44,15 @@ class ControlFlowMixin:
         test = self.eval_test(node.test, frame)
         if isinstance(test, Sym):
             key = site_key(frame.filename, node)
-            if self.branch_is_relaxed(key):
+            if not self.branch_is_relaxed(key):
+                outcome = self.speculate(test, node, frame, "branch")
+            elif ("branch", key) not in self.relaxed and self.loop_depths and _leaves_loop(node):
+                # a break/continue of an unrolled loop cannot be a conditional node's output: the
+                # outcome the warm-up saw more often is speculated (the other one fails an assert,
+                # and after repeated failures the branch is relaxed and the signature stays eager)
+                outcome = self.speculate(test, node, frame, "branch", majority=True)
+            else:
                 return self.cond(node, test, frame)
-            outcome = self.speculate(test, node, frame, "branch")
         else:
             outcome = self.truth(test)
         self.exec_block(node.body if outcome else node.orelse, frame)
@@ -43,7 +65,7 @@ class ControlFlowMixin:
         seen = self.profile.branch(key)
         return seen[0] > 0 and seen[1] > 0
 
-    def speculate(self, test, node, frame, kind):
+    def speculate(self, test, node, frame, kind, majority=False):
         key = site_key(frame.filename, node)
         if test.size != 1:
             raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
@@ -51,7 +73,7 @@ class ControlFlowMixin:
         seen = self.profile.branch(key) if self.profile is not None else (0, 0)
         if seen == (0, 0):
             raise Unsupported("unprofiled-branch", "condition never evaluated during warm-up", self.site)
-        expect = seen[0] > 0
+        expect = seen[0] >= seen[1] if majority else seen[0] > 0
         cond = _truth_value(test)
         self.builder.assert_(cond, expect, Assumption(kind, self.site, expect, relax=("branch", key)))
         return expect
@@ -263,12 +285,15 @@ class ControlFlowMixin:
 
     def iteration(self, body, frame):
         """One unrolled trip through a loop body; "break" when it ended the loop."""
+        self.loop_depths.append(self.pure_depth)
         try:
             self.exec_block(body, frame)
         except _Break:
             return "break"
         except _Continue:
             pass
+        finally:
+            self.loop_depths.pop()
         return None
 
     def dynamic_range(self, node, frame):

@@ -70,6 +70,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
         self.depth = 0
         self.unrolled = 0
         self.branch_frames: list = []  # frames whose own `return` would leave a cond/loop block
+        self.loop_depths: list = []  # per unrolled loop being run: the cond/loop-node depth it runs at
         self.branch_marks: list = []  # per cond/loop node being built: the first node id made inside it
         self.frames: list = []  # the frames of the functions being generated, outermost first
         self.comprehensions = 0  # comprehensions being evaluated (a lambda there is not supported)

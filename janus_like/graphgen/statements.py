@@ -46,10 +46,20 @@ class StatementsMixin:
         raise _Return(None if node.value is None else self.eval(node.value, frame))
 
     def stmt_Break(self, node, frame):
+        self.leaving_loop("break")
         raise _Break()
 
     def stmt_Continue(self, node, frame):
+        self.leaving_loop("continue")
         raise _Continue()
+
+    def leaving_loop(self, what):
+        """A break or continue inside a conditional node (a branch on a graph value) whose loop is
+        outside it: taken or not depends on data the generator does not see, so the statement
+        cannot run at generation time like the unrolled loop's other control flow. (A loop
+        node's body has its own check in loops.py.)"""
+        if self.loop_depths and self.loop_depths[-1] < self.pure_depth:
+            raise Unsupported("unsupported-syntax", f"{what} inside a branch on a graph value", self.site)
 
     def stmt_FunctionDef(self, node, frame):
         if node.decorator_list:

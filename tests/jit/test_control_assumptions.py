@@ -186,3 +186,60 @@ def test_helper_call_inside_cond_arm_is_correct():
     jf = check(make, [lambda s, sg=sg, i=i: (np.abs(random_array(i, (3,))) * sg,) for i, sg in enumerate(signs)],
                min_graph_calls=0)
     assert jf.stats()["graph_calls"] > 0 or jf.fallbacks(), jf.explain()
+
+
+# ------------------------------------------------------------------ break / continue on a computed value
+def _early_exit(kind):
+    def make():
+        def f(x):
+            y = x * 1.0
+            for i in range(3):
+                if np.sum(y) > 100.0:  # an early exit that most calls never take (a NaN guard, say)
+                    if kind == "break":
+                        break
+                    continue
+                y = y * 0.5 + 1.0
+            return y
+
+        return f, {}
+    return make
+
+
+def test_break_and_continue_on_a_computed_value_are_speculated():
+    """A break or continue of an unrolled loop inside a branch on a graph value cannot be a
+    conditional node's output. The outcome the warm-up saw more often is speculated (an assert
+    per iteration); calls that take the other one fall back, and after repeated failures the
+    signature stays eager. The graph used to end the loop unconditionally (wrong results). A
+    branch that flips between iterations of one call (a convergence test) fails its assert on
+    every such call: the signature then stays eager."""
+    sums = [1, 1, 400, 1, 1, 1, 1, 400, 1, 1, 400, 1, 1, 1]  # the exit taken on some calls
+    calls = [lambda s, t=t, i=i: (random_array(i, (4,)) * 0.1 + t / 4.0,) for i, t in enumerate(sums)]
+    for kind in ("break", "continue"):
+        jf = check(_early_exit(kind), calls)
+        s = jf.stats()
+        assert s["graph_calls"] >= 3 and s["assert_failures"] >= 1, jf.explain()
+        assert "branch" in assumption_kinds(jf), jf.explain()
+
+
+def test_break_of_a_loop_inside_a_branch_on_a_computed_value():
+    """The unrolled loop lies wholly inside the conditional node's branch: its break is the
+    branch's own control flow (a Python-value test), and the branch still becomes a node."""
+    def make():
+        def f(x):
+            y = x * 1.0
+            if np.sum(x) > 0.0:
+                for i in range(4):
+                    if i == 2:
+                        break
+                    y = y * 0.5 + 1.0
+            else:
+                y = y - 1.0
+            return y
+
+        return f, {}
+
+    signs = [1, -1, 1, -1, -1, 1, 1, -1]
+    calls = [lambda s, sg=sg, i=i: (np.abs(random_array(i, (4,))) * sg,) for i, sg in enumerate(signs)]
+    jf = check(make, calls)
+    assert any(n.op == "cond" for g in jf.graphs() for n in g.graph.nodes), jf.explain()
+    assert jf.stats()["graph_calls"] >= 4, jf.explain()

@@ -92,7 +92,8 @@ def simple_statements(draw, loop_var=False):
     v = draw(st.sampled_from(_VARS))
     kind = draw(st.sampled_from(["assign", "assign", "iadd", "imul", "row", "col", "slice", "fancy", "out",
                                  "attr", "attr_inplace", "append", "dictset", "variable", "bump", "xs_append",
-                                 "convert", "local", "callback", "box", "hist"]))
+                                 "convert", "local", "callback", "box", "hist", "alias", "view", "swap", "where",
+                                 "stack", "comprehension"]))
     e = draw(nm_expressions(2, loop_var))
     if kind == "assign":
         return [f"{v} = {e}"]
@@ -139,6 +140,25 @@ def simple_statements(draw, loop_var=False):
              f"    {v} = {v} + t * 0.1"],
             [f"for t in map(lambda a: bump(obj, a), [{v}, {w}]):", f"    obj.log.append(np.sum(obj.acc))",
              f"    {v} = {v} * 0.5 + t"]]))
+    if kind == "alias":  # a second name for the same array, written in place through either
+        w = draw(st.sampled_from(_VARS))
+        return draw(st.sampled_from([[f"u = {v}", f"u += {e}"], [f"u = {v}", f"{v} *= 0.5", f"{w} = u + 0.0"]]))
+    if kind == "view":  # basic-index views written in place; a transposed view (stays eager)
+        return draw(st.sampled_from([[f"u = {v}[0]", "u *= 0.5"], [f"u = {v}[:, :1]", "u += 1.0"],
+                                     [f"u = {v}[-1:]", f"u[...] = {v}[0] * 0.25"], [f"u = {v}.T", "u *= 0.5"]]))
+    if kind == "swap":
+        w = draw(st.sampled_from(_VARS))
+        return [f"{v}, {w} = {w}, {e}"]
+    if kind == "where":
+        return [f"{v} = np.where({v} > 0.0, {v}, {e})"]
+    if kind == "stack":
+        w = draw(st.sampled_from(_VARS))
+        return [draw(st.sampled_from([f"{v} = np.stack([{v}, {w}]).sum(axis=0) * 0.5",
+                                      f"{v} = np.concatenate([{v}, {w}], axis=1)[:, ::2] + {e}"]))]
+    if kind == "comprehension":
+        w = draw(st.sampled_from(_VARS))
+        return [draw(st.sampled_from([f"{v} = sum([t * 0.5 for t in ({v}, {w})])",
+                                      f"{v} = {{k: t for k, t in zip('ab', [{w}, {e}])}}['b']"]))]
     if kind == "dictset":
         return [f"obj.cache[{draw(st.sampled_from(['a', 'b']))!r}] = {e}"]
     if kind in ("box", "hist"):  # the function's own dict and list (graphgen/branch_containers.py)
@@ -161,7 +181,7 @@ def _local_container_writes(e, v):
 @st.composite
 def statements(draw, depth=2):
     kind = draw(st.sampled_from(["simple"] * 5 + ["if_py", "if_flag", "if_computed", "for_range", "for_list",
-                                                 "random", "print", "while"]))
+                                                 "random", "print", "while", "break"]))
     if kind == "simple" or depth == 0:
         return draw(simple_statements())
     if kind in ("if_py", "if_flag"):
@@ -208,8 +228,15 @@ def statements(draw, depth=2):
                                        f"        obj.var.assign({v}[0])"]]))
         # (halving, with at most +0.25 a trip, ends below 1.0 without the `k < 4` cap too)
         cap = draw(st.sampled_from([" and k < 4", ""]))
+        # after the loop: in-place writes through the carried name or what it was before the loop
+        after = draw(st.sampled_from([[], [f"{v} += 1.0"], ["box['a'] += 1.0"], [f"hist[0] *= 0.5"]]))
         return ["k = 0", f"while np.max(np.abs({v})) > {draw(st.sampled_from(['1.0', '2.0']))}{cap}:",
-                f"    {v} = {v} * 0.5", "    k = k + 1"] + extra
+                f"    {v} = {v} * 0.5", "    k = k + 1"] + extra + after
+    if kind == "break":  # a loop left early on a Python value or a computed one
+        v = draw(st.sampled_from(_VARS))
+        test = draw(st.sampled_from(["i == 1 and s > 0.3", f"np.sum({v}) > 2.0"]))
+        return [f"for i in range({draw(st.integers(1, 3))}):", f"    if {test}:", "        break",
+                f"    {v} = {v} * 0.5 + {draw(nm_expressions(1, True))}"]
     if kind == "random":
         v = draw(st.sampled_from(_VARS))
         call = draw(st.sampled_from(["np.random.randn(*{v}.shape)", "np.random.rand(*{v}.shape)",
