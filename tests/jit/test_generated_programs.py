@@ -229,7 +229,7 @@ def statements(draw, depth=2):
         # (halving, with at most +0.25 a trip, ends below 1.0 without the `k < 4` cap too)
         cap = draw(st.sampled_from([" and k < 4", ""]))
         # after the loop: in-place writes through the carried name or what it was before the loop
-        after = draw(st.sampled_from([[], [f"{v} += 1.0"], ["box['a'] += 1.0"], [f"hist[0] *= 0.5"]]))
+        after = draw(st.sampled_from([[], [f"{v} += 1.0"], ["box['a'] += 1.0"], ["hist[0] *= 0.5"]]))
         return ["k = 0", f"while np.max(np.abs({v})) > {draw(st.sampled_from(['1.0', '2.0']))}{cap}:",
                 f"    {v} = {v} * 0.5", "    k = k + 1"] + extra + after
     if kind == "break":  # a loop left early on a Python value or a computed one
