@@ -119,6 +119,8 @@ def _backward(entries, target, output_gradients, sources=None):
     grads: dict[int, Tensor] = {}
     owned: set[int] = set()  # tids whose gradient is a sum made here (aliased by nothing else)
     for t, seed in zip(targets, seeds):
+        if not isinstance(t, Tensor):  # a NumPy or Python value: a constant, connected to nothing
+            continue
         if seed is None:
             if t.size != 1:
                 raise GradientError(

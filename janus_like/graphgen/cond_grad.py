@@ -55,6 +55,9 @@ class CondGradient:
         self.local = [{m.id for m in block} for block in blocks]
         closure = []
         for b, tape in enumerate(self.tapes):
+            if any(len(entry) != 6 for entry in tape.entries):  # a nested loop or conditional node's entry
+                raise Unsupported(_REASON, "a branch inside a GradientTape with nested control flow or "
+                                           "random draws", self.site)
             for _, keys, _, _, _, _ in tape.entries:
                 for k in keys:
                     if k is not None and not (isinstance(k, ir.Node) and k.id in self.local[b]) and k not in closure:

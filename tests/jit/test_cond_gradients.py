@@ -153,3 +153,49 @@ def test_a_passed_through_value_with_gradient_elsewhere_runs_as_a_graph_when_rea
         np.testing.assert_allclose(float(lj), float(le), rtol=1e-12)
         np.testing.assert_allclose(gj.numpy(), ge.numpy(), rtol=1e-12, atol=1e-15)
     assert jf.stats()["graph_calls"] >= 8
+
+
+def test_a_branch_with_a_nested_branch_under_a_tape_stays_eager_with_its_reason():
+    """Found by the generated training steps: the outer conditional node's gradient read the
+    inner one's tape entry as a plain op's and the generator failed (an internal error). Nested
+    control flow in a differentiated branch is not converted: the reason says so."""
+    def make():
+        w = jl.Variable(np.abs(random_array(0, (2, 2))), name="w")  # the sign of h is x's
+
+        def step(x, s):
+            with jl.GradientTape() as tape:
+                h = np.tanh(x @ w)
+                if s > 0.3:
+                    if np.sum(h) > 0.0:
+                        h = h * 2.0
+                    else:
+                        h = h - x @ w
+                loss = np.sum(h * h)
+            return loss, tape.gradient(loss, w)
+
+        return step, w
+
+    # the warm-up sees both outer outcomes, and both inner ones (x's sign) under the outer branch
+    calls = [(1, 0.5), (-1, 0.5), (1, -0.5), (-1, 0.5), (1, -0.5), (1, 0.9), (-1, 0.5)]
+    jf = side_by_side(make, [lambda st, i=i, sg=sg, s=s: (np.abs(random_array(i, (2, 2))) * sg, s)
+                             for i, (sg, s) in enumerate(calls)])
+    text = jf.explain()
+    assert "nested control flow" in text and "internal-error" not in text, text
+
+
+def test_a_numpy_loss_under_a_tape_has_no_gradient_in_both_modes():
+    """A loss computed from NumPy values only is a constant: every source's gradient is None,
+    eagerly (it raised an AttributeError) and in a graph."""
+    def make():
+        w = jl.Variable(random_array(0, (2, 2)), name="w")
+
+        def step(x):
+            with jl.GradientTape() as tape:
+                h = np.tanh(x @ w)
+                loss = np.sum(np.tanh(x + x))
+            return loss, h, tape.gradient(loss, [w])
+
+        return step, w
+
+    jf = side_by_side(make, call_sequence(6, lambda s, i: (random_array(i, (2, 2)),)))
+    assert jf.stats()["graph_calls"] >= 2, jf.explain()

@@ -1,0 +1,131 @@
+"""Random training steps, eager vs jit. Hypothesis draws a small differentiable program: a
+forward pass under a `GradientTape` over two Variables (products, elementwise functions,
+reductions, row indexing, concatenation, `where`), with `if` on Python values and on computed
+values, unrolled `for` loops and `while` loops on a computed value, then `tape.gradient` and an
+SGD step. It runs side by side with eager on a random call sequence (shape changes and scalar
+changes included): losses, gradients returned, the Variables and every other piece of state must
+equal eager's after every call, whatever the JIT does (graphs, regenerations, fallbacks).
+
+The number of examples comes from the Hypothesis profile in tests/conftest.py (derandomized
+under `ci`).
+"""
+import os
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import janus_like as jl
+
+from .harness import check, load_module
+
+_DETERMINISTIC = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+_VARS = ("h0", "h1")
+
+
+@st.composite
+def expressions(draw, depth=2):
+    """An (n, m) expression of the hidden values, the input and the Variables."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(list(_VARS) + ["x", "(x @ obj.w1)", "(h0 * obj.b)"]))
+    a = draw(expressions(depth - 1))
+    kind = draw(st.sampled_from(["unary", "binary", "binary", "matmul", "row", "where", "concat", "reduce"]))
+    if kind == "unary":
+        return draw(st.sampled_from(["np.tanh({})", "F.sigmoid({})", "np.maximum({}, 0.0)", "np.exp(-np.abs({}))",
+                                     "({} * {})", "(-{})"])).format(a, a)
+    if kind == "binary":
+        b = draw(expressions(depth - 1))
+        return f"({a} {draw(st.sampled_from(['+', '-', '*']))} {b})"
+    if kind == "matmul":
+        return draw(st.sampled_from([f"({a} @ obj.w1)", f"({a} @ obj.w1.T)", f"np.dot({a}, obj.w1)"]))
+    if kind == "row":  # a row broadcast back over the batch
+        return draw(st.sampled_from([f"({a}[0] + x)", f"(x * {a}[-1])", f"(np.sum({a}, axis=0) * 0.1 + x)"]))
+    if kind == "where":
+        return f"np.where(x > 0.0, {a}, x * 0.5)"
+    if kind == "concat":
+        return f"np.concatenate([{a}, x], axis=1)[:, :M]"
+    return f"(x * np.mean({a}))"
+
+
+@st.composite
+def statements(draw, depth=2):
+    v = draw(st.sampled_from(_VARS))
+    kind = draw(st.sampled_from(["assign"] * 4 + ["if_py", "if_computed", "for", "while"]))
+    if kind == "assign" or depth == 0:
+        return [f"{v} = {draw(expressions())}"]
+    if kind == "if_py":
+        body = draw(statements(depth - 1))
+        return ["if s > 0.3:"] + ["    " + line for line in body]
+    if kind == "if_computed":  # both arms assign v: a conditional node, differentiated
+        return [f"if np.sum({v}) > 0.0:", f"    {v} = {draw(expressions(1))}", "else:",
+                f"    {v} = {draw(expressions(1))}"]
+    if kind == "for":
+        body = draw(statements(depth - 1))
+        return [f"for i in range({draw(st.integers(1, 3))}):"] + ["    " + line for line in body]
+    # a loop node when its trip count varies: the body keeps v's shape
+    return ["k = 0", f"while np.max(np.abs({v})) > 1.0 and k < 3:", f"    {v} = np.tanh({v}) * 0.5", "    k = k + 1"]
+
+
+@st.composite
+def programs(draw):
+    body = [line for _ in range(draw(st.integers(1, 4))) for line in draw(statements())]
+    loss = draw(st.sampled_from(["np.sum(h0 * h1)", "np.mean(h1 * h1) + np.sum(obj.b * obj.b)",
+                                 "np.sum(np.tanh(h0)) - np.mean(h1)"]))
+    lines = ["def f(x, s, obj):", "    with jl.GradientTape() as tape:", "        h0 = np.tanh(x @ obj.w1)",
+             "        h1 = h0 * obj.b + x"] + ["        " + line for line in body] + [
+        f"        loss = {loss}", "    g1, gb = tape.gradient(loss, [obj.w1, obj.b])"]
+    if draw(st.booleans()):
+        lines += ["    obj.w1.assign_sub(0.1 * g1)", "    if gb is not None:", "        obj.b.assign_sub(0.1 * gb)"]
+    lines += ["    return loss, g1, gb"]
+    return "\n".join(lines)
+
+
+PRELUDE = '''
+import numpy as np
+import janus_like as jl
+from janus_like import F
+
+M = {m}
+
+
+'''
+
+
+class Params:
+    def __init__(self, m):
+        r = np.random.default_rng(0)
+        self.w1 = jl.Variable(r.standard_normal((m, m)) * 0.5, name="w1")
+        self.b = jl.Variable(r.standard_normal(m) * 0.5, name="b")
+
+
+@st.composite
+def call_sequences(draw):
+    """Per call: rows n and the scalar s."""
+    seq, n, s = [], draw(st.sampled_from([2, 3])), 0.5
+    for _ in range(draw(st.integers(5, 9))):
+        change = draw(st.sampled_from([None] * 4 + ["n", "s", "x"]))
+        if change == "n":
+            n = draw(st.sampled_from([2, 3, 4]))
+        elif change == "s":
+            s = draw(st.sampled_from([-0.5, 0.1, 0.9]))
+        seq.append((n, s, change == "x"))
+    return seq
+
+
+@settings(derandomize=_DETERMINISTIC)
+@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3]))
+def test_random_training_step_eager_vs_jit(tmp_path_factory, program, seq, m):
+    directory = tmp_path_factory.mktemp("grads", numbered=True)
+
+    def make():
+        mod = load_module(directory, PRELUDE.format(m=m) + program + "\n", "genstep")
+        return mod.f, {"obj": Params(m)}
+
+    def call(k, n, s, big):
+        def c(state):
+            x = np.random.default_rng(2000 + k).standard_normal((n, m)) * (3.0 if big else 1.0)
+            return x, s, state["obj"]
+        return c
+
+    jf = check(make, [call(k, *spec) for k, spec in enumerate(seq)], min_graph_calls=0)
+    assert jf.stats()["calls"] == len(seq)
