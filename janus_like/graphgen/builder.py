@@ -59,6 +59,8 @@ class GraphBuilder:
         self.site = ""
         self._consts: dict[tuple, tuple] = {}
         self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
+        # ids of gradient nodes that eager leaves None after some branch outcomes (cond_grad.py)
+        self.maybe_none_grads: set = set()
         self.uses_rng = False
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks

@@ -115,6 +115,11 @@ class CondGradient:
                 finally:
                     b.block = outer_block
                 self.maybe_none[k] = None
+            elif start[k] is not None and start[k].node.id in b.maybe_none_grads and not all(
+                    branch_outs[br][k] is not None and branch_outs[br][k] is not start[k] for br in (0, 1)):
+                # k's gradient so far is None after some outcomes of a later conditional (its
+                # backward ran first), and a branch here adds nothing to it: still maybe None
+                self.maybe_none[k] = None
         keys = [k for k in self.closure if branch_outs[0][k] is not None]
         if not keys:
             return
@@ -130,6 +135,7 @@ class CondGradient:
             grads[k] = Sym(b.add(ir.Node(ir.TUPLE_GET, (node,), {"index": i}, then_outs[i].aval)), "tensor")
             if k in self.maybe_none:
                 self.maybe_none[k] = grads[k]
+                b.maybe_none_grads.add(grads[k].node.id)
 
     def check_connected(self, grads):
         """After the whole backward pass: a value only one branch differentiated must have gradient

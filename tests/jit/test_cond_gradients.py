@@ -199,3 +199,33 @@ def test_a_numpy_loss_under_a_tape_has_no_gradient_in_both_modes():
 
     jf = side_by_side(make, call_sequence(6, lambda s, i: (random_array(i, (2, 2)),)))
     assert jf.stats()["graph_calls"] >= 2, jf.explain()
+
+
+def test_a_value_two_branches_may_leave_undifferentiated_keeps_the_signature_eager():
+    """Found by the generated training steps: b is differentiated only in the then-arms of two
+    conditionals (its other use does not reach the loss). The later conditional's backward
+    runs first and gives b a gradient that is None in eager after its else-arm; the earlier one
+    passed that value through its own else-arm as if it were always there. After both else-arms
+    eager returns None: the signature stays eager, with the reason."""
+    def make():
+        w = jl.Variable(np.abs(random_array(0, (3, 3))), name="w")
+        b = jl.Variable(random_array(1, (3,)), name="b")
+
+        def step(x):
+            with jl.GradientTape() as tape:
+                h0 = np.tanh(x @ w)
+                h1 = h0 * b + x  # not on the loss's path: rebound below
+                if np.sum(h0) > 0.0:
+                    h0 = h0 * b
+                if np.sum(h0) > 0.0:
+                    h0 = h0 * b
+                h1 = h0
+                loss = np.sum(h0 * h1)
+            return loss, tape.gradient(loss, [w, b])
+
+        return step, (w, b)
+
+    signs = [1, -1, 1, -1, -1, 1, -1, 1]  # the sign of x is h0's: both arms, then both else-arms
+    jf = side_by_side(make, [lambda st, i=i, sg=sg: (np.abs(random_array(i, (2, 3))) * sg,)
+                             for i, sg in enumerate(signs)])
+    assert "nothing else does" in jf.explain(), jf.explain()
