@@ -1,6 +1,7 @@
 """Random training steps, eager vs jit. Hypothesis draws a small differentiable program: a
 forward pass under a `GradientTape` over two Variables (products, elementwise functions,
-reductions, row indexing, concatenation, `where`), with `if` on Python values and on computed
+reductions, rows, index-array gathers from a table, concatenation, `where`, janus_like's relu,
+softmax and cross-entropy), with `if` on Python values and on computed
 values, unrolled `for` loops and `while` loops on a computed value, then `tape.gradient` and an
 SGD step. It runs side by side with eager on a random call sequence (shape changes and scalar
 changes included): losses, gradients returned, the Variables and every other piece of state must
@@ -29,7 +30,8 @@ def expressions(draw, depth=2):
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return draw(st.sampled_from(list(_VARS) + ["x", "(x @ obj.w1)", "(h0 * obj.b)"]))
     a = draw(expressions(depth - 1))
-    kind = draw(st.sampled_from(["unary", "binary", "binary", "matmul", "row", "where", "concat", "reduce"]))
+    kind = draw(st.sampled_from(["unary", "binary", "binary", "matmul", "row", "where", "concat", "reduce",
+                                 "gather", "library"]))
     if kind == "unary":
         return draw(st.sampled_from(["np.tanh({})", "F.sigmoid({})", "np.maximum({}, 0.0)", "np.exp(-np.abs({}))",
                                      "({} * {})", "(-{})"])).format(a, a)
@@ -42,6 +44,12 @@ def expressions(draw, depth=2):
         return draw(st.sampled_from([f"({a}[0] + x)", f"(x * {a}[-1])", f"(np.sum({a}, axis=0) * 0.1 + x)"]))
     if kind == "where":
         return f"np.where(x > 0.0, {a}, x * 0.5)"
+    if kind == "gather":  # rows picked by index arrays (an embedding's lookup and its scatter-add)
+        return draw(st.sampled_from([f"({a}[IDX[:len(x)]] + x)", f"(obj.emb[IDS[:len(x)]] * {a})",
+                                     f"np.stack([{a}[0], x[-1]] * len(x))[:len(x)]"]))
+    if kind == "library":  # library functions of janus_like
+        return draw(st.sampled_from([f"F.relu({a})", f"F.softmax({a})", f"(F.log_softmax({a}) + x)",
+                                     f"F.sigmoid({a} * 2.0)"]))
     if kind == "concat":
         return f"np.concatenate([{a}, x], axis=1)[:, :M]"
     return f"(x * np.mean({a}))"
@@ -70,10 +78,16 @@ def statements(draw, depth=2):
 def programs(draw):
     body = [line for _ in range(draw(st.integers(1, 4))) for line in draw(statements())]
     loss = draw(st.sampled_from(["np.sum(h0 * h1)", "np.mean(h1 * h1) + np.sum(obj.b * obj.b)",
-                                 "np.sum(np.tanh(h0)) - np.mean(h1)"]))
+                                 "np.sum(np.tanh(h0)) - np.mean(h1)",
+                                 "F.cross_entropy(h0 @ obj.w1, LABELS[:len(x)]) + np.mean(h1)"]))
     lines = ["def f(x, s, obj):", "    with jl.GradientTape() as tape:", "        h0 = np.tanh(x @ obj.w1)",
              "        h1 = h0 * obj.b + x"] + ["        " + line for line in body] + [
-        f"        loss = {loss}", "    g1, gb = tape.gradient(loss, [obj.w1, obj.b])"]
+        f"        loss = {loss}"]
+    if draw(st.booleans()):  # the lookup table's gradient too (rows scattered and summed)
+        lines += ["    g1, gb, ge = tape.gradient(loss, [obj.w1, obj.b, obj.emb])", "    if ge is not None:",
+                  "        obj.emb.assign_sub(0.1 * ge)"]
+    else:
+        lines += ["    g1, gb = tape.gradient(loss, [obj.w1, obj.b])"]
     if draw(st.booleans()):
         lines += ["    obj.w1.assign_sub(0.1 * g1)", "    if gb is not None:", "        obj.b.assign_sub(0.1 * gb)"]
     lines += ["    return loss, g1, gb"]
@@ -86,6 +100,9 @@ import janus_like as jl
 from janus_like import F
 
 M = {m}
+IDX = np.array([1, 0, 1, 0])  # rows of a batch (n is 2 to 4)
+IDS = np.array([3, 0, 3, 1])  # rows of the table (repeated: their gradients add up)
+LABELS = np.array([0, 1, 1, 0])
 
 
 '''
@@ -96,6 +113,7 @@ class Params:
         r = np.random.default_rng(0)
         self.w1 = jl.Variable(r.standard_normal((m, m)) * 0.5, name="w1")
         self.b = jl.Variable(r.standard_normal(m) * 0.5, name="b")
+        self.emb = jl.Variable(r.standard_normal((5, m)) * 0.5, name="emb")
 
 
 @st.composite
