@@ -30,6 +30,26 @@ def call_sequence(n, fn):
     return [lambda s, i=i: fn(s, i) for i in range(n)]
 
 
+_TOLERANCE: list = [None]  # (rtol, atol) while `within` is active: floats compare approximately
+
+
+@contextlib.contextmanager
+def within(rtol, atol):
+    """Compare floating-point values to a tolerance instead of bit for bit (reassociating mode,
+    whose graphs round differently from eager by design)."""
+    old = _TOLERANCE[0]
+    _TOLERANCE[0] = (rtol, atol)
+    try:
+        yield
+    finally:
+        _TOLERANCE[0] = old
+
+
+def _close(a, b):
+    tol = _TOLERANCE[0]
+    return tol is not None and bool(np.allclose(a, b, rtol=tol[0], atol=tol[1], equal_nan=True))
+
+
 def assert_same(a, b, path="value", seen=None):
     seen = set() if seen is None else seen
     if id(a) in seen:
@@ -42,9 +62,9 @@ def assert_same(a, b, path="value", seen=None):
     elif isinstance(a, np.ndarray):
         _arrays_equal(a, b, path)
     elif isinstance(a, np.generic):
-        assert a.dtype == b.dtype and (a == b or (a != a and b != b)), f"{path}: {a!r} != {b!r}"
+        assert a.dtype == b.dtype and (a == b or (a != a and b != b) or _close(a, b)), f"{path}: {a!r} != {b!r}"
     elif isinstance(a, float):
-        assert a == b or (math.isnan(a) and math.isnan(b)), f"{path}: {a!r} != {b!r}"
+        assert a == b or (math.isnan(a) and math.isnan(b)) or _close(a, b), f"{path}: {a!r} != {b!r}"
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), f"{path}: length {len(a)} != {len(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
@@ -72,7 +92,8 @@ def _same_keys(a, b):
 def _arrays_equal(x, y, path):
     assert x.dtype == y.dtype, f"{path}: dtype {x.dtype} != {y.dtype}"
     assert x.shape == y.shape, f"{path}: shape {x.shape} != {y.shape}"
-    assert np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"), f"{path}: values differ\n{x}\n{y}"
+    assert np.array_equal(x, y, equal_nan=x.dtype.kind in "fc") or (x.dtype.kind in "fc" and _close(x, y)), \
+        f"{path}: values differ\n{x}\n{y}"
 
 
 def side_by_side(make, calls, *, check_interpreter=True, **jit_options):

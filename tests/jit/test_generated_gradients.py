@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import janus_like as jl
 
-from .harness import check, load_module
+from .harness import check, load_module, within
 
 _DETERMINISTIC = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
 _VARS = ("h0", "h1")
@@ -133,6 +133,20 @@ def call_sequences(draw):
 @settings(derandomize=_DETERMINISTIC)
 @given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3]))
 def test_random_training_step_eager_vs_jit(tmp_path_factory, program, seq, m):
+    _run(tmp_path_factory, program, seq, m)
+
+
+@settings(derandomize=_DETERMINISTIC)
+@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3]))
+def test_random_training_step_reassociating(tmp_path_factory, program, seq, m):
+    """The JIT's default mode: passes that reorder floating-point sums (batched products, lifted
+    row blocks, folded accumulations, the learning rate on the smaller operand) run too; values
+    then match eager's to float64 rounding, not bit for bit."""
+    with within(rtol=1e-9, atol=1e-12):
+        _run(tmp_path_factory, program, seq, m, reassociate=True)
+
+
+def _run(tmp_path_factory, program, seq, m, **jit_options):
     directory = tmp_path_factory.mktemp("grads", numbered=True)
 
     def make():
@@ -145,5 +159,5 @@ def test_random_training_step_eager_vs_jit(tmp_path_factory, program, seq, m):
             return x, s, state["obj"]
         return c
 
-    jf = check(make, [call(k, *spec) for k, spec in enumerate(seq)], min_graph_calls=0)
+    jf = check(make, [call(k, *spec) for k, spec in enumerate(seq)], min_graph_calls=0, **jit_options)
     assert jf.stats()["calls"] == len(seq)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import janus_like as jl
 
-from .harness import check, load_module
+from .harness import check, load_module, within
 
 _DETERMINISTIC = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
 _program_ids = itertools.count(1)
@@ -347,6 +347,23 @@ def test_random_program_eager_vs_jit(tmp_path_factory, program, seq, m):
         return mod.f, {"obj": State(m)}
 
     jf = check(make, _make_calls(seq, m, tensor_y), min_graph_calls=0)
+    assert jf.stats()["calls"] == len(seq)
+
+
+@settings(derandomize=_DETERMINISTIC)
+@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3]))
+def test_random_program_reassociating(tmp_path_factory, program, seq, m):
+    """The JIT's default mode (passes that reorder floating-point sums run too): values match
+    eager's to float64 rounding; everything else (types, state, printed text, the RNG) exactly."""
+    source, tensor_y = program
+    directory = tmp_path_factory.mktemp("progs", numbered=True)
+
+    def make():
+        mod = load_module(directory, PRELUDE + source + "\n", "genprog")
+        return mod.f, {"obj": State(m)}
+
+    with within(rtol=1e-9, atol=1e-12):
+        jf = check(make, _make_calls(seq, m, tensor_y), min_graph_calls=0, reassociate=True)
     assert jf.stats()["calls"] == len(seq)
 
 
