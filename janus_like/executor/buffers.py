@@ -101,6 +101,10 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
     # a buffer that some node may hold a view of (getitem, transpose, reshape, ...) stays untouched
     copying = _FRESH | {"sum", "mean", "max", "min", "argmax", "argmin", ir.ASSERT, ir.TO_PY, ir.PY_OP}
     viewed = {i.id for n in graph.all_nodes() if n.op not in copying for i in n.inputs if isinstance(i, ir.Node)}
+    # a conditional's (or loop's) result may be an outer value itself (`h0 = h1` in one branch, a
+    # body that returns a value unchanged): that value's buffer lives as long as the result
+    viewed |= {o.id for n in graph.all_nodes() if n.op in (ir.COND, ir.LOOP)
+               for k in ("then_outs", "else_outs", "body_outs") for o in n.params.get(k, ()) if isinstance(o, ir.Node)}
     reuse: dict = {}  # node id -> index of the operand whose buffer receives the result
     taken = set()
     for pos, n in enumerate(graph.nodes):

@@ -351,7 +351,7 @@ def test_random_program_eager_vs_jit(tmp_path_factory, program, seq, m):
 
 
 @settings(derandomize=_DETERMINISTIC)
-@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3]))
+@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3, 64]))  # 64: big enough for the passes' size rules
 def test_random_program_reassociating(tmp_path_factory, program, seq, m):
     """The JIT's default mode (passes that reorder floating-point sums run too): values match
     eager's to float64 rounding; everything else (types, state, printed text, the RNG) exactly."""
