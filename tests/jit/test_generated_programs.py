@@ -337,7 +337,7 @@ def _make_calls(seq, m, tensor_y=False):
 
 
 @settings(derandomize=_DETERMINISTIC)
-@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3]))
+@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3, 64]))  # 64: the memory plan reuses buffers of 64+ elements
 def test_random_program_eager_vs_jit(tmp_path_factory, program, seq, m):
     source, tensor_y = program
     directory = tmp_path_factory.mktemp("progs", numbered=True)
