@@ -25,7 +25,7 @@ from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_t
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import _broadcast_copy, _mean
+from .plan_helpers import _broadcast_copy, _mean, copy_is_exact
 from . import rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -35,8 +35,6 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
            "ne": "not_equal", "sin": "sin", "cos": "cos", "sign": "sign", "logical_and": "logical_and",
            "logical_or": "logical_or", "logical_not": "logical_not"}
-
-
 
 # binary ufuncs whose Python-number operand is passed as a 0-d array (`_Emitter.ufunc_args`)
 _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
@@ -62,6 +60,7 @@ class _Emitter:
                               "SCATTER_ADD": scatter_add, "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP, "BCAST": _broadcast_copy,
                               "SIGMOID": _sigmoid}
         self.outputs: set = set()  # ids of the graph's outputs
+        self.users: dict = {}  # node id -> its top-level readers (scalars.readers); empty: no copies
         self._kernels: dict = {}
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
         self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
@@ -241,8 +240,8 @@ class _Emitter:
     def _copy_ok(self, n, x) -> bool:
         """A small broadcast read by other nodes only may be a copy: np.broadcast_to is a Python
         function (~4.5 us on a (40, 1) -> (40, 2) spread, against ~1.2 for empty + copyto).
-        Outputs keep eager's read-only view."""
-        return (n.id not in self.outputs and ir.numpy_typed(x) and n.aval is not None
+        Outputs keep eager's read-only view, and so do operands of products and reductions."""
+        return (n.id not in self.outputs and ir.numpy_typed(x) and n.aval is not None and copy_is_exact(n, self.users)
                 and int(np.prod(n.aval[0])) <= 4096 and np.dtype(x.aval[1]) == np.dtype(n.aval[1]))
 
     def inline_ranked(self, n, x) -> str | None:
@@ -476,6 +475,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em = _Emitter(static_shapes=not graph.polymorphic)
     em.outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
     em.packed, em.unread = scalars.packed_numbers(graph, read := scalars.readers(graph))
+    em.users = read[0]
     em.scalar_nodes = scalars.scalar_pairs(graph, read) if em.static_shapes else set()
     em.rows, skip = rows.sparse_updates(graph, read) if em.static_shapes else ({}, set())
     em.unread, em.globals["SGD_ROWS"] = em.unread | skip, rows.sgd_rows

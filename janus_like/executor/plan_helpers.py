@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops.registry import REGISTRY
+
 
 def _broadcast_copy(x, shape):
     """np.broadcast_to's values as a new array (its view's Python wrapper costs more than the
@@ -12,6 +14,14 @@ def _broadcast_copy(x, shape):
     out = np.empty(shape, x.dtype)
     np.copyto(out, x)
     return out
+
+
+def copy_is_exact(node, users) -> bool:
+    """Whether every reader of `node` (top-level readers: `users` from scalars.readers) computes
+    the same values from a contiguous copy as from the broadcast view: elementwise ops do, but a
+    product or a reduction may take another loop (another rounding) on a stride-0 operand."""
+    readers = users.get(node.id)
+    return bool(readers) and all(getattr(REGISTRY.get(u.op), "elementwise", False) for u in readers)
 
 
 def _mean(x, total, count, axis, keepdims):

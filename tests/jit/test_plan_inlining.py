@@ -86,6 +86,25 @@ def test_reshapes_broadcasts_and_scatters_are_emitted_inline_and_exact():
     assert "NP_ones(" in src and "NP_zeros(" in src
 
 
+def test_a_broadcast_a_product_reads_stays_a_view():
+    """A small broadcast read only by elementwise ops is emitted as a contiguous copy (cheaper than
+    np.broadcast_to's view); a product given the copy instead of the stride-0 view takes another
+    BLAS path and rounds differently (found by the generated training steps: a gradient 1 ulp off).
+    So an operand of a product keeps the view; the elementwise reader may still get a copy."""
+    F64 = np.dtype(np.float64)
+    x, w = _in(0, (2, 64), F64), _in(1, (64, 64), F64)
+    row = _op("sum", x, shape=(1, 64), dtype=F64, axis=0, keepdims=True)
+    spread = ir.Node("broadcast_to", (row,), {"shape": (2, 64)}, ((2, 64), F64))  # read by a product
+    spread2 = ir.Node("broadcast_to", (row,), {"shape": (2, 64)}, ((2, 64), F64))  # read by a multiply only
+    prod = _op("matmul", spread, w, shape=(2, 64), dtype=F64)
+    times = _op("mul", spread2, x, shape=(2, 64), dtype=F64)
+    nodes = [x, w, row, spread, spread2, prod, times]
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        src = _check(nodes, [prod, times], [rng.standard_normal((2, 64)), rng.standard_normal((64, 64))])
+    assert "NP_broadcast_to(" in src and "BCAST(" in src, src
+
+
 def test_polymorphic_graphs_read_sizes_at_run_time():
     # avals hold one size; a polymorphic plan decides only what ranks decide
     x = _in(0, (4, 3))
