@@ -25,7 +25,7 @@ from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_t
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import _broadcast_copy, _mean, copy_is_exact
+from .plan_helpers import _broadcast_copy, _in_dtype, _mean, copy_is_exact, out_buffer
 from . import rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -43,22 +43,13 @@ _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
 _REDUCE = {"sum": "add", "max": "maximum", "min": "minimum"}
 
 
-def _in_dtype(value, dt):
-    """A Python int or float as a 0-d array of float dtype dt; None: another type, not finite or inexact in dt."""
-    if type(value) not in (int, float):
-        return None
-    with np.errstate(all="ignore"):
-        a = np.array(value, dt)
-    return None if not np.isfinite(a) or (type(value) is int and int(a) != value) else a
-
-
 class _Emitter:
     def __init__(self, static_shapes=True):
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
         self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean,
-                              "SCATTER_ADD": scatter_add, "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP, "BCAST": _broadcast_copy,
-                              "SIGMOID": _sigmoid}
+                              "SCATTER_ADD": scatter_add, "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP,
+                              "BCAST": _broadcast_copy, "OUT": out_buffer, "SIGMOID": _sigmoid}
         self.outputs: set = set()  # ids of the graph's outputs
         self.users: dict = {}  # node id -> its top-level readers (scalars.readers); empty: no copies
         self._kernels: dict = {}
@@ -380,7 +371,10 @@ class _Emitter:
                 self.lines.append(f"{pad}{v} = CLIP({args}, {self.const(n.params['lo'])}, "
                                   f"{self.const(n.params['hi'])}, out={target})")
                 return
-            self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({self.ufunc_args(n)}, out={target})")
+            other = [i for k, i in enumerate(n.inputs) if k != reuse[n.id] and len(getattr(i, "aval", None) or "") > 1
+                     and len(i.aval[0]) > 1]  # another operand of 2+ dimensions: the layouts must agree
+            out = f"OUT({target}, {self.arg(other[0])})" if other else target
+            self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({self.ufunc_args(n)}, out={out})")
             return
         expr = self.inline(n) if n.op not in ir.STRUCTURAL else None
         if expr is not None:

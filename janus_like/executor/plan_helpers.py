@@ -24,6 +24,26 @@ def copy_is_exact(node, users) -> bool:
     return bool(readers) and all(getattr(REGISTRY.get(u.op), "elementwise", False) for u in readers)
 
 
+def out_buffer(buf, other):
+    """`buf` as the `out=` of a binary ufunc whose other operand is `other`, when both have one
+    memory layout; else None (a new array). NumPy lays a result out like its operands: a buffer
+    laid out otherwise (C-ordered against a transposed, F-ordered operand) would give the value
+    other strides than eager's, and a later product or reduction another rounding."""
+    if buf.strides == other.strides:  # the common case: one shape, one layout
+        return buf
+    b, o = buf.flags, other.flags
+    return buf if (b.c_contiguous and o.c_contiguous) or (b.f_contiguous and o.f_contiguous) else None
+
+
+def _in_dtype(value, dt):
+    """A Python int or float as a 0-d array of float dtype dt; None: another type, not finite or inexact in dt."""
+    if type(value) not in (int, float):
+        return None
+    with np.errstate(all="ignore"):
+        a = np.array(value, dt)
+    return None if not np.isfinite(a) or (type(value) is int and int(a) != value) else a
+
+
 def _mean(x, total, count, axis, keepdims):
     """A float mean from its sum and a run-time count; an empty one is left to ndarray.mean
     (its NaN and its warning)."""

