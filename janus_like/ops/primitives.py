@@ -39,8 +39,7 @@ def _unb(g, x):
 
 
 # ------------------------------------------------------------------ arithmetic
-# `wants(i) and ...`: an input the eager backward pass does not need gets no cotangent (False is
-# "none", as None is)
+# `wants(i) and ...`: an input the eager backward does not need gets no cotangent (False, as None)
 _elementwise("add", lambda xp, a, b: xp.add(a, b),
              lambda g, o, a, b: (wants(0) and _unb(g, a), wants(1) and _unb(g, b)))
 _elementwise("sub", lambda xp, a, b: xp.subtract(a, b),
