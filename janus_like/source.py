@@ -164,16 +164,25 @@ def site_text(filename: str, node: ast.AST) -> str:
     return f"{os.path.basename(filename)}:{getattr(node, 'lineno', '?')}"
 
 
-@functools.lru_cache(maxsize=4096)
-def has_yield(fn_node: ast.FunctionDef) -> bool:
-    """Whether the function is a generator or a coroutine: a yield or an await in its own body
-    (not in a function or lambda nested in it). Cached per node (function ASTs are cached too):
-    inlining a recursive function asks once per call."""
-    todo = list(ast.iter_child_nodes(fn_node))
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def scope_nodes(nodes, boundary=SCOPES):
+    """Every node under `nodes` (themselves included) that belongs to their scope: a `boundary`
+    node (by default a nested function, lambda or class) is yielded but not entered."""
+    todo = list(nodes)
     while todo:
         node = todo.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
-            return True
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        yield node
+        if not isinstance(node, boundary):
             todo.extend(ast.iter_child_nodes(node))
-    return isinstance(fn_node, ast.AsyncFunctionDef)
+
+
+@functools.lru_cache(maxsize=4096)
+def has_yield(fn_node: ast.FunctionDef) -> bool:
+    """Whether the function is a generator or a coroutine: `async def`, or a yield or an await in
+    its own body (not in a function, lambda or class nested in it). Cached per node (function
+    ASTs are cached too): inlining a recursive function asks once per call."""
+    body = fn_node.body if isinstance(fn_node.body, list) else [fn_node.body]  # a lambda's is an expression
+    return isinstance(fn_node, ast.AsyncFunctionDef) or any(
+        isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in scope_nodes(body))

@@ -371,8 +371,8 @@ class _Emitter:
                 self.lines.append(f"{pad}{v} = CLIP({args}, {self.const(n.params['lo'])}, "
                                   f"{self.const(n.params['hi'])}, out={target})")
                 return
-            other = [i for k, i in enumerate(n.inputs) if k != reuse[n.id] and len(getattr(i, "aval", None) or "") > 1
-                     and len(i.aval[0]) > 1]  # another operand of 2+ dimensions: the layouts must agree
+            other = [i for k, i in enumerate(n.inputs) if k != reuse[n.id] and isinstance(i, ir.Node)
+                     and i.aval is not None and len(i.aval[0]) > 1]  # another 2-D+ operand: layouts must agree
             out = f"OUT({target}, {self.arg(other[0])})" if other else target
             self.lines.append(f"{pad}{v} = np.{_INPLACE[n.op]}({self.ufunc_args(n)}, out={out})")
             return

@@ -1,6 +1,8 @@
-"""Run-time helpers the generated plan calls (bound as globals of the plan): a float mean from a
-run-time count, a small broadcast as a copy. (The sigmoid in one buffer, which eager shares, is
-`ops.primitives.sigmoid_one_buffer`.)"""
+"""Helpers of the generated plan. Run-time ones, bound as globals of the plan: a float mean from
+a run-time count, a small broadcast as a copy, the `out=` buffer when the layouts agree. (The
+sigmoid in one buffer, which eager shares, is `ops.primitives.sigmoid_one_buffer`.) And the
+emitter's decisions about them: whether a broadcast may be a copy, a Python number as a 0-d
+array of a dtype."""
 from __future__ import annotations
 
 import numpy as np

@@ -9,7 +9,7 @@ import contextlib
 import numpy as np
 
 from .. import ir
-from ..source import site_key
+from ..source import SCOPES, scope_nodes, site_key
 from ..jit.assumptions import Assumption
 from .builder import OPAQUE, SymbolicTape
 from .branch_containers import ContainerSnapshot, put
@@ -21,20 +21,15 @@ from .support import ErrState, OneBranch, _Break, _Continue, _MISSING, _assigned
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
 
 
-def _leaves_loop(node: ast.If) -> bool:
-    """Whether a branch of `node` has a break or continue of the loop around the `if` (not one of
-    a loop, function or class nested in the branch)."""
-    todo = list(node.body) + list(node.orelse)
-    while todo:
-        n = todo.pop()
-        if isinstance(n, (ast.Break, ast.Continue)):
-            return True
-        if not isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
-                              ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(n))
-        elif isinstance(n, (ast.For, ast.AsyncFor, ast.While)):
-            todo.extend(n.orelse)  # a loop's else clause belongs to the enclosing loop's body
-    return False
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def _leaves_loop(stmts) -> bool:
+    """Whether `stmts` (an `if`'s branches) break or continue the loop around them: not a loop,
+    function or class nested in them, but a nested loop's `else` clause, which belongs to the
+    enclosing loop's body."""
+    return any(isinstance(n, (ast.Break, ast.Continue)) or isinstance(n, _LOOPS) and _leaves_loop(n.orelse)
+               for n in scope_nodes(stmts, SCOPES + _LOOPS))
 
 
 class ControlFlowMixin:
@@ -46,7 +41,7 @@ class ControlFlowMixin:
             key = site_key(frame.filename, node)
             if not self.branch_is_relaxed(key):
                 outcome = self.speculate(test, node, frame, "branch")
-            elif ("branch", key) not in self.relaxed and self.loop_depths and _leaves_loop(node):
+            elif ("branch", key) not in self.relaxed and self.loop_depths and _leaves_loop(node.body + node.orelse):
                 # a break/continue of an unrolled loop cannot be a conditional node's output: the
                 # outcome the warm-up saw more often is speculated (the other one fails an assert,
                 # and after repeated failures the branch is relaxed and the signature stays eager)

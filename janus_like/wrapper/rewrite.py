@@ -23,6 +23,8 @@ import ast
 import fnmatch
 from dataclasses import dataclass
 
+from ..source import has_yield
+
 RT = "__janus_like_rt__"  # ends in "__": not name-mangled inside class bodies
 
 
@@ -77,24 +79,12 @@ def rewrite_module(tree: ast.Module, filename: str, module: str, new_site, inclu
 def _candidate(fn: ast.FunctionDef, prefix: str) -> bool:
     if prefix and fn.name.startswith("__") and fn.name.endswith("__") and fn.name != "__call__":
         return False  # __init__, __repr__, ...: object plumbing, not array code
-    if _is_generator(fn):
+    if has_yield(fn):
         return False
     for dec in fn.decorator_list:  # already jitted by the user: the user's JitFunction rules
         if "jit" in ast.unparse(dec):
             return False
     return True
-
-
-def _is_generator(fn) -> bool:
-    stack = list(fn.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
-            return True
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _rt_attr(name: str, index: int) -> ast.expr:
