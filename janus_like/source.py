@@ -13,6 +13,13 @@ import os
 import textwrap
 
 
+@functools.lru_cache(maxsize=4096)
+def in_packages(module, packages):
+    """Whether `module` is one of `packages` or inside one: a user's `numpy_utils` or `mathlib`
+    module is not NumPy's or `math`'s."""
+    return module in packages or module.startswith(tuple(p + "." for p in packages))
+
+
 class NoSource(Exception):
     pass
 

@@ -194,7 +194,7 @@ class Tensor(ArrayMethods):
 
     def __array_function__(self, func, types, args, kwargs):
         impl = _FUNCTIONS.get(func)
-        if impl is not None:
+        if impl is not None and not unimplemented_arguments(func, args, kwargs):
             return impl(*args, **kwargs)
         return _constant_call(func, args, kwargs, func.__name__)
 
@@ -317,22 +317,22 @@ _UFUNCS = {
 _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
 
 
-def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False, **_):
+def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False):
     res = F.sum(a, axis, keepdims, dtype)
     return _write_out(out, res) if out is not None else res
 
 
-def _np_mean(a, axis=None, dtype=None, out=None, keepdims=False, **_):
+def _np_mean(a, axis=None, out=None, keepdims=False):
     res = F.mean(a, axis, keepdims)
     return _write_out(out, res) if out is not None else res
 
 
-def _np_max(a, axis=None, out=None, keepdims=False, **_):
+def _np_max(a, axis=None, out=None, keepdims=False):
     res = F.max(a, axis, keepdims)
     return _write_out(out, res) if out is not None else res
 
 
-def _np_min(a, axis=None, out=None, keepdims=False, **_):
+def _np_min(a, axis=None, out=None, keepdims=False):
     res = F.min(a, axis, keepdims)
     return _write_out(out, res) if out is not None else res
 
@@ -344,27 +344,55 @@ def _np_clip(a, a_min=None, a_max=None, out=None, **kw):
     return _write_out(out, res) if out is not None else res
 
 
-def _np_einsum(subscripts, *operands, **kw):
-    if len(operands) != 2 or kw:
-        return _constant_call(np.einsum, (subscripts,) + operands, kw, "einsum")
-    return F.einsum(subscripts, *operands)
-
-
 _FUNCTIONS = {
     np.sum: _np_sum, np.mean: _np_mean, np.max: _np_max, np.amax: _np_max, np.min: _np_min,
     np.amin: _np_min, np.dot: F.dot, np.matmul: F.matmul, np.tensordot: F.tensordot,
-    np.einsum: _np_einsum, np.clip: _np_clip, np.where: F.where, np.maximum: F.maximum,
-    np.reshape: lambda a, newshape=None, shape=None, **_: F.reshape(a, shape if shape is not None else newshape),
+    np.einsum: F.einsum, np.clip: _np_clip, np.where: F.where, np.maximum: F.maximum,
+    np.reshape: lambda a, newshape=None, shape=None, order="C": F.reshape(a, newshape if shape is None else shape),
     np.transpose: lambda a, axes=None: F.transpose(a, axes), np.swapaxes: F.swapaxes,
     np.expand_dims: F.expand_dims, np.squeeze: lambda a, axis=None: F.squeeze(a, axis),
-    np.concatenate: lambda arrays, axis=0, **_: F.concatenate(arrays, axis),
-    np.stack: lambda arrays, axis=0, **_: F.stack(arrays, axis), np.split: F.split,
-    np.broadcast_to: lambda a, shape, **_: F.broadcast_to(a, shape),
-    np.take: lambda a, indices, axis=None, **_: F.take(a, indices, axis),
-    np.outer: F.outer, np.argmax: lambda a, axis=None, **_: F.argmax(a, axis),
-    np.argmin: lambda a, axis=None, **_: F.argmin(a, axis),
-    np.zeros_like: lambda a, dtype=None, **_: F.zeros_like(a, dtype),
-    np.ones_like: lambda a, dtype=None, **_: F.ones_like(a, dtype),
-    np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
-    np.copy: lambda a, **_: a.copy(),
+    np.concatenate: lambda arrays, axis=0: F.concatenate(arrays, axis),
+    np.stack: lambda arrays, axis=0: F.stack(arrays, axis), np.split: F.split,
+    np.broadcast_to: lambda a, shape: F.broadcast_to(a, shape),
+    np.take: lambda a, indices, axis=None: F.take(a, indices, axis),
+    np.outer: F.outer, np.argmax: lambda a, axis=None, keepdims=False: F.argmax(a, axis, keepdims),
+    np.argmin: lambda a, axis=None, keepdims=False: F.argmin(a, axis, keepdims),
+    np.zeros_like: lambda a, dtype=None: F.zeros_like(a, dtype),
+    np.ones_like: lambda a, dtype=None: F.ones_like(a, dtype),
+    np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+    np.copy: lambda a, order="K": a.copy(),
 }
+
+# The arguments each entry above implements, in NumPy's order: how many may be positional, which
+# keywords, and keywords accepted only at their NumPy default. Anything else (np.max(x, initial=0),
+# np.mean(x, dtype=np.float64), np.reshape(x, s, order="F"), np.take(..., mode="clip")) is another
+# computation: a Tensor runs NumPy itself on its data, a graph leaves the call eager with a reason.
+_MAX_KEEPDIMS = (4, {"axis", "out", "keepdims"}, {})
+_SIGNATURES = {
+    np.sum: (5, {"axis", "dtype", "out", "keepdims"}, {}), np.mean: (2, {"axis", "out", "keepdims"}, {}),
+    np.max: _MAX_KEEPDIMS, np.amax: _MAX_KEEPDIMS, np.min: _MAX_KEEPDIMS, np.amin: _MAX_KEEPDIMS,
+    np.dot: (2, set(), {}), np.matmul: (2, set(), {}), np.maximum: (2, set(), {}),
+    np.tensordot: (3, {"axes"}, {}), np.einsum: (3, set(), {}),
+    np.clip: (4, {"a_min", "a_max", "min", "max", "out"}, {}), np.where: (3, set(), {}),
+    np.reshape: (2, {"newshape", "shape"}, {"order": "C"}), np.transpose: (2, {"axes"}, {}),
+    np.swapaxes: (3, set(), {}), np.expand_dims: (2, {"axis"}, {}), np.squeeze: (2, {"axis"}, {}),
+    np.concatenate: (2, {"axis"}, {}), np.stack: (2, {"axis"}, {}), np.split: (3, {"axis"}, {}),
+    np.broadcast_to: (2, {"shape"}, {}), np.take: (3, {"axis"}, {}), np.outer: (2, set(), {}),
+    np.argmax: (2, {"axis", "keepdims"}, {}), np.argmin: (2, {"axis", "keepdims"}, {}),
+    np.zeros_like: (2, {"dtype"}, {}), np.ones_like: (2, {"dtype"}, {}), np.shape: (1, set(), {}),
+    np.ndim: (1, set(), {}), np.size: (2, {"axis"}, {}), np.copy: (1, set(), {"order": "K"}),
+}
+_MIN_POSITIONAL = {np.where: 3, np.einsum: 3, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
+                   np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2}
+
+
+def unimplemented_arguments(func, args, kwargs):
+    """The arguments of `func(*args, **kwargs)` its table entry does not implement, as text
+    ("initial=", "3 positional arguments"); empty when the entry computes what NumPy would."""
+    npos, keywords, defaults = _SIGNATURES[func]
+    bad = [f"{k}=" for k, v in kwargs.items()
+           if k not in keywords and not (k in defaults and isinstance(v, str) and v == defaults[k])]
+    if len(args) > npos or len(args) < _MIN_POSITIONAL.get(func, 1):
+        bad.append(f"{len(args)} positional arguments")
+    return ", ".join(bad)

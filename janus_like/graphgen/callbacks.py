@@ -23,6 +23,7 @@ import ast
 import functools
 import types
 
+from ..source import in_packages
 from .support import Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
 from .values import BoundMethod, LocalFunction, ObjRef, Unsupported
 
@@ -36,7 +37,7 @@ def is_user_callable(v) -> bool:
     if isinstance(v, types.MethodType):
         v = v.__func__
     if isinstance(v, types.FunctionType):
-        return not (v.__module__ or "").startswith(_LIBRARY_PREFIXES)
+        return not in_packages(v.__module__ or "", _LIBRARY_PREFIXES)
     if isinstance(v, ObjRef):
         call = getattr(type(v.obj), "__call__", None)
         return isinstance(call, types.FunctionType) and not isinstance(v.obj, type)

@@ -4,13 +4,14 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import types
 
 import numpy as np
 
 from ..ops import api as F
-from ..source import NoSource, function_ast, has_yield, local_names
+from ..source import NoSource, function_ast, has_yield, in_packages, local_names
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED
@@ -22,6 +23,11 @@ from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRAR
 # builtins (and C library functions outside the library modules' names) that call a function
 # they are given; the other builtins only hold, name or test it
 _CALLING_BUILTINS = {map, filter, sorted, min, max, iter, functools.reduce}
+
+
+@functools.lru_cache(maxsize=None)
+def _signature(func):
+    return inspect.signature(func)
 
 
 class CallsMixin:
@@ -62,11 +68,18 @@ class CallsMixin:
             # tape.gradient(loss, params) with `params` an input list: hand over its elements
             args = [self.containers_to_python(a) for a in args]
             kwargs = {k: self.containers_to_python(v) for k, v in kwargs.items()}
+            if isinstance(func.__self__, Sym):  # x.sum(where=m), x.astype(t, copy=False): NumPy's, not ours
+                try:
+                    _signature(func.__func__).bind(func.__self__, *args, **kwargs)
+                except TypeError:
+                    given = [f"{len(args)} positional arguments"] * bool(args) + [f"{k}=" for k in kwargs]
+                    raise Unsupported("unsupported-call", f"array method .{func.__name__}() with {', '.join(given)} "
+                                                          "has no graph op", self.site) from None
             return func(*args, **kwargs)
         if isinstance(func, types.MethodType) and func.__self__ is getattr(np.random, "mtrand", None)._rand:
             return self.global_random(func.__name__, args, kwargs)
         module = getattr(func, "__module__", None) or ""
-        if module.startswith("numpy.random") or (isinstance(func, types.BuiltinMethodType)
+        if in_packages(module, ("numpy.random",)) or (isinstance(func, types.BuiltinMethodType)
                                                  and type(getattr(func, "__self__", None)).__name__ == "RandomState"):
             if getattr(func, "__self__", None) is np.random.mtrand._rand or module == "numpy.random":
                 return self.global_random(func.__name__, args, kwargs)
@@ -81,17 +94,17 @@ class CallsMixin:
                     raise Unsupported("object-construction", "creating a Variable inside the function", self.site)
                 return self.new_tensor(args, kwargs)
             return self.lift(func(*args, **kwargs))
-        library = isinstance(func, np.ufunc) or (module.startswith(_LIBRARY_PREFIXES) and module != "builtins"
+        library = isinstance(func, np.ufunc) or (in_packages(module, _LIBRARY_PREFIXES) and module != "builtins"
                                                  and callable(func))
         if library or func in _CALLING_BUILTINS:
             result = self.library_callback(func, args, kwargs)  # library code given a user function
             if result is not _NOT_HANDLED:
                 return result
         if isinstance(func, types.FunctionType):
-            if module.startswith(_LIBRARY_PREFIXES) and not module.startswith(_INLINE_LIBRARY):
+            if in_packages(module, _LIBRARY_PREFIXES) and not in_packages(module, _INLINE_LIBRARY):
                 return self.call_library(func, args, kwargs)
             return self.inline(func, list(args), kwargs)
-        if isinstance(func, np.ufunc) or (module.startswith("numpy") and callable(func)):
+        if isinstance(func, np.ufunc) or (in_packages(module, ("numpy",)) and callable(func)):
             return self.call_numpy(func, args, kwargs)
         if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
             return self.call_builtin(func, args, kwargs)
@@ -103,7 +116,7 @@ class CallsMixin:
         if isinstance(func, type):
             if issubclass(func, BaseException):
                 return func(*args, **kwargs)
-            if func.__module__.startswith(("janus_like.nn", "janus_like.optim")) or func.__module__ not in ("builtins",):
+            if in_packages(func.__module__, _INLINE_LIBRARY) or func.__module__ not in ("builtins",):
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
 
@@ -131,8 +144,11 @@ class CallsMixin:
         kwargs = {k: _unwrap_obj(v) for k, v in kwargs.items()}
         if not _any_abstract((args, kwargs)):
             return self.lift(func(*args, **kwargs))
-        out = func(*args, **kwargs)
-        if func.__module__.startswith("janus_like.ops"):
+        try:
+            out = func(*args, **kwargs)
+        except Unsupported as exc:  # from the values' NumPy protocol, which has no site at hand
+            raise self.located(exc)
+        if in_packages(func.__module__, ("janus_like.ops",)):
             out = _as_tensor_kind(out)
         return out
 
@@ -143,7 +159,7 @@ class CallsMixin:
                 for a in args]
 
     def call_numpy(self, func, args, kwargs):
-        from ..tensor import _FUNCTIONS, _UFUNCS
+        from ..tensor import _FUNCTIONS, _UFUNCS, unimplemented_arguments
 
         out_target = kwargs.pop("out", None)
         if isinstance(out_target, tuple):
@@ -169,9 +185,13 @@ class CallsMixin:
             result = impl(*args)
         else:
             impl = _FUNCTIONS.get(func)
+            name = getattr(func, "__name__", repr(func))
             if impl is None:
-                name = getattr(func, "__name__", repr(func))
                 raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
+            given = kwargs if out_target is None else dict(kwargs, out=out_target)
+            unimplemented = unimplemented_arguments(func, args, given)
+            if unimplemented:
+                raise Unsupported("unsupported-call", f"numpy.{name} with {unimplemented} has no graph op", self.site)
             result = impl(*args, **kwargs)
         if out_target is not None:
             self.write_box(out_target, self.inplace_value(out_target, result))
@@ -205,6 +225,8 @@ class CallsMixin:
                     return True
                 except AttributeError:
                     return False
+                except Unsupported:  # an ndarray method without a graph op: the array has it
+                    return True
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
         args = self._containers(args, (list, tuple, dict))
         if func is sum and args and _any_abstract(args[0]):
@@ -216,7 +238,12 @@ class CallsMixin:
             raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", self.site)
         if func is str and args and isinstance(args[0], Sym):
             return DeferredStr([(args[0], "s", "")])
-        return self.lift(func(*args, **kwargs))
+        try:
+            return self.lift(func(*args, **kwargs))
+        except TypeError:  # round(float(x[0])): a Python function of a value the graph computes
+            if not _any_abstract((args, kwargs)):
+                raise
+            raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site) from None
 
     def getattr_default(self, obj, name, default):
         try:
@@ -289,16 +316,20 @@ class CallsMixin:
         except _Return as ret:
             result = ret.value
         except Unsupported as exc:
-            if not exc.site and self.site:  # raised where no site was at hand: the statement's
-                exc.site = self.site
-                exc.args = (f"{exc.reason}: {exc.detail} at {exc.site}",)
-            raise
+            raise self.located(exc)
         finally:
             self.frames.pop()
             self.depth -= 1
             self.site = saved_site
             self.builder.site = saved_site
         return result
+
+    def located(self, exc):
+        """`exc` with the current statement's site when it was raised where no site was at hand."""
+        if not exc.site and self.site:
+            exc.site = self.site
+            exc.args = (f"{exc.reason}: {exc.detail} at {exc.site}",)
+        return exc
 
     def bind_args(self, frame, fn_ast, func, args, kwargs):
         a = fn_ast.args

@@ -8,6 +8,8 @@ import builtins
 import operator
 import types
 
+import numpy as np
+
 from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from .builder import SymbolicTape
@@ -321,6 +323,8 @@ class ExpressionsMixin:
         if isinstance(obj, Sym) and name in ("size", "__len__") and self.builder.polymorphic:
             raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
                                                  "is not fixed", self.site)
+        if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name) and hasattr(np.ndarray, name):
+            raise Unsupported("unsupported-call", f"ndarray.{name} has no graph op", self.site)
         if isinstance(obj, (Sym, SymbolicTape)):
             return getattr(obj, name)
         if isinstance(obj, DeferredStr):

@@ -132,11 +132,14 @@ class Sym(ArrayMethods):
         raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}.{method} has no registered op")
 
     def __array_function__(self, func, types, args, kwargs):
-        from ..tensor import _FUNCTIONS
+        from ..tensor import _FUNCTIONS, unimplemented_arguments
 
         impl = _FUNCTIONS.get(func)
         if impl is None:
-            raise Unsupported("unsupported-call", f"numpy.{func.__name__} has no registered op")
+            raise Unsupported("unsupported-call", f"numpy.{func.__name__} has no graph op")
+        unimplemented = unimplemented_arguments(func, args, kwargs)
+        if unimplemented:
+            raise Unsupported("unsupported-call", f"numpy.{func.__name__} with {unimplemented} has no graph op")
         return impl(*args, **kwargs)
 
 

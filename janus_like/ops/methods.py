@@ -16,12 +16,14 @@ class ArrayMethods:
     def __invert__(self): return F.logical_not(self)
     def __getitem__(self, index): return F.getitem(self, index)
 
-    def sum(self, axis=None, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
-    def mean(self, axis=None, keepdims=False): return F.mean(self, axis, keepdims)
-    def max(self, axis=None, keepdims=False): return F.max(self, axis, keepdims)
-    def min(self, axis=None, keepdims=False): return F.min(self, axis, keepdims)
-    def argmax(self, axis=None): return F.argmax(self, axis)
-    def argmin(self, axis=None): return F.argmin(self, axis)
+    # keywords only after `axis`: ndarray's own positional order differs (sum(axis, dtype, out,
+    # keepdims)); a positional keepdims would mean another thing to NumPy
+    def sum(self, axis=None, *, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
+    def mean(self, axis=None, *, keepdims=False): return F.mean(self, axis, keepdims)
+    def max(self, axis=None, *, keepdims=False): return F.max(self, axis, keepdims)
+    def min(self, axis=None, *, keepdims=False): return F.min(self, axis, keepdims)
+    def argmax(self, axis=None, *, keepdims=False): return F.argmax(self, axis, keepdims)
+    def argmin(self, axis=None, *, keepdims=False): return F.argmin(self, axis, keepdims)
     def reshape(self, *shape): return F.reshape(self, shape[0] if len(shape) == 1 else shape)
     def transpose(self, *axes): return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
     def swapaxes(self, a, b): return F.swapaxes(self, a, b)

@@ -17,7 +17,7 @@ import copy
 import types
 import weakref
 
-from ..source import function_ast
+from ..source import function_ast, in_packages
 
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
                  "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
@@ -99,7 +99,7 @@ def profiled_callable(fn, hooks):
 
 
 def _skip(fn) -> bool:
-    return (getattr(fn, "__module__", None) or "").startswith(_SKIP_MODULES)
+    return in_packages(getattr(fn, "__module__", None) or "", _SKIP_MODULES)
 
 
 def instrumented(fn, hooks):

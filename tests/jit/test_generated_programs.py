@@ -1,8 +1,9 @@
 """Random programs, eager vs jit. Hypothesis draws a small program from a grammar (array and scalar
-arithmetic, NumPy calls and conversions, local functions, `if` on Python values and on computed values, `for` over `range` and over
-lists, helper calls, attribute/container/Variable mutation, in-place updates, the global RNG,
-print), renders it as Python source in a real module file (the JIT reads source), and runs it side
-by side on a random call sequence (shape changes, scalar changes, list-length changes included).
+arithmetic, NumPy calls in their argument forms, conversions, local functions, `if` on Python
+values and on computed values, `for` over `range` and over lists, helper calls,
+attribute/container/Variable mutation, in-place updates, the global RNG, print), renders it as Python source in a real module file (the JIT reads source), and runs it side
+by side on a random call sequence (shape changes, scalar changes, list-length changes included),
+with float64 or float32 arrays passed in.
 
 Whatever the JIT does with a program — graphs, regenerations, eager fallbacks — results, printed
 text, state, arguments and the RNG must equal eager's after every call. Every compiled graph is
@@ -64,8 +65,15 @@ def expressions(draw, depth=2, loop_var=False):
     if kind == "reduce":
         e = draw(nm_expressions(depth - 1, loop_var))
         fn = draw(st.sampled_from(["np.sum", "np.mean", "np.max"]))
-        axis = draw(st.sampled_from(["axis=0", "axis=1, keepdims=True", ""]))
-        out = {"axis=0": "m", "axis=1, keepdims=True": "n1", "": "s"}[axis]
+        # NumPy's arguments in their forms: positional, keyword, the ones without a graph op
+        axis = draw(st.sampled_from(["axis=0", "axis=1, keepdims=True", "", "0", "-1, keepdims=True",
+                                     "axis=(0, 1), keepdims=True", "axis=0, initial=0.5", "axis=0, where=True"]))
+        out = {"axis=0": "m", "axis=1, keepdims=True": "n1", "": "s", "0": "m", "-1, keepdims=True": "n1",
+               "axis=(0, 1), keepdims=True": "s", "axis=0, initial=0.5": "m", "axis=0, where=True": "m"}[axis]
+        if fn == "np.mean" and "initial" in axis:
+            axis = "axis=0, dtype=np.float64"
+        if draw(st.booleans()):  # the method spelling (keywords only, as ndarray takes them here)
+            return f"({e}).{fn[3:]}({axis.replace('-1, keepdims', 'axis=-1, keepdims')})", out
         return f"{fn}({e}{', ' + axis if axis else ''})", out
     if kind == "dot":
         e = draw(nm_expressions(depth - 1, loop_var))
@@ -319,17 +327,18 @@ def call_sequences(draw):
     return seq
 
 
-def _make_calls(seq, m, tensor_y=False):
-    """`y` is a janus_like Tensor when `tensor_y`: programs then mix Tensors and ndarrays."""
+def _make_calls(seq, m, tensor_y=False, dtype=np.float64):
+    """`y` is a janus_like Tensor when `tensor_y`: programs then mix Tensors and ndarrays. The
+    arrays passed in are of `dtype` (float32 ones meet the object's float64 state: promotions)."""
     def call(k, n, s, flag, scale, length):
         def c(state):
             obj = state["obj"]
             obj.flag, obj.scale = flag, scale
             r = np.random.default_rng(1000 + k)
-            x, y = r.standard_normal((n, m)), r.standard_normal((n, m))
+            x, y = r.standard_normal((n, m)).astype(dtype), r.standard_normal((n, m)).astype(dtype)
             if tensor_y:
                 y = jl.tensor(y)
-            xs = [r.standard_normal((n, m)) for _ in range(length)]
+            xs = [r.standard_normal((n, m)).astype(dtype) for _ in range(length)]
             return (x, y, s, obj, xs)
         return c
 
@@ -337,8 +346,9 @@ def _make_calls(seq, m, tensor_y=False):
 
 
 @settings(derandomize=_DETERMINISTIC)
-@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3, 64]))  # 64: the memory plan reuses buffers of 64+ elements
-def test_random_program_eager_vs_jit(tmp_path_factory, program, seq, m):
+@given(program=programs(), seq=call_sequences(), m=st.sampled_from([2, 3, 64]),  # 64: the memory plan reuses
+       dtype=st.sampled_from([np.float64, np.float32]))                         # buffers of 64+ elements
+def test_random_program_eager_vs_jit(tmp_path_factory, program, seq, m, dtype):
     source, tensor_y = program
     directory = tmp_path_factory.mktemp("progs", numbered=True)
 
@@ -346,7 +356,7 @@ def test_random_program_eager_vs_jit(tmp_path_factory, program, seq, m):
         mod = load_module(directory, PRELUDE + source + "\n", "genprog")
         return mod.f, {"obj": State(m)}
 
-    jf = check(make, _make_calls(seq, m, tensor_y), min_graph_calls=0)
+    jf = check(make, _make_calls(seq, m, tensor_y, dtype), min_graph_calls=0)
     assert jf.stats()["calls"] == len(seq)
 
 

@@ -1,0 +1,132 @@
+"""NumPy's own arguments that a table entry does not implement: `np.max(x, initial=5)`,
+`np.mean(x, dtype=np.float64)`, `np.reshape(x, s, order="F")`, `x.sum(where=m)`. Each is another
+computation than the op behind the table entry; the entry must not drop the argument. Eagerly a
+Tensor runs NumPy itself on its data; in a graph the call leaves the signature eager with the
+`unsupported-call` reason naming the function and the argument. Side by side against eager, with
+float32 inputs (dtype and layout must match too)."""
+import inspect
+
+import numpy as np
+import pytest
+
+import janus_like as jl
+from janus_like.tensor import _FUNCTIONS, _MIN_POSITIONAL, _SIGNATURES
+
+from .harness import check, fallback_reasons, load_module
+
+# (body of `f(x)`, whether a graph runs it): the unimplemented arguments, and beside them calls
+# that are implemented (also positionally) so the check is not simply "any keyword goes eager"
+CASES = [
+    ("np.max(x, initial=5.0)", False), ("np.max(x, 0, None, True)", True), ("np.sum(x, where=x > 0)", False),
+    ("np.sum(x, initial=3.0)", False), ("np.sum(x, 0, np.float64)", True), ("np.mean(x, dtype=np.float64)", False),
+    ("np.mean(x, 1, np.float64)", False), ("np.mean(x, where=x > 0)", False), ("np.mean(x, 1, keepdims=True)", True),
+    ("np.reshape(x, (-1,), order='F')", False), ("np.reshape(x, (-1,), order='C')", True),
+    ("np.take(x, np.array([0, 9]), axis=1, mode='clip')", False), ("np.take(x, np.array([0, 2]), 1)", True),
+    ("np.argmax(x, axis=1, keepdims=True)", True), ("np.concatenate([x, x], axis=0, dtype=np.float64)", False),
+    ("np.stack([x, x], 1, dtype=np.float64)", False), ("np.zeros_like(x, shape=(2, 2))", False),
+    ("np.zeros_like(x, np.float64)", True), ("np.clip(x, -0.5, 0.5, dtype=np.float64)", False),
+    ("np.clip(x, -0.5, 0.5)", True), ("np.where(x > 0)[0]", False), ("np.copy(x, order='F') @ x.T", False),
+    ("np.einsum('ij,ij,ij->i', x, x, x)", False), ("np.min(x, axis=1, where=x > 0, initial=9.0)", False),
+    ("x.sum(where=x > 0)", False), ("x.max(initial=9.0)", False), ("x.mean(dtype=np.float64)", False),
+    ("x.sum(0, np.float64)", False), ("x.max(0, None, True)", False), ("x.max(0, keepdims=True)", True),
+    ("x.reshape((-1,), order='F')", False), ("x.astype(np.float64, copy=False) * 2", False),
+    ("x.argmax(axis=0, keepdims=True)", True), ("x.cumsum(axis=0)", False), ("x.std(axis=0)", False),
+    ("x.T.copy(order='K')", False), ("x.min(axis=1, initial=-9.0)", False),
+]
+
+
+@pytest.mark.parametrize("body,as_graph", CASES, ids=[c[0] for c in CASES])
+def test_arguments_side_by_side(tmp_path, body, as_graph):
+    source = f"import numpy as np\n\n\ndef f(x):\n    return {body}\n"
+
+    def make():
+        return load_module(tmp_path, source, "args_probe").f, {}
+
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((3, 4)).astype(np.float32) * 2,)
+             for k in range(7)]
+    jf = check(make, calls, min_graph_calls=3 if as_graph else 0)
+    if not as_graph:
+        assert fallback_reasons(jf) == {"unsupported-call"}, jf.explain()
+        assert "has no graph op" in jf.explain(), jf.explain()
+
+
+@pytest.mark.parametrize("body,reason", [
+    ("x * round(float(x[0, 0]), 1)", "data-dependent-python"),  # was an internal error (no __round__)
+    ("x * 2 if hasattr(x, 'cumsum') else x", None),  # ndarray has the method: eager's branch, as a graph
+    ("x.strides[0] * x", "unsupported-call"),
+])
+def test_python_functions_and_attributes_of_arrays(tmp_path, body, reason):
+    source = f"import numpy as np\n\n\ndef f(x):\n    return {body}\n"
+
+    def make():
+        return load_module(tmp_path, source, "py_probe").f, {}
+
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((3, 4)),) for k in range(6)]
+    jf = check(make, calls, min_graph_calls=0 if reason else 3)
+    assert fallback_reasons(jf) == ({reason} if reason else set()), jf.explain()
+
+
+def test_the_reason_names_the_function_and_the_argument(tmp_path):
+    mod = load_module(tmp_path, "import numpy as np\n\n\ndef f(x):\n    return np.max(x, initial=5.0)\n", "why")
+    jf = jl.jit(mod.f)
+    for _ in range(5):
+        jf(np.ones(3))
+    assert "numpy.max with initial= has no graph op" in jf.explain(), jf.explain()
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.max(a, initial=5.0), lambda a: np.sum(a, where=a > 0), lambda a: np.mean(a, 0, np.float64),
+    lambda a: np.reshape(a, (-1,), order="F"), lambda a: np.take(a, [0, 9], axis=1, mode="clip"),
+    lambda a: np.argmax(a, axis=1, keepdims=True), lambda a: np.concatenate([a, a], dtype=np.float32),
+    lambda a: np.zeros_like(a, shape=(2, 2)), lambda a: np.where(a > 0),
+    lambda a: np.einsum("ij,ij,ij->i", a, a, a), lambda a: np.min(a, axis=1, initial=-9.0),
+])
+def test_a_tensor_computes_what_numpy_computes(call):
+    data = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    want = call(data)
+    got = call(jl.tensor(data))
+    got = tuple(np.asarray(g) for g in got) if isinstance(want, tuple) else np.asarray(got)
+    if isinstance(want, tuple):
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    else:
+        assert got.dtype == np.asarray(want).dtype and np.array_equal(got, want)
+
+
+def test_the_table_says_what_each_entry_implements():
+    """Every entry has a signature row; every argument it takes positionally and every keyword
+    it implements is a parameter of NumPy's function of that position and name."""
+    assert set(_FUNCTIONS) <= set(_SIGNATURES)
+    legacy = {np.reshape: {"newshape"}}  # spellings older NumPy versions take
+    for func, (npos, keywords, defaults) in _SIGNATURES.items():
+        params = list(inspect.signature(func).parameters.values())
+        names = {p.name for p in params}
+        assert keywords <= names | legacy.get(func, set()), func.__name__
+        assert set(defaults) <= names, func.__name__
+        if params[0].kind is inspect.Parameter.VAR_POSITIONAL:  # einsum(subscripts, *operands)
+            continue
+        arrays = _MIN_POSITIONAL.get(func, 1)
+        for p in params[arrays:npos]:
+            assert p.name in keywords, f"{func.__name__}: positional {p.name} is not implemented"
+
+
+class _Counter:
+    def __init__(self):
+        self.count = 0
+        self.acc = np.zeros(())
+
+
+@pytest.mark.parametrize("module", ["numpy_helpers", "mathlib", "operators"])
+def test_a_user_module_named_like_a_library_is_user_code(tmp_path, monkeypatch, module):
+    """A module named `numpy_helpers` is the user's, not NumPy's: its functions are inlined (they
+    write the object's state in the graph), never called on graph values as library code (which
+    left a graph value in the user's object)."""
+    (tmp_path / f"{module}.py").write_text("def bump(o, a):\n    o.count = o.count + 1\n"
+                                          "    o.acc = o.acc + a.sum()\n    return a * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    source = f"import numpy as np\nfrom {module} import bump\n\n\ndef f(x, o):\n    return bump(o, x) + 1\n"
+
+    def make():
+        return load_module(tmp_path, source, "user_code").f, {"o": _Counter()}
+
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((3, 4)), s["o"]) for k in range(7)]
+    check(make, calls, min_graph_calls=3)
