@@ -327,6 +327,16 @@ def _np_mean(a, axis=None, out=None, keepdims=False):
     return _write_out(out, res) if out is not None else res
 
 
+def _np_var(a, axis=None, out=None, ddof=0, keepdims=False):
+    res = F.var(a, axis, keepdims, ddof)
+    return _write_out(out, res) if out is not None else res
+
+
+def _np_std(a, axis=None, out=None, ddof=0, keepdims=False):
+    res = F.std(a, axis, keepdims, ddof)
+    return _write_out(out, res) if out is not None else res
+
+
 def _np_max(a, axis=None, out=None, keepdims=False):
     res = F.max(a, axis, keepdims)
     return _write_out(out, res) if out is not None else res
@@ -346,7 +356,7 @@ def _np_clip(a, a_min=None, a_max=None, out=None, **kw):
 
 _FUNCTIONS = {
     np.sum: _np_sum, np.mean: _np_mean, np.max: _np_max, np.amax: _np_max, np.min: _np_min,
-    np.amin: _np_min, np.dot: F.dot, np.matmul: F.matmul, np.tensordot: F.tensordot,
+    np.amin: _np_min, np.var: _np_var, np.std: _np_std, np.dot: F.dot, np.matmul: F.matmul, np.tensordot: F.tensordot,
     np.einsum: F.einsum, np.clip: _np_clip, np.where: F.where, np.maximum: F.maximum,
     np.reshape: lambda a, newshape=None, shape=None, order="C": F.reshape(a, newshape if shape is None else shape),
     np.transpose: lambda a, axes=None: F.transpose(a, axes), np.swapaxes: F.swapaxes,
@@ -372,6 +382,7 @@ _MAX_KEEPDIMS = (4, {"axis", "out", "keepdims"}, {})
 _SIGNATURES = {
     np.sum: (5, {"axis", "dtype", "out", "keepdims"}, {}), np.mean: (2, {"axis", "out", "keepdims"}, {}),
     np.max: _MAX_KEEPDIMS, np.amax: _MAX_KEEPDIMS, np.min: _MAX_KEEPDIMS, np.amin: _MAX_KEEPDIMS,
+    np.var: (2, {"axis", "out", "ddof", "keepdims"}, {}), np.std: (2, {"axis", "out", "ddof", "keepdims"}, {}),
     np.dot: (2, set(), {}), np.matmul: (2, set(), {}), np.maximum: (2, set(), {}),
     np.tensordot: (3, {"axes"}, {}), np.einsum: (3, set(), {}),
     np.clip: (4, {"a_min", "a_max", "min", "max", "out"}, {}), np.where: (3, set(), {}),

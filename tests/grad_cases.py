@@ -100,6 +100,8 @@ _reduction("mean", F.mean)
 _reduction("max", F.max, distinct)
 _reduction("min", F.min, distinct)
 _reduction("logsumexp", F.logsumexp)
+_reduction("var", F.var)
+_reduction("std", F.std)
 
 
 @case("matmul")
@@ -426,7 +428,7 @@ def _(draw, rng):
 # differentiable primitive is registered without a gradient check
 COVERED_PRIMITIVES = {
     "add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "where", "exp", "log", "tanh",
-    "sigmoid", "relu", "sqrt", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "max", "min", "matmul",
+    "sigmoid", "relu", "sqrt", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "var", "std", "max", "min", "matmul",
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",

@@ -193,8 +193,9 @@ class CallsMixin:
             if unimplemented:
                 raise Unsupported("unsupported-call", f"numpy.{name} with {unimplemented} has no graph op", self.site)
             result = impl(*args, **kwargs)
-        if out_target is not None:
-            self.write_box(out_target, self.inplace_value(out_target, result))
+        if out_target is not None:  # a Tensor takes the result as it is (eager's `out=` rebinds it, as `+=` does)
+            kind = getattr(out_target, "kind", None)
+            self.write_box(out_target, result if kind == "tensor" else self.inplace_value(out_target, result))
             return out_target
         return result
 

@@ -32,6 +32,25 @@ def _leaves_loop(stmts) -> bool:
                for n in scope_nodes(stmts, SCOPES + _LOOPS))
 
 
+def break_exit(loop):
+    """("first" | "last", the `if` node) when a loop's body is left only by an `if <test>: break`
+    (nothing else in that `if`) as its first or last statement; None otherwise. A first one's test
+    joins the loop condition, which is evaluated once more than the body: not when it reads a
+    `for` loop's variable (`if x[i] > 0: break` would index past the range's end there)."""
+    body = loop.body
+    for where, stmt in (("first", body[0]), ("last", body[-1])):
+        if (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1
+                and isinstance(stmt.body[0], ast.Break)):
+            rest = body[1:] if where == "first" else body[:-1]
+            if _leaves_loop(rest):
+                return None
+            if where == "first" and isinstance(loop, ast.For) and _assigned_names([loop.target]) & {
+                    n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)}:
+                return None
+            return where, stmt
+    return None
+
+
 class ControlFlowMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -257,6 +276,8 @@ class ControlFlowMixin:
         while True:
             self.set_site(node, frame)
             test = self.eval_test(node.test, frame)
+            if iterations == 0 and self.leaves_by_break(node, frame):
+                return self.loop(node, frame)
             if isinstance(test, Sym):
                 trips = self.profile.trips(key) if self.profile is not None else set()
                 if (len(trips) > 1 or ("trip", key) in self.relaxed) and iterations == 0:
@@ -313,6 +334,10 @@ class ControlFlowMixin:
         bounds = self.dynamic_range(node, frame)
         if bounds is not None and bounds[0] == "dynamic":  # a trip count known only at run time
             return self.loop(node, frame, counter=(node.target.id,) + tuple(bounds[1:]))
+        if bounds is not None and self.leaves_by_break(node, frame):
+            start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (list(bounds) + [1])[:3]
+            if isinstance(stop, int) and isinstance(start, int) and isinstance(step, int) and step > 0:
+                return self.loop(node, frame, counter=(node.target.id, start, stop, step))
         iterable = range(*bounds) if bounds is not None else self.eval(node.iter, frame)
         if isinstance(iterable, ObjRef):  # elements the profiler saw vary become graph inputs
             items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
@@ -324,6 +349,18 @@ class ControlFlowMixin:
             if self.iteration(node.body, frame) == "break":
                 return
         self.exec_block(node.orelse, frame)
+
+    def leaves_by_break(self, node, frame):
+        """Whether a loop is left by an `if <graph value>: break` first or last in its body that the
+        warm-up saw taken (or whose speculation failed): as a loop node, whatever trip it ends on
+        (unrolled, the trips it ran in the warm-up would each be an assumption)."""
+        exit_ = break_exit(node)
+        if exit_ is None:
+            return False
+        key = site_key(frame.filename, exit_[1])
+        if ("branch", key) in self.relaxed:
+            return True
+        return self.profile is not None and self.profile.branch(key)[0] > 0
 
     def count_unroll(self):
         self.unrolled += 1

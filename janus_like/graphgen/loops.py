@@ -19,6 +19,12 @@ not as a rebinding. Arrays and Variables the body itself creates are not carried
 writes to them are ordinary writes (`statements.branch_box_write` tells them apart by the node
 counter at the start of the node).
 
+A `break` under an `if` on a graph value is converted when that `if` (with nothing but the
+`break` in it) is the body's first statement, whose test then joins the loop's condition, or its
+last, whose test ends the loop through a carried flag after the body's other statements ran —
+both exactly what eager does. Anywhere else it stays a named reason (the statements after it
+would need a conditional inside the body).
+
 Not converted, each with a named reason: writes of state inside a GradientTape, writes of the
 function's own lists and dicts, a local both rebound and written in place, values that change
 type, shape or dtype across an iteration.
@@ -31,7 +37,7 @@ import numpy as np
 
 from .. import ir
 from .builder import OPAQUE
-from .control import _PY_NUMBERS, _bound, _describe
+from .control import _PY_NUMBERS, _bound, _describe, break_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
 from .values import Sym, Unsupported, VarRef
@@ -49,8 +55,15 @@ class LoopMixin:
         if node.orelse:
             raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
         target = counter[0] if counter is not None else None
+        exit_ = break_exit(node)
+        if exit_ is not None and tapes:
+            raise Unsupported("unsupported-syntax", f"break in a differentiated {kind} loop on a graph value",
+                              self.site)
+        if exit_ is not None and exit_[0] == "last":
+            frame.locals[_RUNNING] = True  # carried: whether the last trip's test let the loop go on
         names = sorted(_assigned_names(node.body) - ({target} if target else set())
                        - frame.global_names - frame.nonlocal_names)  # those two are state
+        names += [_RUNNING] * (_RUNNING in frame.locals)
         # names first bound inside the body (an inner loop's target, a temporary) are local to
         # an iteration; after the loop they are stale (eager would hold the last iteration's)
         local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING]
@@ -64,7 +77,7 @@ class LoopMixin:
             self.builder.views.clear()  # nor do the first attempt's views count
             self.builder.views.update((k, list(v)) for k, v in views.items())
             try:
-                gen = self.loop_attempt(node, frame, counter, carried, state, grad)
+                gen = self.loop_attempt(node, frame, counter, carried, state, grad, exit_)
             finally:
                 self.builder.tapes = tapes
                 for name in names:  # every attempt starts from the locals before the loop
@@ -123,10 +136,17 @@ class LoopMixin:
             self.branch_result((wkind, wtarget, wname), self.maybe_entry(out, init), frame)
         if grad is not None:
             grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
-        if counter is not None:  # the loop variable after the loop is not modelled
+        if counter is not None and exit_ is not None and exit_[0] == "last" and _runs(counter):
+            # the count after the node is one step past the trip that ran last (the break's, or the
+            # range's last): that trip's value is the loop variable's, as eager leaves it
+            count = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": len(outs) - 1},
+                                                 gen["count"].aval)), "py")
+            frame.locals[target] = self.builder.py_op(operator.sub, count, counter[3])
+        elif counter is not None:  # the loop variable after the loop is not modelled
             stale = Sym(gen["count"], "py")
             stale.kind = "stale"
             frame.locals[target] = stale
+        frame.locals.pop(_RUNNING, None)
 
     def maybe_entry(self, out, entry):
         """A loop's result that is its entry value's object when the loop runs zero times (eager
@@ -192,7 +212,7 @@ class LoopMixin:
                                                         f"loop", self.site)
         return carried, state
 
-    def loop_attempt(self, node, frame, counter, carried, state, grad):
+    def loop_attempt(self, node, frame, counter, carried, state, grad, exit_=None):
         """Generate the condition and body once, with placeholders for the carried locals and
         state; the state and the containers are put back as before the loop afterwards."""
         placeholders, local_boxes = [], {}
@@ -220,19 +240,28 @@ class LoopMixin:
                 self.builder.tapes = []  # the test is not differentiated
                 if counter is None:
                     test = self.eval_test(node.test, frame)
+                    if exit_ is not None and not isinstance(test, Sym):  # `while True:` left by its break
+                        test = self.builder.constant(self.truth(test), "py")
                     if not isinstance(test, Sym):
                         raise Unsupported("varying-trip-count", "loop condition is not a graph value inside the loop",
                                           self.site)
                     gen["pred"] = _truth_value(test)
                 else:
                     gen["pred"] = self.builder.py_op(operator.lt, Sym(gen["count"], "py"), counter[2])
+                body = node.body
+                if exit_ is not None:  # the trip goes on while the test of the break is false
+                    body = node.body[1:] if exit_[0] == "first" else node.body[:-1]
+                    go = frame.locals[_RUNNING] if exit_[0] == "last" else self.break_test(exit_[1], frame, negate=True)
+                    gen["pred"] = self.builder.py_op(operator.and_, self.py_bool(gen["pred"]), go)
                 self.builder.block = gen["body"]
                 self.builder.tapes = [grad.tape] if grad is not None else []
                 try:
-                    self.exec_block(node.body, frame)
+                    self.exec_block(body, frame)
+                    if exit_ is not None and exit_[0] == "last":
+                        frame.locals[_RUNNING] = self.break_test(exit_[1], frame, negate=True)
                 except (_Break, _Continue):
-                    raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value",
-                                      self.site) from None
+                    raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value (other than "
+                                      "an `if ...: break` first or last in the body)", self.site) from None
                 if counter is not None:
                     gen["next_count"] = self.builder.py_op(operator.add, Sym(gen["count"], "py"), counter[3])
         finally:
@@ -249,6 +278,21 @@ class LoopMixin:
         gen["local_boxes"] = local_boxes
         gen["frame"] = dict(frame.locals)
         return gen
+
+    def break_test(self, if_node, frame, negate=False):
+        """The test of a loop's `if ...: break` as a Python bool held in the graph (negated: whether
+        the loop goes on)."""
+        self.set_site(if_node, frame)
+        test = self.eval_test(if_node.test, frame)
+        if not isinstance(test, Sym):
+            return self.builder.constant(not self.truth(test) if negate else self.truth(test), "py")
+        if test.size != 1:
+            raise Unsupported("data-dependent-python", "truth value of an array with more than one element", self.site)
+        return self.builder.py_op(operator.not_ if negate else operator.truth, self.py_bool(test))
+
+    def py_bool(self, v):
+        """bool(v) of a graph value as a Python bool held in the graph."""
+        return v if v.kind == "py" and v.dtype == np.bool_ else self.builder.py_op(operator.truth, _truth_value(v))
 
     def set_loop_state(self, key, kind, target, name, value):
         """Make a piece of state read as `value` (a placeholder); returns what puts it back."""
@@ -277,3 +321,13 @@ def _what(write):
         return f"Variable {target.var.name!r} write" if isinstance(target, VarRef) else "in-place array write"
     return {"setattr": f"attribute {name!r} write", "global": f"global {name!r} write",
             "cell": f"nonlocal {name!r} write"}[kind]
+
+
+def _runs(counter):
+    """Whether a `for` over range(start, stop, step) runs at least once, known when generating."""
+    _, start, stop, step = counter
+    return all(type(v) is int for v in (start, stop, step)) and start < stop
+
+
+_RUNNING = " running"  # the carried flag of a loop left by a break after its body (not a Python name)
+

@@ -97,6 +97,14 @@ def mean(x, axis=None, keepdims=False):
     return bind(P.mean, x, axis=_axis(axis), keepdims=keepdims)
 
 
+def var(x, axis=None, keepdims=False, ddof=0):
+    return bind(P.var, x, axis=_axis(axis), keepdims=keepdims, ddof=ddof)
+
+
+def std(x, axis=None, keepdims=False, ddof=0):
+    return bind(P.std, x, axis=_axis(axis), keepdims=keepdims, ddof=ddof)
+
+
 def max(x, axis=None, keepdims=False):  # noqa: A001
     return bind(P.max, x, axis=_axis(axis), keepdims=keepdims)
 

@@ -20,6 +20,8 @@ class ArrayMethods:
     # keepdims)); a positional keepdims would mean another thing to NumPy
     def sum(self, axis=None, *, keepdims=False, dtype=None): return F.sum(self, axis, keepdims, dtype)
     def mean(self, axis=None, *, keepdims=False): return F.mean(self, axis, keepdims)
+    def var(self, axis=None, *, ddof=0, keepdims=False): return F.var(self, axis, keepdims, ddof)
+    def std(self, axis=None, *, ddof=0, keepdims=False): return F.std(self, axis, keepdims, ddof)
     def max(self, axis=None, *, keepdims=False): return F.max(self, axis, keepdims)
     def min(self, axis=None, *, keepdims=False): return F.min(self, axis, keepdims)
     def argmax(self, axis=None, *, keepdims=False): return F.argmax(self, axis, keepdims)

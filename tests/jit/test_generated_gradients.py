@@ -52,7 +52,9 @@ def expressions(draw, depth=2):
                                      f"F.sigmoid({a} * 2.0)"]))
     if kind == "concat":
         return f"np.concatenate([{a}, x], axis=1)[:, :M]"
-    return f"(x * np.mean({a}))"
+    return draw(st.sampled_from([f"(x * np.mean({a}))",  # a layer norm's statistics too (ops/statistics.py)
+                                 f"(({a} - {a}.mean(axis=-1, keepdims=True)) / np.sqrt({a}.var(axis=-1, keepdims=True)"
+                                 " + 1.0))", f"(x * np.std({a}, axis=0))"]))
 
 
 @st.composite

@@ -240,11 +240,18 @@ def statements(draw, depth=2):
         after = draw(st.sampled_from([[], [f"{v} += 1.0"], ["box['a'] += 1.0"], ["hist[0] *= 0.5"]]))
         return ["k = 0", f"while np.max(np.abs({v})) > {draw(st.sampled_from(['1.0', '2.0']))}{cap}:",
                 f"    {v} = {v} * 0.5", "    k = k + 1"] + extra + after
-    if kind == "break":  # a loop left early on a Python value or a computed one
+    if kind == "break":  # a loop left early on a Python value or a computed one (a loop node: loops.py)
         v = draw(st.sampled_from(_VARS))
-        test = draw(st.sampled_from(["i == 1 and s > 0.3", f"np.sum({v}) > 2.0"]))
-        return [f"for i in range({draw(st.integers(1, 3))}):", f"    if {test}:", "        break",
-                f"    {v} = {v} * 0.5 + {draw(nm_expressions(1, True))}"]
+        test = draw(st.sampled_from(["i == 1 and s > 0.3", f"np.sum({v}) > 2.0", f"np.max(np.abs({v})) < 1.0"]))
+        step = f"    {v} = {v} * 0.5 + {draw(nm_expressions(1, True))}"
+        where = draw(st.sampled_from(["first", "last", "while"]))
+        if where == "while":  # the counter keeps it finite; `or` of a graph value and a Python one
+            state = [f"    obj.acc = obj.acc + np.sum({v}, axis=0) * 0.1"] if draw(st.booleans()) else []
+            return (["k = 0", "while True:", f"    {v} = {v} * 0.5", "    k += 1"] + state
+                    + [f"    if {test.replace('i ==', 'k ==')} or k > 3:", "        break", "obj.log.append(k)"])
+        exit_ = [f"    if {test}:", "        break"]
+        loop = [f"for i in range({draw(st.integers(1, 3))}):"]
+        return loop + (exit_ + [step] if where == "first" else [step] + exit_)
     if kind == "random":
         v = draw(st.sampled_from(_VARS))
         call = draw(st.sampled_from(["np.random.randn(*{v}.shape)", "np.random.rand(*{v}.shape)",

@@ -30,7 +30,9 @@ CASES = [
     ("x.sum(where=x > 0)", False), ("x.max(initial=9.0)", False), ("x.mean(dtype=np.float64)", False),
     ("x.sum(0, np.float64)", False), ("x.max(0, None, True)", False), ("x.max(0, keepdims=True)", True),
     ("x.reshape((-1,), order='F')", False), ("x.astype(np.float64, copy=False) * 2", False),
-    ("x.argmax(axis=0, keepdims=True)", True), ("x.cumsum(axis=0)", False), ("x.std(axis=0)", False),
+    ("x.argmax(axis=0, keepdims=True)", True), ("x.cumsum(axis=0)", False), ("x.std(axis=0)", True),
+    ("np.var(x, 1, keepdims=True)", True), ("x.var(0, ddof=1)", True), ("np.std(x, dtype=np.float64)", False),
+    ("x.var(0, np.float64)", False),
     ("x.T.copy(order='K')", False), ("x.min(axis=1, initial=-9.0)", False),
 ]
 
@@ -130,3 +132,21 @@ def test_a_user_module_named_like_a_library_is_user_code(tmp_path, monkeypatch, 
 
     calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((3, 4)), s["o"]) for k in range(7)]
     check(make, calls, min_graph_calls=3)
+
+
+@pytest.mark.parametrize("tensor", [False, True])
+def test_out_of_a_wider_result(tmp_path, tensor):
+    """`np.add(v, wider, out=v)`: an ndarray keeps its dtype (NumPy casts into it); a Tensor takes
+    the result as it is, as its eager `out=` and `+=` do (the graph cast it to float32)."""
+    source = ("import numpy as np\n\n\ndef f(x, y, w):\n    v = y + 0.0\n    np.add(v, np.dot(x, w), out=v)\n"
+              "    return v, np.sum(v)\n")
+
+    def make():
+        return load_module(tmp_path, source, "wider_out").f, {}
+
+    def call(state, k):
+        r = np.random.default_rng(k)
+        y = r.standard_normal((2, 3)).astype(np.float32)
+        return r.standard_normal((2, 3)).astype(np.float32), jl.tensor(y) if tensor else y, np.ones((3, 3))
+
+    check(make, [lambda s, k=k: call(s, k) for k in range(6)], min_graph_calls=3)
