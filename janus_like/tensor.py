@@ -122,6 +122,10 @@ class Tensor(ArrayMethods):
     def __rtruediv__(self, o): return F.div(o, self)
     def __pow__(self, o): return F.pow(self, o)
     def __rpow__(self, o): return F.pow(o, self)
+    def __floordiv__(self, o): return F.floor_divide(self, o)
+    def __rfloordiv__(self, o): return F.floor_divide(o, self)
+    def __mod__(self, o): return F.remainder(self, o)
+    def __rmod__(self, o): return F.remainder(o, self)
     def __matmul__(self, o): return F.matmul(self, o)
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return F.neg(self)
@@ -312,7 +316,11 @@ _UFUNCS = {
     np.minimum: F.minimum, np.matmul: F.matmul, np.square: F.square, np.less: F.lt,
     np.less_equal: F.le, np.greater: F.gt, np.greater_equal: F.ge, np.equal: F.eq,
     np.not_equal: F.ne, np.logical_and: F.logical_and, np.logical_or: F.logical_or,
-    np.logical_not: F.logical_not, np.positive: lambda x: x,
+    np.logical_not: F.logical_not, np.positive: lambda x: x, np.floor: F.floor, np.ceil: F.ceil,
+    np.rint: F.rint, np.isnan: F.isnan, np.isinf: F.isinf, np.isfinite: F.isfinite,
+    np.floor_divide: F.floor_divide, np.remainder: F.remainder, np.log1p: F.log1p, np.expm1: F.expm1,
+    np.log2: F.log2, np.log10: F.log10, np.reciprocal: F.reciprocal, np.arctan: F.arctan, np.sinh: F.sinh,
+    np.cosh: F.cosh,
 }
 _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
 

@@ -37,6 +37,9 @@ _binary("div", F.div, make_b=away_from_zero)
 _binary("pow", F.pow, make_a=positive)
 _binary("maximum", F.maximum, lambda r, s: interleaved(r, s, 0.0), lambda r, s: interleaved(r, s, 1.0))
 _binary("minimum", F.minimum, lambda r, s: interleaved(r, s, 1.0), lambda r, s: interleaved(r, s, 0.0))
+# a / b kept away from integers (where a % b jumps): b near 1, a an integer plus a middle fraction
+_binary("remainder", F.remainder, lambda r, s: r.integers(-3, 4, s) + r.uniform(0.3, 0.7, s),
+        lambda r, s: r.uniform(0.95, 1.05, s))
 _binary("operators", lambda a, b: (a + 1.5) * b - a / (b * b + 1.0) + 2.0 ** (-a) - (1.0 - b) ** 2)
 
 
@@ -71,6 +74,14 @@ _unary("sqrt", F.sqrt, positive)
 _unary("abs", F.abs, away_from_zero)
 _unary("sin", F.sin, lambda r, s: normal(r, s, 2.0))
 _unary("cos", F.cos, lambda r, s: normal(r, s, 2.0))
+_unary("log1p", F.log1p, positive)
+_unary("expm1", F.expm1)
+_unary("log2", F.log2, positive)
+_unary("log10", F.log10, positive)
+_unary("reciprocal", F.reciprocal, away_from_zero)
+_unary("arctan", F.arctan, lambda r, s: normal(r, s, 2.0))
+_unary("sinh", F.sinh)
+_unary("cosh", F.cosh)
 _unary("cast_longdouble", lambda x: F.cast(F.mul(F.cast(x, np.longdouble), 3.0), np.float64))
 # float32 rounding makes the finite difference coarse: a larger step and tolerance
 _unary("cast_float32", lambda x: F.mul(F.cast(x, np.float32), np.float32(2.0)), eps=1e-2, rtol=1e-4, atol=1e-4)
@@ -428,7 +439,8 @@ def _(draw, rng):
 # differentiable primitive is registered without a gradient check
 COVERED_PRIMITIVES = {
     "add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "where", "exp", "log", "tanh",
-    "sigmoid", "relu", "sqrt", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "var", "std", "max", "min", "matmul",
+    "sigmoid", "relu", "sqrt", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "var", "std", "max", "min",
+    "matmul", "remainder", "log1p", "expm1", "log2", "log10", "reciprocal", "arctan", "sinh", "cosh",
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",

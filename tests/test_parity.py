@@ -61,6 +61,8 @@ BINARY = {  # name: (F function, operator form, NumPy function, kind of the seco
     "ge": (F.ge, lambda a, b: a >= b, np.greater_equal, "any"),
     "eq": (F.eq, lambda a, b: a == b, np.equal, "any"),
     "ne": (F.ne, lambda a, b: a != b, np.not_equal, "any"),
+    "floor_divide": (F.floor_divide, lambda a, b: a // b, np.floor_divide, "nonzero"),
+    "remainder": (F.remainder, lambda a, b: a % b, np.remainder, "nonzero"),
 }
 
 
@@ -96,6 +98,16 @@ UNARY = {  # name: (F function, NumPy reference, NumPy function applied to a ten
     "sigmoid": (F.sigmoid, lambda x: 1 / (1 + np.exp(-x)), None, "any", FLOATS),
     "relu": (F.relu, lambda x: np.maximum(x, 0), None, "any", DTYPES),
     "logical_not": (F.logical_not, np.logical_not, np.logical_not, "any", DTYPES),
+    "floor": (F.floor, np.floor, np.floor, "any", DTYPES), "ceil": (F.ceil, np.ceil, np.ceil, "any", DTYPES),
+    "rint": (F.rint, np.rint, np.rint, "any", DTYPES), "isnan": (F.isnan, np.isnan, np.isnan, "any", DTYPES),
+    "isinf": (F.isinf, np.isinf, np.isinf, "any", DTYPES),
+    "isfinite": (F.isfinite, np.isfinite, np.isfinite, "any", DTYPES),
+    "log1p": (F.log1p, np.log1p, np.log1p, "positive", DTYPES),
+    "expm1": (F.expm1, np.expm1, np.expm1, "any", DTYPES), "log2": (F.log2, np.log2, np.log2, "positive", DTYPES),
+    "log10": (F.log10, np.log10, np.log10, "positive", DTYPES),
+    "reciprocal": (F.reciprocal, np.reciprocal, np.reciprocal, "nonzero", FLOATS),
+    "arctan": (F.arctan, np.arctan, np.arctan, "any", DTYPES), "sinh": (F.sinh, np.sinh, np.sinh, "any", DTYPES),
+    "cosh": (F.cosh, np.cosh, np.cosh, "any", DTYPES),
 }
 
 

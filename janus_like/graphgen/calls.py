@@ -25,6 +25,10 @@ from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRAR
 _CALLING_BUILTINS = {map, filter, sorted, min, max, iter, functools.reduce}
 
 
+# callables an input object may hold that are functions rather than objects with state
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, np.ufunc, type(np.clip))
+
+
 @functools.lru_cache(maxsize=None)
 def _signature(func):
     return inspect.signature(func)
@@ -52,6 +56,14 @@ class CallsMixin:
             return self.container_method(func, args, kwargs)
         if isinstance(func, LocalFunction):
             return self.inline(func, list(args), kwargs)
+        if isinstance(func, ObjRef) and isinstance(func.obj, _FUNCTION_TYPES):  # `self.norm = np.clip`
+            self.prog.check_identity(func.slot, self.site)  # the same function on every call
+            func = func.obj
+        if isinstance(func, ObjRef) and type(func.obj) is functools.partial:  # its members, guarded like attributes
+            pargs = self.materialize(self.getattr(func, "args"), self.site)
+            keywords = self.getattr(func, "keywords")
+            keywords = self.materialize_dict(keywords) if isinstance(keywords, ObjRef) else keywords
+            return self.call(self.getattr(func, "func"), list(pargs) + list(args), {**keywords, **kwargs}, node)
         if isinstance(func, ObjRef):
             call = getattr(type(func.obj), "__call__", None)
             if isinstance(call, types.FunctionType):

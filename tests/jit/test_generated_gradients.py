@@ -34,7 +34,8 @@ def expressions(draw, depth=2):
                                  "gather", "library"]))
     if kind == "unary":
         return draw(st.sampled_from(["np.tanh({})", "F.sigmoid({})", "np.maximum({}, 0.0)", "np.exp(-np.abs({}))",
-                                     "({} * {})", "(-{})"])).format(a, a)
+                                     "({} * {})", "(-{})", "np.arctan({})", "np.log1p({} * {})",
+                                     "({} % 1.5)"])).format(a, a)
     if kind == "binary":
         b = draw(expressions(depth - 1))
         return f"({a} {draw(st.sampled_from(['+', '-', '*']))} {b})"

@@ -1,9 +1,10 @@
 """Random programs, eager vs jit. Hypothesis draws a small program from a grammar (array and scalar
 arithmetic, NumPy calls in their argument forms, conversions, local functions, `if` on Python
 values and on computed values, `for` over `range` and over lists, helper calls,
-attribute/container/Variable mutation, in-place updates, the global RNG, print), renders it as Python source in a real module file (the JIT reads source), and runs it side
-by side on a random call sequence (shape changes, scalar changes, list-length changes included),
-with float64 or float32 arrays passed in.
+attribute/container/Variable mutation, in-place updates, the global RNG, print), renders it as
+Python source in a real module file (the JIT reads source), and runs it side by side on a random
+call sequence (shape changes, scalar changes, list-length changes included), with float64 or
+float32 arrays passed in.
 
 Whatever the JIT does with a program — graphs, regenerations, eager fallbacks — results, printed
 text, state, arguments and the RNG must equal eager's after every call. Every compiled graph is
@@ -53,7 +54,8 @@ def expressions(draw, depth=2, loop_var=False):
     if kind == "unary":
         e, k = draw(expressions(depth - 1, loop_var))
         tmpl = draw(st.sampled_from(["np.tanh({})", "np.exp(-np.abs({}))", "np.maximum({}, 0.0)", "(-{})",
-                                     "np.sqrt(np.abs({}) + 1.0)"]))
+                                     "np.sqrt(np.abs({}) + 1.0)", "({} // 0.5)", "({} % 0.75)", "np.floor({})",
+                                     "np.log1p(np.abs({}))", "np.arctan({})"]))
         return tmpl.format(e), k
     if kind == "binary":
         a, ka = draw(expressions(depth - 1, loop_var))

@@ -34,6 +34,13 @@ CASES = [
     ("np.var(x, 1, keepdims=True)", True), ("x.var(0, ddof=1)", True), ("np.std(x, dtype=np.float64)", False),
     ("x.var(0, np.float64)", False),
     ("x.T.copy(order='K')", False), ("x.min(axis=1, initial=-9.0)", False),
+    # ufuncs of ops/more_math.py (operator forms too)
+    ("x // 0.5 + x % 0.3 - 2.0 % (x + 9.0)", True), ("np.floor(x) * np.ceil(x) + np.rint(x)", True),
+    ("np.log1p(np.abs(x)) + np.expm1(x * 0.1) - np.log2(x * x + 1) * np.log10(x * x + 2)", True),
+    ("np.reciprocal(x + 10.0) + np.arctan(x) + np.sinh(x) - np.cosh(x)", True),
+    ("(x * 3).astype(np.int64) // 2 + (x * 3).astype(np.int64) % 4", True),
+    ("np.where(np.isfinite(x) & ~np.isnan(x), x, 0.0) + np.isinf(x)", True),
+    ("np.floor_divide(x, 2.0, dtype=np.float64)", False),
 ]
 
 

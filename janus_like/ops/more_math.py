@@ -1,0 +1,35 @@
+"""Elementwise functions beyond the core arithmetic: rounding and integer division (`idx //
+width`, `t % period`, `np.floor`), log1p / expm1 / log2 / log10, reciprocal, arctan / sinh /
+cosh, and the NaN and infinity tests. Each calls the NumPy ufunc of its name, so a graph gives
+eager's bits. The rounding ops and the tests have no gradient rule (a tape does not follow
+them, as for `sign` and the comparisons); `remainder` is differentiated like `a - floor(a / b) * b`."""
+from __future__ import annotations
+
+import math
+
+from . import api as F
+from .primitives import _elementwise, _is_float, _unb
+from .registry import wants
+
+# ------------------------------------------------------------------ not differentiable
+for _name, _ufunc in [("floor", "floor"), ("ceil", "ceil"), ("rint", "rint"), ("isnan", "isnan"),
+                      ("isinf", "isinf"), ("isfinite", "isfinite")]:
+    _elementwise(_name, (lambda u: lambda xp, x: getattr(xp, u)(x))(_ufunc))
+_elementwise("floor_divide", lambda xp, a, b: xp.floor_divide(a, b))
+
+
+# ------------------------------------------------------------------ differentiable
+def _remainder_vjp(g, o, a, b):
+    return (wants(0) and _is_float(o) and _unb(g, a),
+            wants(1) and _is_float(o) and _unb(F.neg(F.mul(g, F.floor_divide(a, b))), b))
+
+
+_elementwise("remainder", lambda xp, a, b: xp.remainder(a, b), _remainder_vjp)
+_elementwise("log1p", lambda xp, x: xp.log1p(x), lambda g, o, x: (F.div(g, F.add(x, 1)),))
+_elementwise("expm1", lambda xp, x: xp.expm1(x), lambda g, o, x: (F.mul(g, F.add(o, 1)),))
+_elementwise("log2", lambda xp, x: xp.log2(x), lambda g, o, x: (F.div(g, F.mul(x, math.log(2.0))),))
+_elementwise("log10", lambda xp, x: xp.log10(x), lambda g, o, x: (F.div(g, F.mul(x, math.log(10.0))),))
+_elementwise("reciprocal", lambda xp, x: xp.reciprocal(x), lambda g, o, x: (F.neg(F.mul(g, F.mul(o, o))),))
+_elementwise("arctan", lambda xp, x: xp.arctan(x), lambda g, o, x: (F.div(g, F.add(F.mul(x, x), 1)),))
+_elementwise("sinh", lambda xp, x: xp.sinh(x), lambda g, o, x: (F.mul(g, F.cosh(x)),))
+_elementwise("cosh", lambda xp, x: xp.cosh(x), lambda g, o, x: (F.mul(g, F.sinh(x)),))
