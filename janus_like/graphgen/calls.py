@@ -16,7 +16,7 @@ from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED
 from .conversions import convert, is_conversion
-from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
 
@@ -71,6 +71,8 @@ class CallsMixin:
             raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
         if isinstance(func, SymbolicTape) or isinstance(func, Sym):
             raise Unsupported("unsupported-call", "calling a non-callable graph value", self.site)
+        if func is super:
+            return self.super_ref(args)
         if func is np.errstate:  # `with np.errstate(...)`: recorded on the nodes built inside
             return ErrState(dict(kwargs))
         if func is print or (isinstance(func, types.FunctionType) and func.__module__ == "logging"
@@ -336,6 +338,22 @@ class CallsMixin:
             self.site = saved_site
             self.builder.site = saved_site
         return result
+
+    def super_ref(self, args):
+        """`super()` in an inlined method (its class from the `__class__` cell Python gives a
+        function that calls super, its object the method's first argument) or `super(cls, obj)`."""
+        if len(args) == 2:
+            cls, obj = args
+        else:
+            fn = self.frames[-1].func if self.frames and not args else None
+            code = getattr(fn, "__code__", None)
+            if code is None or "__class__" not in code.co_freevars or not code.co_varnames:
+                raise Unsupported("unsupported-call", "super() outside a method", self.site)
+            cls = fn.__closure__[code.co_freevars.index("__class__")].cell_contents
+            obj = self.frames[-1].locals.get(code.co_varnames[0])
+        if not isinstance(obj, ObjRef) or not isinstance(cls, type) or cls not in type(obj.obj).__mro__:
+            raise Unsupported("unsupported-call", "super() of a value that is not an input object", self.site)
+        return SuperRef(obj, cls)
 
     def located(self, exc):
         """`exc` with the current statement's site when it was raised where no site was at hand."""

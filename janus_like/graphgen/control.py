@@ -15,7 +15,7 @@ from .builder import OPAQUE, SymbolicTape
 from .branch_containers import ContainerSnapshot, put
 from .cond_grad import CondGradient
 from .values import ObjRef, Sym, Unsupported, VarRef
-from .support import ErrState, OneBranch, _Break, _Continue, _MISSING, _assigned_names, _truth_value
+from .support import ErrState, OneBranch, _Break, _Continue, _MISSING, _Return, _assigned_names, _truth_value
 
 
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
@@ -378,6 +378,36 @@ class ControlFlowMixin:
             raise Unsupported("unsupported-syntax", "iterating a tape", self.site)
         return list(value)
 
+    def stmt_Try(self, node, frame):
+        """`try` whose handlers the warm-up never entered: the body runs as if it raises nothing
+        (when a graph op raises at run time, the call falls back and eager's handler runs), then
+        `else`, then `finally` (also on a return, break or continue leaving the body). An
+        exception raised while generating the body is a generation failure, never handled here:
+        the graph must not take a handler eager would not."""
+        for handler in node.handlers:
+            if self.profile is None or self.profile.branch(site_key(frame.filename, handler))[0]:
+                raise Unsupported("try", "an exception handler the warm-up entered (or no profile)", self.site)
+        if node.handlers:
+            self.try_sites.append(self.site)
+        try:
+            self.exec_block(node.body, frame)
+        except (_Return, _Break, _Continue):
+            self.exec_block(node.finalbody, frame)
+            raise
+        except Exception as exc:  # the user's code raised while generating: eager's handler may catch it
+            raised = getattr(exc, "original", None) if isinstance(exc, Unsupported) else exc
+            caught = tuple(t for h in node.handlers if h.type is not None for t in _classes(self.eval(h.type, frame)))
+            if raised is not None and (any(h.type is None for h in node.handlers) or isinstance(raised, caught)):
+                raise Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
+                                  self.site) from exc
+            raise
+        try:
+            self.exec_block(node.orelse, frame)
+        except (_Return, _Break, _Continue):
+            self.exec_block(node.finalbody, frame)
+            raise
+        self.exec_block(node.finalbody, frame)
+
     def stmt_With(self, node, frame):
         entered = []
         for item in node.items:
@@ -410,6 +440,12 @@ class ControlFlowMixin:
             self.speculate(test, node, frame, "branch")
         elif not self.truth(test):
             raise Unsupported("user-error", "assert statement fails", self.site)
+
+
+def _classes(value):
+    """The exception classes an `except` clause's expression names (a class or a tuple of them)."""
+    items = value if isinstance(value, tuple) else (value,)
+    return tuple(c for c in items if isinstance(c, type) and issubclass(c, BaseException))
 
 
 def _describe(container, frame):

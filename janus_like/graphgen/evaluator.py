@@ -73,6 +73,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
         self.loop_depths: list = []  # per unrolled loop being run: the cond/loop-node depth it runs at
         self.branch_marks: list = []  # per cond/loop node being built: the first node id made inside it
         self.frames: list = []  # the frames of the functions being generated, outermost first
+        self.try_sites: list = []  # `try` statements run as if their bodies raise nothing (control.stmt_Try)
         self.comprehensions = 0  # comprehensions being evaluated (a lambda there is not supported)
         self.site = ""
         self._unknown = ()
@@ -190,7 +191,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
         graph.n_inputs = len(self.input_nodes)
         return GeneratedGraph(graph=graph, guard=guard, guard_src=guard_src, outputs=outputs,
                               assumptions=self.prog.assumptions + [n.params["assumption"] for n in graph.asserts],
-                              uses_rng=self.builder.uses_rng, slots=self.prog.slots)
+                              uses_rng=self.builder.uses_rng, slots=self.prog.slots, try_sites=self.try_sites)
 
 
 __all__ = ["Generator", "GeneratedGraph", "Unsupported"]

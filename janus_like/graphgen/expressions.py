@@ -13,7 +13,7 @@ import numpy as np
 from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from .builder import SymbolicTape
-from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
+from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _truth_value, _unwrap_obj
 
 
@@ -293,28 +293,41 @@ class ExpressionsMixin:
             if name in inst:
                 slot, _ = self.prog.attr(obj.slot, name, inst[name])
                 return self.classify(slot, self.site, key)
-            for klass in type(target).__mro__:
-                if name in klass.__dict__:
-                    attr = klass.__dict__[name]
-                    break
-            else:
-                raise AttributeError(name)
-            if isinstance(attr, types.FunctionType):
-                return BoundMethod(attr, obj)
-            if _is_jit(attr) and getattr(attr, "__self__", None) is None:  # @jit on a method
-                return BoundMethod(attr.__wrapped__, obj)
-            if isinstance(attr, property):
-                return self.inline(attr.fget, [obj], {})
-            if isinstance(attr, staticmethod):
-                return attr.__func__
-            if isinstance(attr, classmethod):
-                return BoundMethod(attr.__func__, type(target))
-            if type(attr).__name__ == "member_descriptor":
-                slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
-                return self.classify(slot, self.site, key)
-            return attr  # a class-level constant (the object's type is guarded)
+            return self.class_attribute(obj, name, key, type(target).__mro__)
+        if isinstance(obj, SuperRef):  # the classes after obj.cls in the object's MRO
+            mro = type(obj.obj.obj).__mro__
+            return self.class_attribute(obj.obj, name, key, mro[mro.index(obj.cls) + 1:])
         if isinstance(obj, types.ModuleType):
             return getattr(obj, name)
+        return self.value_attribute(obj, name, key)
+
+    def class_attribute(self, obj, name, key, mro):
+        """`obj.name` found in the classes `mro` (an ObjRef's type's MRO, or its tail after a
+        `super()`'s class): a method bound to obj, a property's value, a slot, a constant."""
+        target = obj.obj
+        for klass in mro:
+            if name in klass.__dict__:
+                attr = klass.__dict__[name]
+                break
+        else:
+            raise AttributeError(name)
+        if isinstance(attr, types.FunctionType):
+            return BoundMethod(attr, obj)
+        if _is_jit(attr) and getattr(attr, "__self__", None) is None:  # @jit on a method
+            return BoundMethod(attr.__wrapped__, obj)
+        if isinstance(attr, property):
+            return self.inline(attr.fget, [obj], {})
+        if isinstance(attr, staticmethod):
+            return attr.__func__
+        if isinstance(attr, classmethod):
+            return BoundMethod(attr.__func__, type(target))
+        if type(attr).__name__ == "member_descriptor":
+            slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
+            return self.classify(slot, self.site, key)
+        return attr  # a class-level constant (the object's type is guarded)
+
+    def value_attribute(self, obj, name, key):
+        """An attribute of a graph value, a Variable or a plain Python object."""
         if isinstance(obj, VarRef) and name in ("trainable", "name"):
             slot, _ = self.prog.attr(self.prog.slots[obj.slot], name, getattr(obj.var, name))
             return self.classify(slot, self.site, key)
@@ -352,7 +365,9 @@ class ExpressionsMixin:
             try:
                 value = obj.obj[key]
             except (KeyError, IndexError, TypeError) as exc:
-                raise Unsupported("user-error", f"lookup fails: {exc!r}", self.site) from None
+                err = Unsupported("user-error", f"lookup fails: {exc!r}", self.site)
+                err.original = exc  # what eager raises here (a `try` around it may catch it)
+                raise err from None
             if isinstance(obj.obj, (list, tuple)) and isinstance(key, int) and key < 0:
                 key = len(obj.obj) + key
                 self.prog.check_len(obj.slot, self.site)

@@ -30,7 +30,7 @@ class StatementsMixin:
         self.set_site(node, frame)
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
-            reason = "try" if isinstance(node, (ast.Try, ast.TryStar)) else "unsupported-syntax"
+            reason = "try" if isinstance(node, ast.TryStar) else "unsupported-syntax"
             raise Unsupported(reason, f"`{type(node).__name__}` statement", self.site)
         method(node, frame)
 

@@ -228,6 +228,17 @@ class BoundMethod:
         self.self_value = self_value
 
 
+class SuperRef:
+    """`super()` (or `super(cls, obj)`) in inlined code: attributes of `obj` (an ObjRef) looked up
+    in its class's MRO after `cls`."""
+
+    __slots__ = ("obj", "cls")
+
+    def __init__(self, obj, cls):
+        self.obj = obj
+        self.cls = cls
+
+
 class LocalFunction:
     """A function defined inside the jitted code (`def` or `lambda`): inlined where it is
     called, reading its free names from the frame that defined it when it runs (Python's late

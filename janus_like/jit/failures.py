@@ -90,7 +90,9 @@ class FailuresMixin:
     def _raised(self, entry, g, exc, args):
         """The graph raised: eager re-runs the call. When eager raises too, it is the user's
         error (eager's exception reaches the caller); when eager succeeds, the graph computes
-        something eager does not, a janus_like defect: that signature runs eagerly from then on."""
+        something eager does not: a janus_like defect, or, in a graph that ran a `try` as if its
+        body raised nothing, an exception eager's handler caught. That signature runs eagerly
+        from then on."""
         self._hot = None
         self.counters["fallbacks"] += 1
         text = f"graph raised {type(exc).__name__}: {exc}"
@@ -99,10 +101,12 @@ class FailuresMixin:
         except Exception:
             self._note(Fallback("user-error", text))
             raise
-        fb = Fallback("internal-error", f"{text}, where eager did not")
+        sites = getattr(g.gen, "try_sites", ())
+        fb = (Fallback("try", f"{text}, which eager's handler caught (try at {', '.join(sites)})") if sites
+              else Fallback("internal-error", f"{text}, where eager did not"))
         self._note(fb)
         entry.graphs.clear()  # a defect for this signature: none of its graphs is trusted (in place: the peers)
         entry.eager_reason = fb
-        if os.environ.get("JANUS_LIKE_DEBUG"):
+        if os.environ.get("JANUS_LIKE_DEBUG") and not sites:
             raise RuntimeError(f"janus_like: {fb.detail}") from exc
         return result

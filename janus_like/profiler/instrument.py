@@ -226,6 +226,12 @@ class _Instrument(ast.NodeTransformer):
         node.iter = self.hook("it", node, node.iter)
         return node
 
+    def visit_Try(self, node):  # each handler counts the times it caught something (as a branch taken)
+        self.generic_visit(node)
+        for handler in node.handlers:
+            handler.body.insert(0, ast.copy_location(ast.Expr(self.hook("b", handler, ast.Constant(True))), handler))
+        return node
+
     def visit_Attribute(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):

@@ -33,8 +33,8 @@ def _assert_fallback(jf, reason, site):
 # ------------------------------------------------------------------ named fallback reasons
 def _try_fn(x):
     try:  # MARK
-        y = np.log(x)
-    except ValueError:
+        y = {"a": x}["b"]  # a handler the warm-up enters
+    except KeyError:
         y = x
     return y * 2.0
 

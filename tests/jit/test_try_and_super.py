@@ -1,0 +1,132 @@
+"""`try` statements and `super()` in jitted code, side by side with eager.
+
+A `try` whose handlers the warm-up never entered runs as a graph as if its body raises nothing;
+when a graph op raises at run time, the call falls back and eager's handler runs. A handler the
+warm-up entered keeps the signature eager (`try`). `finally` runs after the body, also when the
+body returns or breaks. `super()` in an inlined method looks the attribute up after the method's
+class in the object's MRO (`graphgen/calls.py`, `super_ref`)."""
+import numpy as np
+
+from .harness import check, fallback_reasons
+
+
+class Log:
+    def __init__(self):
+        self.closed = 0
+        self.total = np.zeros(3)
+
+
+def _calls(n, bad=()):
+    """x, an index array (out of range at the calls in `bad`), the log object."""
+    def call(state, k):
+        idx = np.array([0, 2, 7 if k in bad else 1])
+        return np.random.default_rng(k).standard_normal((3, 3)), idx, state["log"]
+
+    return [lambda s, k=k: call(s, k) for k in range(n)]
+
+
+def _make(f):
+    return lambda: (f, {"log": Log()})
+
+
+def guarded_gather(x, idx, log):
+    try:
+        y = x[idx] * 2.0
+    except IndexError:
+        y = x * 0.0
+    else:
+        log.total = log.total + y.sum(axis=0)
+    finally:
+        log.closed += 1
+    return y
+
+
+def test_a_handler_never_entered_runs_as_a_graph():
+    jf = check(_make(guarded_gather), _calls(8), min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()  # (the counter's value, then an input)
+
+
+def test_a_graph_op_raising_at_run_time_falls_back_to_eagers_handler():
+    jf = check(_make(guarded_gather), _calls(9, bad={6}), min_graph_calls=2)
+    assert "try" in fallback_reasons(jf) and "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def test_a_handler_entered_in_the_warm_up_stays_eager():
+    jf = check(_make(guarded_gather), _calls(7, bad={1}), min_graph_calls=0)
+    assert fallback_reasons(jf) == {"try"}, jf.explain()
+
+
+def early_return(x, idx, log):
+    for k in range(3):
+        try:
+            if k == 1:
+                return x * k
+            log.total = log.total + x[k]
+        finally:
+            log.closed += 10 + k
+    return x
+
+
+def test_finally_runs_when_the_body_returns():
+    check(_make(early_return), _calls(9), min_graph_calls=3)
+
+
+class Layer:
+    def __init__(self):
+        self.w = np.random.default_rng(1).standard_normal((3, 3)) * 0.5
+        self.calls = 0
+
+    @property
+    def gain(self):
+        return 2.0
+
+    def forward(self, x):
+        self.calls += 1
+        return x @ self.w
+
+
+class Tanh(Layer):
+    def forward(self, x):
+        return np.tanh(super().forward(x)) * self.gain
+
+
+class Scaled(Tanh):
+    @property
+    def gain(self):
+        return super().gain * 0.5
+
+    def forward(self, x):
+        return super(Tanh, self).forward(x) + super().forward(x)  # Layer's, then Tanh's
+
+
+def test_super_calls_run_as_graphs():
+    def make():
+        return (lambda x, layer: layer.forward(x)), {"layer": Scaled()}
+
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((2 + k // 4, 3)), s["layer"]) for k in range(8)]
+    jf = check(make, calls, min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def lookup(x, idx, log, table):
+    try:
+        w = table["w"]
+    except KeyError:
+        w = np.eye(3)
+    return x @ w
+
+
+def test_an_exception_the_users_code_raises_while_generating_is_eagers_to_catch():
+    """The table loses its key after the warm-up: generating the body raises KeyError, which the
+    handler catches in eager; the signature stays eager with the `try` reason, not an internal
+    error."""
+    def make():
+        return lookup, {"log": Log(), "table": {"w": np.ones((3, 3))}}
+
+    def call(state, k):
+        if k == 4:
+            state["table"].pop("w")
+        return np.random.default_rng(k).standard_normal((3, 3)), np.arange(3), state["log"], state["table"]
+
+    jf = check(make, [lambda s, k=k: call(s, k) for k in range(8)], min_graph_calls=1)
+    assert fallback_reasons(jf) >= {"try"} and "internal-error" not in fallback_reasons(jf), jf.explain()
