@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 import re
 
@@ -423,11 +424,24 @@ class _Emitter:
             self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
             self.lines.append(f"{pad}v{n.id} = ({names})")
         elif n.op == ir.PY_OP:
-            self.lines.append(f"{pad}{v} = {self.const(n.params['fn'])}({args})")
+            form = _PY_FORMS.get(n.params["fn"]) if len(n.inputs) in (1, 2) else None
+            call = form.format(*(self.arg(i) for i in n.inputs)) if form and form.count("{}") == len(n.inputs) \
+                else f"{self.const(n.params['fn'])}({args})"
+            self.lines.append(f"{pad}{v} = {call}")
         elif n.op == ir.TUPLE_GET:
             self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
         else:
             self.lines.append(f"{pad}{v} = {self.kernel(n)}({self.ufunc_args(n)})")
+
+
+# Python's operators written out for a PY_OP node (the same operation on the same objects as the
+# operator module's function, without a call through a constant)
+_PY_FORMS = {operator.add: "({} + {})", operator.sub: "({} - {})", operator.mul: "({} * {})",
+             operator.truediv: "({} / {})", operator.floordiv: "({} // {})", operator.mod: "({} % {})",
+             operator.lt: "({} < {})", operator.le: "({} <= {})", operator.gt: "({} > {})",
+             operator.ge: "({} >= {})", operator.eq: "({} == {})", operator.ne: "({} != {})",
+             operator.and_: "({} & {})", operator.or_: "({} | {})", operator.not_: "(not {})",
+             operator.truth: "bool({})", operator.neg: "(-{})"}
 
 
 def _mean_axes(n, x):

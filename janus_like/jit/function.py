@@ -42,9 +42,13 @@ from .polymorphism import UnknownDimsMixin
 # graph (TreeLSTM with 32 shapes: 0.81 ms a step against 12.0 ms when only 8 were cached and
 # the rest ran eagerly), while a stream of one-off shapes stops generating after FREE_GRAPHS:
 # each graph would cost its generation (30-180 ms for the tree models) and a guard check on every
-# later call (~7 µs), and never run again.
-MAX_GRAPHS = 32
+# later call (~7 µs), and never run again. 64 rather than 32: the TreeRNN with 64 shapes cycling
+# took 1.0-1.8 ms a call with half of them eager, 0.20 ms with all 64 cached (a TreeRNN graph
+# holds ~0.7 MB). The graph that last accepted the same argument objects is tried first
+# (`_hints`), so a cached shape costs one guard check, not a scan of the others' guards.
+MAX_GRAPHS = 64
 FREE_GRAPHS = 8
+_MAX_HINTS = 1 << 14
 
 
 class _Entry:
@@ -92,6 +96,7 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
         self._superseded: list = []  # per-size signatures a pending unknown-dimension graph replaces
         self._hot = None  # the CompiledGraph that ran last (see __call__); None after any other event
         self._hot_peers: list = []  # the graphs of _hot's signature (its entry's list, live)
+        self._hints: dict = {}  # ids of a call's arguments -> (the graph that accepted them, its peers)
         self._counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                               graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
@@ -140,14 +145,32 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
             # The other graphs of its signature (a tree model's other tree shapes), the same
             # way: any graph whose guards accept the call computes it correctly. A guard that
             # fails costs its prefix of the guards; the full path would also compute the key.
+            # First the peer that accepted these very argument objects last time (a dataset's
+            # trees come back every epoch): cycling through 64 shapes, the scan below missed
+            # ~32 guards a call. A stale hint (ids are reused) only costs its guards' miss.
+            ids = tuple(map(id, args))
+            hint, peers = self._hints.get(ids, (None, None))
+            if hint is not None and hint is not hot and hint in peers:  # (not dropped since)
+                result = self._run_hot(hint, args)
+                if result is not _MISS:
+                    self._hot, self._hot_peers = hint, peers
+                    return result
             for g in self._hot_peers:
-                if g is not hot:
+                if g is not hot and g is not hint:
                     result = self._run_hot(g, args)
                     if result is not _MISS:
                         self._hot = g
+                        self._hint(ids, g, self._hot_peers)
                         return result
             self._hot = None
         return self._dispatch(args, kwargs)
+
+    def _hint(self, ids, g, peers):
+        """Remember that graph g (of the signature whose graphs are `peers`) accepted arguments
+        with these ids."""
+        if len(self._hints) >= _MAX_HINTS:  # a stream of new objects: start over
+            self._hints.clear()
+        self._hints[ids] = (g, peers)
 
     def _run_hot(self, g, args):
         """The call's result from graph g, or _MISS (its guards rejected the call, or the run
@@ -205,6 +228,7 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
                     entry.graphs.insert(0, entry.graphs.pop(i))
                 self._hot = g
                 self._hot_peers = entry.graphs
+                self._hint(tuple(map(id, args)), g, entry.graphs)
                 return payload
             if status == ex.GUARD_FAILED:
                 guard_failure = (g, payload)

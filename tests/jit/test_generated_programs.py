@@ -191,7 +191,7 @@ def _local_container_writes(e, v):
 @st.composite
 def statements(draw, depth=2):
     kind = draw(st.sampled_from(["simple"] * 5 + ["if_py", "if_flag", "if_computed", "for_range", "for_list",
-                                                 "random", "print", "while", "break"]))
+                                                 "random", "print", "while", "break", "try"]))
     if kind == "simple" or depth == 0:
         return draw(simple_statements())
     if kind in ("if_py", "if_flag"):
@@ -254,6 +254,13 @@ def statements(draw, depth=2):
         exit_ = [f"    if {test}:", "        break"]
         loop = [f"for i in range({draw(st.integers(1, 3))}):"]
         return loop + (exit_ + [step] if where == "first" else [step] + exit_)
+    if kind == "try":  # a handler some calls enter (the key depends on s), an `else`, a `finally`
+        v = draw(st.sampled_from(_VARS))
+        body = [line for _ in range(draw(st.integers(1, 2))) for line in draw(simple_statements())]
+        risky = draw(st.sampled_from([f"    {v} = {v} + box['a' if s > 0.3 else 'zz']",
+                                      f"    {v} = {v} * xs[0][0, 0]", f"    {v} = {v} + obj.cache['a']"]))
+        tail = draw(st.sampled_from([[], ["else:", "    obj.log.append(1)"], ["finally:", "    obj.acc = obj.acc * 0.5"]]))
+        return ["try:"] + _indent(body) + [risky, "except (KeyError, IndexError):", f"    {v} = {v} * 0.0"] + tail
     if kind == "random":
         v = draw(st.sampled_from(_VARS))
         call = draw(st.sampled_from(["np.random.randn(*{v}.shape)", "np.random.rand(*{v}.shape)",

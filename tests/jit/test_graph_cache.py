@@ -58,3 +58,31 @@ def test_max_graphs_still_bounds_the_cache():
     jf = check(_make, [lambda s, t=t: (t,) for _ in range(3) for t in shapes], max_graphs=4)
     assert jf.stats()["graphs_cached"] == 4
     assert any(d.startswith("4 graphs cached") for d in _reasons(jf))
+
+
+def test_the_graph_that_accepted_the_same_arguments_is_tried_first():
+    """A dataset's trees come back every epoch: the graph that accepted these very objects runs
+    first (one guard check), not a scan of every cached shape's guards."""
+    shapes = _shapes(16, seed=3)
+    jf = check(_make, [lambda s, t=t: (t,) for _ in range(3) for t in shapes])
+    for t in shapes:  # (check() ran copies of the trees)
+        jf(t)
+    tried = []
+    for g in jf.graphs():  # count every guard check of one more cycle
+        g.fast = (lambda f, g: lambda args: tried.append(g) or f(args))(g.fast, g)
+    for t in shapes:
+        jf(t)
+    assert len(tried) <= 2 * len(shapes), len(tried)  # the last graph (a miss), then the hinted one
+
+
+def test_stale_hints_never_change_results():
+    """Argument ids are reused once their objects are freed: a tree built anew each call may get
+    the id of one of another shape. The hinted graph's guards reject it; eager's result stands."""
+    shapes = _shapes(6, seed=4)
+
+    def call(k):
+        if k % 2:
+            return (_tree(np.random.default_rng(k), int(np.random.default_rng(k).integers(2, 7))),)
+        return (shapes[(k // 2) % len(shapes)],)
+
+    check(_make, [lambda s, k=k: call(k) for k in range(60)])
