@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,24 +33,36 @@ def _leaves_loop(stmts) -> bool:
                for n in scope_nodes(stmts, SCOPES + _LOOPS))
 
 
-def break_exit(loop):
-    """("first" | "last", the `if` node) when a loop's body is left only by an `if <test>: break`
-    (nothing else in that `if`) as its first or last statement; None otherwise. A first one's test
-    joins the loop condition, which is evaluated once more than the body: not when it reads a
-    `for` loop's variable (`if x[i] > 0: break` would index past the range's end there)."""
-    body = loop.body
-    for where, stmt in (("first", body[0]), ("last", body[-1])):
-        if (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1
-                and isinstance(stmt.body[0], ast.Break)):
-            rest = body[1:] if where == "first" else body[:-1]
-            if _leaves_loop(rest):
-                return None
-            if where == "first" and isinstance(loop, ast.For) and _assigned_names([loop.target]) & {
-                    n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)}:
-                return None
-            return where, stmt
-    return None
+class LoopExit(NamedTuple):
+    """A loop body's one `if <test>: break` or `if <test>: continue` (nothing else in that `if`)
+    at its top level, statement `index`. `how`: "join" (a break first in the body: its test joins
+    the loop condition), "flag" (a break elsewhere: a carried flag ends the loop after the trip,
+    the statements after it under a conditional), "skip" (a continue: the statements after it
+    under a conditional)."""
+    kind: str
+    how: str
+    node: ast.If
+    index: int
 
+
+def loop_exit(loop):
+    """The LoopExit of a loop whose body leaves or skips a trip only through one such `if`, or
+    None. A first break's test is evaluated once more than the body when it joins the
+    condition: not when it reads a `for` loop's variable (`if x[i] > 0: break` would index past
+    the range's end there), which is a "flag" exit instead."""
+    body = loop.body
+    found = [(k, s) for k, s in enumerate(body) if isinstance(s, ast.If) and not s.orelse and len(s.body) == 1
+             and isinstance(s.body[0], (ast.Break, ast.Continue))]
+    if len(found) != 1:
+        return None
+    index, stmt = found[0]
+    if _leaves_loop(body[:index] + body[index + 1:]):
+        return None
+    if isinstance(stmt.body[0], ast.Continue):
+        return LoopExit("continue", "skip", stmt, index)
+    reads_target = isinstance(loop, ast.For) and _assigned_names([loop.target]) & {
+        n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)}
+    return LoopExit("break", "join" if index == 0 and not reads_target else "flag", stmt, index)
 
 class ControlFlowMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
@@ -295,15 +308,21 @@ class ControlFlowMixin:
                 break
             iterations += 1
             self.count_unroll()
-            if self.iteration(node.body, frame) == "break":
+            if self.iteration(node.body, frame, loop_exit(node)) == "break":
                 return
         self.exec_block(node.orelse, frame)
 
-    def iteration(self, body, frame):
-        """One unrolled trip through a loop body; "break" when it ended the loop."""
+    def iteration(self, body, frame, exit_=None):
+        """One unrolled trip through a loop body; "break" when it ended the loop. With a
+        `continue` exit whose test the warm-up saw both ways, the statements after it are a
+        conditional node on the test (speculating it would fail on every call it differs)."""
         self.loop_depths.append(self.pure_depth)
         try:
-            self.exec_block(body, frame)
+            if exit_ is not None and exit_.kind == "continue" and self.branch_is_relaxed(
+                    site_key(frame.filename, exit_.node)):
+                self.exit_body(body, exit_, frame)
+            else:
+                self.exec_block(body, frame)
         except _Break:
             return "break"
         except _Continue:
@@ -343,21 +362,36 @@ class ControlFlowMixin:
             items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
         else:
             items = self.iterate_lazily(iterable)  # an iterator's items computed as they are pulled
+        exit_ = loop_exit(node)
         for item in items:
             self.count_unroll()
             self.assign(node.target, item, frame)
-            if self.iteration(node.body, frame) == "break":
+            if self.iteration(node.body, frame, exit_) == "break":
                 return
         self.exec_block(node.orelse, frame)
 
+    def exit_body(self, body, exit_, frame):
+        """Run a loop body around its exit (`LoopExit`): the statements before the `if`, then
+        the ones after it under a conditional node on whether the trip goes on. Returns that
+        (a Python bool, held in the graph when the test is a graph value)."""
+        self.exec_block(body[:exit_.index], frame)
+        go = self.break_test(exit_.node, frame, negate=True)
+        rest = body[exit_.index + 1:]
+        if rest and go.node.op == ir.CONST:
+            if go.node.params["value"]:
+                self.exec_block(rest, frame)
+        elif rest:
+            self.cond(ast.copy_location(ast.If(ast.Constant(True), rest, []), exit_.node), go, frame)
+        return go
+
     def leaves_by_break(self, node, frame):
-        """Whether a loop is left by an `if <graph value>: break` first or last in its body that the
-        warm-up saw taken (or whose speculation failed): as a loop node, whatever trip it ends on
-        (unrolled, the trips it ran in the warm-up would each be an assumption)."""
-        exit_ = break_exit(node)
-        if exit_ is None:
+        """Whether a loop is left by an `if <graph value>: break` that the warm-up saw taken (or
+        whose speculation failed): as a loop node, whatever trip it ends on (unrolled, the trips
+        it ran in the warm-up would each be an assumption)."""
+        exit_ = loop_exit(node)
+        if exit_ is None or exit_.kind != "break":
             return False
-        key = site_key(frame.filename, exit_[1])
+        key = site_key(frame.filename, exit_.node)
         if ("branch", key) in self.relaxed:
             return True
         return self.profile is not None and self.profile.branch(key)[0] > 0

@@ -19,11 +19,11 @@ not as a rebinding. Arrays and Variables the body itself creates are not carried
 writes to them are ordinary writes (`statements.branch_box_write` tells them apart by the node
 counter at the start of the node).
 
-A `break` under an `if` on a graph value is converted when that `if` (with nothing but the
-`break` in it) is the body's first statement, whose test then joins the loop's condition, or its
-last, whose test ends the loop through a carried flag after the body's other statements ran —
-both exactly what eager does. Anywhere else it stays a named reason (the statements after it
-would need a conditional inside the body).
+One `if <test>: break` or `if <test>: continue` (nothing else in that `if`) at the body's top
+level is converted (`control.loop_exit`): a break first in the body joins the loop condition; a
+break elsewhere ends the loop through a carried flag after the trip, and the statements after
+it (after a continue too) run under a conditional node on the test — exactly what eager does.
+Several exits, or one nested deeper, stay a named reason.
 
 Not converted, each with a named reason: writes of state inside a GradientTape, writes of the
 function's own lists and dicts, a local both rebound and written in place, values that change
@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import ir
 from .builder import OPAQUE
-from .control import _PY_NUMBERS, _bound, _describe, break_exit
+from .control import _PY_NUMBERS, _bound, _describe, loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
 from .values import Sym, Unsupported, VarRef
@@ -55,11 +55,11 @@ class LoopMixin:
         if node.orelse:
             raise Unsupported("unsupported-syntax", f"{kind} ... else with a graph-valued trip count", self.site)
         target = counter[0] if counter is not None else None
-        exit_ = break_exit(node)
+        exit_ = loop_exit(node)
         if exit_ is not None and tapes:
-            raise Unsupported("unsupported-syntax", f"break in a differentiated {kind} loop on a graph value",
+            raise Unsupported("unsupported-syntax", f"{exit_.kind} in a differentiated {kind} loop on a graph value",
                               self.site)
-        if exit_ is not None and exit_[0] == "last":
+        if exit_ is not None and exit_.how == "flag":
             frame.locals[_RUNNING] = True  # carried: whether the last trip's test let the loop go on
         names = sorted(_assigned_names(node.body) - ({target} if target else set())
                        - frame.global_names - frame.nonlocal_names)  # those two are state
@@ -136,7 +136,7 @@ class LoopMixin:
             self.branch_result((wkind, wtarget, wname), self.maybe_entry(out, init), frame)
         if grad is not None:
             grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
-        if counter is not None and exit_ is not None and exit_[0] == "last" and _runs(counter):
+        if counter is not None and exit_ is not None and exit_.how != "join" and _runs(counter):
             # the count after the node is one step past the trip that ran last (the break's, or the
             # range's last): that trip's value is the loop variable's, as eager leaves it
             count = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": len(outs) - 1},
@@ -248,20 +248,24 @@ class LoopMixin:
                     gen["pred"] = _truth_value(test)
                 else:
                     gen["pred"] = self.builder.py_op(operator.lt, Sym(gen["count"], "py"), counter[2])
-                body = node.body
-                if exit_ is not None:  # the trip goes on while the test of the break is false
-                    body = node.body[1:] if exit_[0] == "first" else node.body[:-1]
-                    go = frame.locals[_RUNNING] if exit_[0] == "last" else self.break_test(exit_[1], frame, negate=True)
+                if exit_ is not None and exit_.how != "skip":  # the trip goes on while the break's test is false
+                    go = frame.locals[_RUNNING] if exit_.how == "flag" else self.break_test(exit_.node, frame,
+                                                                                            negate=True)
                     gen["pred"] = self.builder.py_op(operator.and_, self.py_bool(gen["pred"]), go)
                 self.builder.block = gen["body"]
                 self.builder.tapes = [grad.tape] if grad is not None else []
                 try:
-                    self.exec_block(body, frame)
-                    if exit_ is not None and exit_[0] == "last":
-                        frame.locals[_RUNNING] = self.break_test(exit_[1], frame, negate=True)
+                    if exit_ is None:
+                        self.exec_block(node.body, frame)
+                    elif exit_.how == "join":
+                        self.exec_block(node.body[1:], frame)
+                    else:
+                        go = self.exit_body(node.body, exit_, frame)
+                        if exit_.how == "flag":
+                            frame.locals[_RUNNING] = go
                 except (_Break, _Continue):
                     raise Unsupported("unsupported-syntax", "break/continue in a loop on a graph value (other than "
-                                      "an `if ...: break` first or last in the body)", self.site) from None
+                                      "one `if ...: break` or `if ...: continue` in the body)", self.site) from None
                 if counter is not None:
                     gen["next_count"] = self.builder.py_op(operator.add, Sym(gen["count"], "py"), counter[3])
         finally:

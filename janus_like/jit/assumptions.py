@@ -73,8 +73,9 @@ REASONS = {r.id: r for r in [
            "keep the value as an array, or compute it outside the function"),
     Reason("varying-trip-count", "a loop whose trip count is a graph value could not become a loop node",
            "keep loop variables' types, shapes and dtypes fixed (an array that becomes a Tensor in the "
-           "loop changes type), put a break in an `if` of its own first or last in the body, and, when "
-           "differentiating through it, avoid break, nested control flow and random draws in its body"),
+           "loop changes type), leave it through one `if ...: break` or `continue` at the body's top "
+           "level, and, when differentiating through it, avoid break, nested control flow and random draws "
+           "in its body"),
     Reason("unprofiled-branch", "a branch on a graph value was never reached during the profiled warm-up calls",
            "increase warmup= so the profiler sees that code"),
     Reason("device-mismatch", "an op gets arrays on two devices (CPU and GPU); eager code raises there too",

@@ -54,8 +54,10 @@ def expressions(draw, depth=2):
     if kind == "concat":
         return f"np.concatenate([{a}, x], axis=1)[:, :M]"
     return draw(st.sampled_from([f"(x * np.mean({a}))",  # a layer norm's statistics too (ops/statistics.py)
+                                 # (plus x: a centred row sums to rounding noise, which a branch
+                                 # on its sum would follow in the reassociating mode)
                                  f"(({a} - {a}.mean(axis=-1, keepdims=True)) / np.sqrt({a}.var(axis=-1, keepdims=True)"
-                                 " + 1.0))", f"(x * np.std({a}, axis=0))"]))
+                                 " + 1.0) + x)", f"(x * np.std({a}, axis=0))"]))
 
 
 @st.composite

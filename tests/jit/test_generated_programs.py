@@ -246,13 +246,15 @@ def statements(draw, depth=2):
         v = draw(st.sampled_from(_VARS))
         test = draw(st.sampled_from(["i == 1 and s > 0.3", f"np.sum({v}) > 2.0", f"np.max(np.abs({v})) < 1.0"]))
         step = f"    {v} = {v} * 0.5 + {draw(nm_expressions(1, True))}"
-        where = draw(st.sampled_from(["first", "last", "while"]))
+        where = draw(st.sampled_from(["first", "last", "middle", "continue", "while"]))
         if where == "while":  # the counter keeps it finite; `or` of a graph value and a Python one
             state = [f"    obj.acc = obj.acc + np.sum({v}, axis=0) * 0.1"] if draw(st.booleans()) else []
             return (["k = 0", "while True:", f"    {v} = {v} * 0.5", "    k += 1"] + state
                     + [f"    if {test.replace('i ==', 'k ==')} or k > 3:", "        break", "obj.log.append(k)"])
-        exit_ = [f"    if {test}:", "        break"]
+        exit_ = [f"    if {test}:", "        break" if where != "continue" else "        continue"]
         loop = [f"for i in range({draw(st.integers(1, 3))}):"]
+        if where in ("middle", "continue"):  # statements after the exit: a conditional node on its test
+            return loop + [step] + exit_ + [f"    obj.acc = obj.acc + np.sum({v}, axis=0) * 0.1"]
         return loop + (exit_ + [step] if where == "first" else [step] + exit_)
     if kind == "try":  # a handler some calls enter (the key depends on s), an `else`, a `finally`
         v = draw(st.sampled_from(_VARS))

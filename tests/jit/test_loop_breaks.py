@@ -128,18 +128,37 @@ def test_a_break_never_taken_in_the_warm_up_is_speculated():
     assert not _has_loop(jf) and fallback_reasons(jf) == {"assumption"}, jf.explain()
 
 
+@pytest.mark.parametrize("body,loop_node", [
+    # statements after the break run under a conditional node inside the loop body
+    ("x = x * 0.5\n        if np.max(np.abs(x)) < tol:\n            break\n        x = x + 0.25", True),
+    # a first `if` reading the loop variable: not joined to the condition (evaluated once more than
+    # the body, it would read past the range), a flag instead
+    ("if np.abs(x[_ % 4]) > tol:\n            break\n        x = x * 2.0", True),
+    # a continue: the rest of the trip under a conditional node, each trip of the unrolled loop
+    ("x = x * 0.9\n        if np.max(x) > tol:\n            continue\n        x = x + 0.3", False),
+])
+def test_exits_anywhere_in_the_body(tmp_path, body, loop_node):
+    source = ("import numpy as np\n\n\ndef f(b, tol):\n    x = b * 1.0\n    for _ in range(30):\n"
+              f"        {body}\n    return x\n")
+
+    def make():
+        return load_module(tmp_path, source, "exits").f, {}
+
+    jf = check(make, _calls([1.0, 3.0, 0.5, 10.0, 2.0, 5.0, 40.0, 1.0], [0.6] * 8), min_graph_calls=3)
+    assert _has_loop(jf) == loop_node, jf.explain()
+
+
 @pytest.mark.parametrize("body,reason", [
-    # statements after the break would need a conditional inside the loop body
-    ("x = x * 0.5\n        if np.max(np.abs(x)) < tol:\n            break\n        x = x + 0.25", "unsupported-syntax"),
     # for ... else: the else runs only when the loop was not broken
     ("x = x * 0.5\n        if np.max(np.abs(x)) < tol:\n            break\n    else:\n        x = -x",
      "unsupported-syntax"),
-    # a first `if` reading the loop variable: unrolled with an assumption per trip, as before
-    ("if np.abs(x[_ % 4]) > tol:\n            break\n        x = x * 2.0", "unsupported-syntax"),
+    # two exits
+    ("x = x * 0.5\n        if np.max(x) > 3 * tol:\n            continue\n        if np.max(np.abs(x)) < tol:\n"
+     "            break", "unsupported-syntax"),
     # more than one element: eager raises ValueError at every call, and so does the jit
     ("x = x * 0.5\n        if np.abs(x) < tol:\n            break", "data-dependent-python"),
 ])
-def test_other_breaks_stay_eager(tmp_path, body, reason):
+def test_other_exits_stay_eager(tmp_path, body, reason):
     source = ("import numpy as np\n\n\ndef f(b, tol):\n    x = b * 1.0\n    for _ in range(30):\n"
               f"        {body}\n    return x\n")
 
@@ -148,6 +167,26 @@ def test_other_breaks_stay_eager(tmp_path, body, reason):
 
     jf = check(make, _calls([1.0, 3.0, 0.5, 10.0, 2.0, 5.0, 40.0, 1.0], [0.6] * 8), min_graph_calls=0)
     assert reason in fallback_reasons(jf), jf.explain()
+
+
+def test_continue_in_a_loop_node():
+    def make():
+        def f(b, tol):
+            x = b * 1.0
+            k = 0
+            total = np.zeros_like(b)
+            while np.max(np.abs(x)) > tol:
+                x = x * 0.5
+                k += 1
+                if np.sum(x) > 0.0:
+                    continue
+                total = total + x
+            return x, k, total
+
+        return f, {}
+
+    jf = check(make, _calls(SCALES, [1e-3, 1e-1, 1e-6, 1e-3, 1.0, 1e-2, 1e-3, 1e-4, 1e-3]), min_graph_calls=4)
+    assert _has_loop(jf), jf.explain()
 
 
 def test_break_in_a_differentiated_loop_stays_eager():
@@ -172,14 +211,16 @@ def test_break_in_a_differentiated_loop_stays_eager():
 
 @settings(max_examples=30, deadline=None)
 @given(scales=st.lists(st.sampled_from([1e-6, 0.1, 1.0, 7.0, 1e3, 1e8]), min_size=5, max_size=9),
-       where=st.sampled_from(["first", "last"]), loop=st.sampled_from(["for _ in range({})", "while k < {}"]),
+       where=st.sampled_from(["first", "middle", "last", "continue"]),
+       loop=st.sampled_from(["for _ in range({})", "while k < {}"]),
        cap=st.sampled_from([0, 1, 5, 25]))
 def test_solvers_side_by_side(tmp_path_factory, scales, where, loop, cap):
     test = "        if np.sum(r * r) < tol:\n            break\n"
+    skip = "        if np.sum(r) < 0.0:\n            continue\n"
     source = ("import numpy as np\n\n\ndef f(b, tol):\n    x = np.zeros_like(b)\n    r = b * 1.0\n    k = 0\n"
-              f"    {loop.format(cap)}:\n" + (test if where == "first" else "")
-              + "        x = x + 0.5 * r\n        r = b - x\n        k += 1\n" + (test if where == "last" else "")
-              + "    return x, r, k\n")
+              f"    {loop.format(cap)}:\n" + (test if where == "first" else "") + "        k += 1\n"
+              + "        x = x + 0.5 * r\n" + (test if where == "middle" else skip if where == "continue" else "")
+              + "        r = b - x\n" + (test if where == "last" else "") + "    return x, r, k\n")
     directory = tmp_path_factory.mktemp("solvers", numbered=True)
 
     def make():
