@@ -138,14 +138,19 @@ def test_a_break_never_taken_in_the_warm_up_is_speculated():
     ("x = x * 0.9\n        if np.max(x) > tol:\n            continue\n        x = x + 0.3", False),
 ])
 def test_exits_anywhere_in_the_body(tmp_path, body, loop_node):
+    jf = _run_loop_body(tmp_path, body, min_graph_calls=3)
+    assert _has_loop(jf) == loop_node, jf.explain()
+
+
+def _run_loop_body(tmp_path, body, **options):
+    """`body` as the body of `for _ in range(30)` in f(b, tol), side by side."""
     source = ("import numpy as np\n\n\ndef f(b, tol):\n    x = b * 1.0\n    for _ in range(30):\n"
               f"        {body}\n    return x\n")
 
     def make():
         return load_module(tmp_path, source, "exits").f, {}
 
-    jf = check(make, _calls([1.0, 3.0, 0.5, 10.0, 2.0, 5.0, 40.0, 1.0], [0.6] * 8), min_graph_calls=3)
-    assert _has_loop(jf) == loop_node, jf.explain()
+    return check(make, _calls([1.0, 3.0, 0.5, 10.0, 2.0, 5.0, 40.0, 1.0], [0.6] * 8), **options)
 
 
 @pytest.mark.parametrize("body,reason", [
@@ -159,13 +164,7 @@ def test_exits_anywhere_in_the_body(tmp_path, body, loop_node):
     ("x = x * 0.5\n        if np.abs(x) < tol:\n            break", "data-dependent-python"),
 ])
 def test_other_exits_stay_eager(tmp_path, body, reason):
-    source = ("import numpy as np\n\n\ndef f(b, tol):\n    x = b * 1.0\n    for _ in range(30):\n"
-              f"        {body}\n    return x\n")
-
-    def make():
-        return load_module(tmp_path, source, "breaks").f, {}
-
-    jf = check(make, _calls([1.0, 3.0, 0.5, 10.0, 2.0, 5.0, 40.0, 1.0], [0.6] * 8), min_graph_calls=0)
+    jf = _run_loop_body(tmp_path, body, min_graph_calls=0)
     assert reason in fallback_reasons(jf), jf.explain()
 
 
