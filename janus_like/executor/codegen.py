@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import math
-import operator
 import os
 import re
 
@@ -26,7 +25,7 @@ from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_t
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import _broadcast_copy, _in_dtype, _mean, copy_is_exact, out_buffer
+from .plan_helpers import PY_FORMS, _broadcast_copy, _in_dtype, _mean, copy_is_exact, out_buffer
 from . import rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -424,7 +423,7 @@ class _Emitter:
             self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
             self.lines.append(f"{pad}v{n.id} = ({names})")
         elif n.op == ir.PY_OP:
-            form = _PY_FORMS.get(n.params["fn"]) if len(n.inputs) in (1, 2) else None
+            form = PY_FORMS.get(n.params["fn"]) if len(n.inputs) in (1, 2) else None
             call = form.format(*(self.arg(i) for i in n.inputs)) if form and form.count("{}") == len(n.inputs) \
                 else f"{self.const(n.params['fn'])}({args})"
             self.lines.append(f"{pad}{v} = {call}")
@@ -432,16 +431,6 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
         else:
             self.lines.append(f"{pad}{v} = {self.kernel(n)}({self.ufunc_args(n)})")
-
-
-# Python's operators written out for a PY_OP node (the same operation on the same objects as the
-# operator module's function, without a call through a constant)
-_PY_FORMS = {operator.add: "({} + {})", operator.sub: "({} - {})", operator.mul: "({} * {})",
-             operator.truediv: "({} / {})", operator.floordiv: "({} // {})", operator.mod: "({} % {})",
-             operator.lt: "({} < {})", operator.le: "({} <= {})", operator.gt: "({} > {})",
-             operator.ge: "({} >= {})", operator.eq: "({} == {})", operator.ne: "({} != {})",
-             operator.and_: "({} & {})", operator.or_: "({} | {})", operator.not_: "(not {})",
-             operator.truth: "bool({})", operator.neg: "(-{})"}
 
 
 def _mean_axes(n, x):

@@ -2,8 +2,10 @@
 a run-time count, a small broadcast as a copy, the `out=` buffer when the layouts agree. (The
 sigmoid in one buffer, which eager shares, is `ops.primitives.sigmoid_one_buffer`.) And the
 emitter's decisions about them: whether a broadcast may be a copy, a Python number as a 0-d
-array of a dtype."""
+array of a dtype, Python's operators for Python-number nodes."""
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -50,3 +52,13 @@ def _mean(x, total, count, axis, keepdims):
     """A float mean from its sum and a run-time count; an empty one is left to ndarray.mean
     (its NaN and its warning)."""
     return total / count if count else x.mean(axis=axis, keepdims=keepdims)
+
+
+# Python's operators written out for a PY_OP node (the same operation on the same objects as the
+# operator module's function, without a call through a constant)
+PY_FORMS = {operator.add: "({} + {})", operator.sub: "({} - {})", operator.mul: "({} * {})",
+            operator.truediv: "({} / {})", operator.floordiv: "({} // {})", operator.mod: "({} % {})",
+            operator.lt: "({} < {})", operator.le: "({} <= {})", operator.gt: "({} > {})",
+            operator.ge: "({} >= {})", operator.eq: "({} == {})", operator.ne: "({} != {})",
+            operator.and_: "({} & {})", operator.or_: "({} | {})", operator.not_: "(not {})",
+            operator.truth: "bool({})", operator.neg: "(-{})"}

@@ -37,7 +37,8 @@ import numpy as np
 
 from .. import ir
 from .builder import OPAQUE
-from .control import _PY_NUMBERS, _bound, _describe, loop_exit
+from .control import _PY_NUMBERS, _bound, _describe
+from .loop_exits import loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
 from .values import Sym, Unsupported, VarRef
