@@ -130,3 +130,39 @@ def test_an_exception_the_users_code_raises_while_generating_is_eagers_to_catch(
 
     jf = check(make, [lambda s, k=k: call(s, k) for k in range(8)], min_graph_calls=1)
     assert fallback_reasons(jf) >= {"try"} and "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def test_a_module_subclass_calling_super_forward_trains_side_by_side():
+    import janus_like as jl
+    from janus_like import F, nn, optim
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1, self.l2 = nn.Linear(4, 8), nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.l2(F.relu(self.l1(x)))
+
+    class Scaled(Net):
+        def forward(self, x):
+            return super().forward(x) * 0.5
+
+    def train(x, y, m, opt):
+        with jl.GradientTape() as tape:
+            loss = F.cross_entropy(m(x), y)
+        params = m.parameters()
+        opt.apply_gradients(zip(tape.gradient(loss, params), params))
+        return loss
+
+    def make():
+        np.random.seed(0)  # the layers' initial weights
+        return train, {"m": Scaled(), "opt": optim.Adam(0.01)}
+
+    def call(state, k):
+        r = np.random.default_rng(k)
+        n = 5 if k < 5 else 3
+        return r.standard_normal((n, 4)), r.integers(0, 2, n), state["m"], state["opt"]
+
+    jf = check(make, [lambda s, k=k: call(s, k) for k in range(8)], min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
