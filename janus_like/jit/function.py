@@ -20,6 +20,7 @@ import os
 import sys
 import time
 import types
+import weakref
 
 from .. import executor as ex
 from ..executor.fused import MISS as _MISS
@@ -49,6 +50,7 @@ from .polymorphism import UnknownDimsMixin
 MAX_GRAPHS = 64
 FREE_GRAPHS = 8
 _MAX_HINTS = 1 << 14
+_NO_HINT = (lambda: None, ())
 
 
 class _Entry:
@@ -149,7 +151,8 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
             # trees come back every epoch): cycling through 64 shapes, the scan below missed
             # ~32 guards a call. A stale hint (ids are reused) only costs its guards' miss.
             ids = tuple(map(id, args))
-            hint, peers = self._hints.get(ids, (None, None))
+            ref, peers = self._hints.get(ids, _NO_HINT)
+            hint = ref()
             if hint is not None and hint is not hot and hint in peers:  # (not dropped since)
                 result = self._run_hot(hint, args)
                 if result is not _MISS:
@@ -170,7 +173,7 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
         with these ids."""
         if len(self._hints) >= _MAX_HINTS:  # a stream of new objects: start over
             self._hints.clear()
-        self._hints[ids] = (g, peers)
+        self._hints[ids] = (weakref.ref(g), peers)  # a graph dropped from the cache is not kept alive
 
     def _run_hot(self, g, args):
         """The call's result from graph g, or _MISS (its guards rejected the call, or the run

@@ -86,3 +86,22 @@ def test_stale_hints_never_change_results():
         return (shapes[(k // 2) % len(shapes)],)
 
     check(_make, [lambda s, k=k: call(k) for k in range(60)])
+
+
+def test_hints_do_not_keep_dropped_graphs_alive():
+    import gc
+    import weakref
+
+    import janus_like as jl
+
+    shapes = _shapes(4, seed=5)
+    jf = jl.jit(_make()[0])  # (check() keeps every graph it saw compiled)
+    for t in shapes * 3:
+        jf(t)
+    refs = [weakref.ref(g) for g in jf.graphs()]
+    assert jf._hints and all(r() is not None for r in refs)
+    for entry in jf._entries.values():  # as a regeneration drops them
+        entry.graphs.clear()
+    jf._hot = None
+    gc.collect()
+    assert all(r() is None for r in refs)
