@@ -198,8 +198,10 @@ class Tensor(ArrayMethods):
 
     def __array_function__(self, func, types, args, kwargs):
         impl = _FUNCTIONS.get(func)
-        if impl is not None and not unimplemented_arguments(func, args, kwargs):
-            return impl(*args, **kwargs)
+        if impl is not None:
+            lo, hi, known = _PLAIN[func]
+            if (lo <= len(args) <= hi and known.issuperset(kwargs)) or not unimplemented_arguments(func, args, kwargs):
+                return impl(*args, **kwargs)
         return _constant_call(func, args, kwargs, func.__name__)
 
 
@@ -406,9 +408,16 @@ _MIN_POSITIONAL = {np.where: 3, np.einsum: 3, np.dot: 2, np.matmul: 2, np.maximu
                    np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2}
 
 
+# func -> (fewest, most positional arguments, keywords): the common call checked in C
+_PLAIN = {f: (_MIN_POSITIONAL.get(f, 1), npos, frozenset(kw)) for f, (npos, kw, _) in _SIGNATURES.items()}
+
+
 def unimplemented_arguments(func, args, kwargs):
     """The arguments of `func(*args, **kwargs)` its table entry does not implement, as text
     ("initial=", "3 positional arguments"); empty when the entry computes what NumPy would."""
+    lo, hi, known = _PLAIN[func]
+    if lo <= len(args) <= hi and known.issuperset(kwargs):
+        return ""
     npos, keywords, defaults = _SIGNATURES[func]
     bad = [f"{k}=" for k, v in kwargs.items()
            if k not in keywords and not (k in defaults and isinstance(v, str) and v == defaults[k])]
