@@ -29,9 +29,14 @@ _CALLING_BUILTINS = {map, filter, sorted, min, max, iter, functools.reduce}
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, np.ufunc, type(np.clip))
 
 
-@functools.lru_cache(maxsize=None)
-def _signature(func):
-    return inspect.signature(func)
+@functools.lru_cache(maxsize=4096)
+def _binds(func, n_positional, keywords):
+    """Whether `func(self, <n_positional arguments>, <keywords>=...)` matches its signature."""
+    try:
+        inspect.signature(func).bind(None, *range(n_positional), **dict.fromkeys(keywords))
+        return True
+    except TypeError:
+        return False
 
 
 class CallsMixin:
@@ -82,13 +87,11 @@ class CallsMixin:
             # tape.gradient(loss, params) with `params` an input list: hand over its elements
             args = [self.containers_to_python(a) for a in args]
             kwargs = {k: self.containers_to_python(v) for k, v in kwargs.items()}
-            if isinstance(func.__self__, Sym):  # x.sum(where=m), x.astype(t, copy=False): NumPy's, not ours
-                try:
-                    _signature(func.__func__).bind(func.__self__, *args, **kwargs)
-                except TypeError:
-                    given = [f"{len(args)} positional arguments"] * bool(args) + [f"{k}=" for k in kwargs]
-                    raise Unsupported("unsupported-call", f"array method .{func.__name__}() with {', '.join(given)} "
-                                                          "has no graph op", self.site) from None
+            if isinstance(func.__self__, Sym) and not _binds(func.__func__, len(args), tuple(kwargs)):
+                # x.sum(where=m), x.astype(t, copy=False): NumPy's arguments, not our method's
+                given = [f"{len(args)} positional arguments"] * bool(args) + [f"{k}=" for k in kwargs]
+                raise Unsupported("unsupported-call", f"array method .{func.__name__}() with {', '.join(given)} "
+                                                      "has no graph op", self.site)
             return func(*args, **kwargs)
         if isinstance(func, types.MethodType) and func.__self__ is getattr(np.random, "mtrand", None)._rand:
             return self.global_random(func.__name__, args, kwargs)
