@@ -20,7 +20,7 @@ writes to them are ordinary writes (`statements.branch_box_write` tells them apa
 counter at the start of the node).
 
 One `if <test>: break` or `if <test>: continue` (nothing else in that `if`) at the body's top
-level is converted (`control.loop_exit`): a break first in the body joins the loop condition; a
+level is converted (`loop_exits.loop_exit`): a break first in the body joins the loop condition; a
 break elsewhere ends the loop through a carried flag after the trip, and the statements after
 it (after a continue too) run under a conditional node on the test — exactly what eager does.
 Several exits, or one nested deeper, stay a named reason.
