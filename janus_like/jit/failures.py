@@ -90,9 +90,10 @@ class FailuresMixin:
     def _raised(self, entry, g, exc, args):
         """The graph raised: eager re-runs the call. When eager raises too, it is the user's
         error (eager's exception reaches the caller); when eager succeeds, the graph computes
-        something eager does not: a janus_like defect, or, in a graph that ran a `try` as if its
-        body raised nothing, an exception eager's handler caught. That signature runs eagerly
-        from then on."""
+        something eager does not: a janus_like defect (that signature runs eagerly from then on),
+        or, in a graph that ran a `try` as if its body raised nothing, an exception eager's
+        handler caught: counted like a failed assumption, the signature goes eager after
+        `regen_after` of them (an occasional exception keeps the graphs)."""
         self._hot = None
         self.counters["fallbacks"] += 1
         text = f"graph raised {type(exc).__name__}: {exc}"
@@ -105,6 +106,11 @@ class FailuresMixin:
         fb = (Fallback("try", f"{text}, which eager's handler caught (try at {', '.join(sites)})") if sites
               else Fallback("internal-error", f"{text}, where eager did not"))
         self._note(fb)
+        if sites:
+            key = ("try", tuple(sites))
+            entry.failures[key] = entry.failures.get(key, 0) + 1
+            if entry.failures[key] < self.regen_after:
+                return result
         entry.graphs.clear()  # a defect for this signature: none of its graphs is trusted (in place: the peers)
         entry.eager_reason = fb
         if os.environ.get("JANUS_LIKE_DEBUG") and not sites:
