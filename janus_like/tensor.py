@@ -366,7 +366,11 @@ def _np_clip(a, a_min=None, a_max=None, out=None, **kw):
 
 _FUNCTIONS = {
     np.sum: _np_sum, np.mean: _np_mean, np.max: _np_max, np.amax: _np_max, np.min: _np_min,
-    np.amin: _np_min, np.var: _np_var, np.std: _np_std, np.dot: F.dot, np.matmul: F.matmul, np.tensordot: F.tensordot,
+    np.amin: _np_min, np.var: _np_var, np.std: _np_std, np.dot: F.dot,
+    np.linalg.norm: lambda x, axis=None, keepdims=False, ord=None: F.norm(x, axis, keepdims),
+    np.any: lambda a, axis=None, keepdims=False: F.any(a, axis, keepdims),
+    np.all: lambda a, axis=None, keepdims=False: F.all(a, axis, keepdims), np.matmul: F.matmul,
+    np.tensordot: F.tensordot,
     np.einsum: F.einsum, np.clip: _np_clip, np.where: F.where, np.maximum: F.maximum,
     np.reshape: lambda a, newshape=None, shape=None, order="C": F.reshape(a, newshape if shape is None else shape),
     np.transpose: lambda a, axes=None: F.transpose(a, axes), np.swapaxes: F.swapaxes,
@@ -393,6 +397,8 @@ _SIGNATURES = {
     np.sum: (5, {"axis", "dtype", "out", "keepdims"}, {}), np.mean: (2, {"axis", "out", "keepdims"}, {}),
     np.max: _MAX_KEEPDIMS, np.amax: _MAX_KEEPDIMS, np.min: _MAX_KEEPDIMS, np.amin: _MAX_KEEPDIMS,
     np.var: (2, {"axis", "out", "ddof", "keepdims"}, {}), np.std: (2, {"axis", "out", "ddof", "keepdims"}, {}),
+    np.linalg.norm: (1, {"axis", "keepdims"}, {"ord": None}), np.any: (2, {"axis", "keepdims"}, {}),
+    np.all: (2, {"axis", "keepdims"}, {}),
     np.dot: (2, set(), {}), np.matmul: (2, set(), {}), np.maximum: (2, set(), {}),
     np.tensordot: (3, {"axes"}, {}), np.einsum: (3, set(), {}),
     np.clip: (4, {"a_min", "a_max", "min", "max", "out"}, {}), np.where: (3, set(), {}),
@@ -419,8 +425,8 @@ def unimplemented_arguments(func, args, kwargs):
     if lo <= len(args) <= hi and known.issuperset(kwargs):
         return ""
     npos, keywords, defaults = _SIGNATURES[func]
-    bad = [f"{k}=" for k, v in kwargs.items()
-           if k not in keywords and not (k in defaults and isinstance(v, str) and v == defaults[k])]
+    bad = [f"{k}=" for k, v in kwargs.items() if k not in keywords and not (
+        k in defaults and (v is defaults[k] or isinstance(v, str) and v == defaults[k]))]
     if len(args) > npos or len(args) < _MIN_POSITIONAL.get(func, 1):
         bad.append(f"{len(args)} positional arguments")
     return ", ".join(bad)

@@ -111,6 +111,14 @@ _reduction("mean", F.mean)
 _reduction("max", F.max, distinct)
 _reduction("min", F.min, distinct)
 _reduction("logsumexp", F.logsumexp)
+@case("norm")
+def _(draw, rng):  # the 2-norm of all elements or along one axis (more axes are a matrix norm: other ords)
+    shape = draw(ND_SHAPES)
+    axis = draw(st.sampled_from([None] + list(range(-len(shape), len(shape)))))
+    keepdims = draw(st.booleans())
+    return (lambda x: F.norm(x, axis=axis, keepdims=keepdims)), (normal(rng, shape),)
+
+
 _reduction("var", F.var)
 _reduction("std", F.std)
 
@@ -440,7 +448,7 @@ def _(draw, rng):
 COVERED_PRIMITIVES = {
     "add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "where", "exp", "log", "tanh",
     "sigmoid", "relu", "sqrt", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "var", "std", "max", "min",
-    "matmul", "remainder", "log1p", "expm1", "log2", "log10", "reciprocal", "arctan", "sinh", "cosh",
+    "matmul", "norm", "remainder", "log1p", "expm1", "log2", "log10", "reciprocal", "arctan", "sinh", "cosh",
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",

@@ -170,7 +170,7 @@ def _axis(draw, nd):
 
 REDUCTIONS = {
     "sum": (F.sum, np.sum), "mean": (F.mean, np.mean), "max": (F.max, np.max), "min": (F.min, np.min),
-    "var": (F.var, np.var), "std": (F.std, np.std),
+    "var": (F.var, np.var), "std": (F.std, np.std), "any": (F.any, np.any), "all": (F.all, np.all),
 }
 
 

@@ -67,8 +67,11 @@ class ExpressionsMixin:
     def expr_UnaryOp(self, node, frame):
         v = self.eval(node.operand, frame)
         if isinstance(node.op, ast.Not):
-            if isinstance(v, Sym):
-                raise Unsupported("data-dependent-python", "`not` of a graph value", self.site)
+            if isinstance(v, Sym):  # a Python bool held in the graph (`if not np.isnan(loss):`)
+                if v.size != 1:
+                    raise Unsupported("data-dependent-python", "`not` of an array with more than one element",
+                                      self.site)
+                return self.builder.py_op(operator.not_, v if v.kind == "py" else _truth_value(v))
             return not self.truth(v)
         return _UNARY[type(node.op)](v)
 

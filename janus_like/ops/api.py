@@ -121,6 +121,18 @@ def std(x, axis=None, keepdims=False, ddof=0):
     return bind(P.std, x, axis=_axis(axis), keepdims=keepdims, ddof=ddof)
 
 
+def norm(x, axis=None, keepdims=False):
+    return bind(P.norm, x, axis=_axis(axis), keepdims=keepdims)
+
+
+def any(x, axis=None, keepdims=False):  # noqa: A001
+    return bind(P.any, x, axis=_axis(axis), keepdims=keepdims)
+
+
+def all(x, axis=None, keepdims=False):  # noqa: A001
+    return bind(P.all, x, axis=_axis(axis), keepdims=keepdims)
+
+
 def max(x, axis=None, keepdims=False):  # noqa: A001
     return bind(P.max, x, axis=_axis(axis), keepdims=keepdims)
 

@@ -22,6 +22,8 @@ class ArrayMethods:
     def mean(self, axis=None, *, keepdims=False): return F.mean(self, axis, keepdims)
     def var(self, axis=None, *, ddof=0, keepdims=False): return F.var(self, axis, keepdims, ddof)
     def std(self, axis=None, *, ddof=0, keepdims=False): return F.std(self, axis, keepdims, ddof)
+    def any(self, axis=None, *, keepdims=False): return F.any(self, axis, keepdims)
+    def all(self, axis=None, *, keepdims=False): return F.all(self, axis, keepdims)
     def max(self, axis=None, *, keepdims=False): return F.max(self, axis, keepdims)
     def min(self, axis=None, *, keepdims=False): return F.min(self, axis, keepdims)
     def argmax(self, axis=None, *, keepdims=False): return F.argmax(self, axis, keepdims)

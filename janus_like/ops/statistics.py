@@ -1,6 +1,7 @@
 """Variance and standard deviation (`np.var`, `np.std`, `x.var(axis=-1, keepdims=True)` in a
-hand-written layer norm): ops of their own, computed by the array's own method, so a graph gives
-eager's bits (NumPy's two-pass formula, its summation order and its `ddof` count)."""
+hand-written layer norm), the 2-norm (`np.linalg.norm(g)` in gradient clipping), and `any` /
+`all` (a NaN check): ops of their own, computed by NumPy's own function, so a graph gives
+eager's bits (NumPy's two-pass variance, its summation order and its `ddof` count)."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,3 +41,17 @@ register("var", lambda xp, x, axis=None, keepdims=False, ddof=0: _arr(xp, x).var
 register("std", lambda xp, x, axis=None, keepdims=False, ddof=0: _arr(xp, x).std(axis=axis, keepdims=keepdims,
                                                                                 ddof=ddof),
          vjp=_std_vjp, doc="standard deviation over `axis` (NumPy's ndarray.std), divided by n - ddof")
+
+
+def _norm_vjp(g, out, x, axis=None, keepdims=False):
+    # x / ||x|| (0 where the norm is 0: the subgradient a clipping step wants)
+    o = _restore(out, x, axis, keepdims)
+    return (F.mul(_restore(g, x, axis, keepdims), F.div(x, F.where(F.eq(o, 0), F.ones_like(o), o))),)
+
+
+register("norm", lambda xp, x, axis=None, keepdims=False: xp.linalg.norm(x, axis=axis, keepdims=keepdims),
+         vjp=_norm_vjp, doc="the 2-norm over `axis` (all elements when None; NumPy's linalg.norm with ord=None)")
+register("any", lambda xp, x, axis=None, keepdims=False: _arr(xp, x).any(axis=axis, keepdims=keepdims),
+         doc="whether any element over `axis` is true (no gradient)")
+register("all", lambda xp, x, axis=None, keepdims=False: _arr(xp, x).all(axis=axis, keepdims=keepdims),
+         doc="whether every element over `axis` is true (no gradient)")

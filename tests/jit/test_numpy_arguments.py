@@ -41,6 +41,12 @@ CASES = [
     ("(x * 3).astype(np.int64) // 2 + (x * 3).astype(np.int64) % 4", True),
     ("np.where(np.isfinite(x) & ~np.isnan(x), x, 0.0) + np.isinf(x)", True),
     ("np.floor_divide(x, 2.0, dtype=np.float64)", False),
+    # statistics.py: a NaN check, a gradient norm; `not` of a graph value
+    ("np.any(np.isnan(x))", True), ("np.all(x > -10, axis=0)", True), ("x.any()", True),
+    ("(x > 0).all(axis=0, keepdims=True)", True), ("np.any(x > 0, where=x < 1)", False),
+    ("np.linalg.norm(x)", True), ("np.linalg.norm(x, axis=1, keepdims=True)", True),
+    ("np.linalg.norm(x, ord=None) * 2", True), ("np.linalg.norm(x, ord=2)", False),
+    ("x if not np.isnan(np.sum(x)) else x * 0", True), ("not np.all(x > 0)", True),
 ]
 
 

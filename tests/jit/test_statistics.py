@@ -62,3 +62,30 @@ def test_standardised_features_with_ddof(ddof):
 
     calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((5 + k // 4, 3)),) for k in range(8)]
     check(make, calls, min_graph_calls=3)
+
+
+def test_gradient_clipping_by_norm_with_a_nan_check():
+    """`np.linalg.norm` of each gradient, scaled down when above a bound (a branch on it), and a
+    NaN check with `np.any` / `not`: a clipping SGD step side by side."""
+    def make():
+        w = jl.Variable(np.random.default_rng(1).standard_normal((8, 8)).astype(np.float32), name="w")
+
+        def step(x, y, max_norm):
+            with jl.GradientTape() as tape:
+                loss = np.mean((np.tanh(x @ w) - y) ** 2)
+            g = tape.gradient(loss, w)
+            norm = np.linalg.norm(g)
+            if norm > max_norm:
+                g = g * (max_norm / norm)
+            if not np.any(np.isnan(g)):
+                w.assign_sub(0.5 * g)
+            return loss, norm
+
+        return step, {"w": w}
+
+    def call(k):
+        r = np.random.default_rng(k)
+        x, y = r.standard_normal((4, 8)).astype(np.float32), r.standard_normal((4, 8)).astype(np.float32)
+        return x, y * (1 + k % 3), 0.05 if k % 2 else 10.0
+
+    check(make, [lambda s, k=k: call(k) for k in range(10)], min_graph_calls=4)
