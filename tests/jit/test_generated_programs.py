@@ -66,7 +66,7 @@ def expressions(draw, depth=2, loop_var=False):
         return f"({a} {op} {b})", _broadcast(ka, kb)
     if kind == "reduce":
         e = draw(nm_expressions(depth - 1, loop_var))
-        fn = draw(st.sampled_from(["np.sum", "np.mean", "np.max"]))
+        fn = draw(st.sampled_from(["np.sum", "np.mean", "np.max", "np.linalg.norm"]))
         # NumPy's arguments in their forms: positional, keyword, the ones without a graph op
         axis = draw(st.sampled_from(["axis=0", "axis=1, keepdims=True", "", "0", "-1, keepdims=True",
                                      "axis=(0, 1), keepdims=True", "axis=0, initial=0.5", "axis=0, where=True"]))
@@ -74,7 +74,7 @@ def expressions(draw, depth=2, loop_var=False):
                "axis=(0, 1), keepdims=True": "s", "axis=0, initial=0.5": "m", "axis=0, where=True": "m"}[axis]
         if fn == "np.mean" and "initial" in axis:
             axis = "axis=0, dtype=np.float64"
-        if draw(st.booleans()):  # the method spelling (keywords only, as ndarray takes them here)
+        if fn != "np.linalg.norm" and draw(st.booleans()):  # the method spelling (keywords only here)
             return f"({e}).{fn[3:]}({axis.replace('-1, keepdims', 'axis=-1, keepdims')})", out
         return f"{fn}({e}{', ' + axis if axis else ''})", out
     if kind == "dot":
@@ -215,7 +215,8 @@ def statements(draw, depth=2):
                                                           f"    {w}[0] = {draw(row_expressions())} * 0.1",
                                                           f"    {w} += {b}", "    obj.acc *= 0.5"]))]
                                   if draw(st.booleans()) else [] for _ in range(2))
-        return [f"if np.sum({w}) > 0.0:", f"    {v} = {a}"] + then_extra + ["else:", f"    {v} = {b}"] + else_extra
+        test = draw(st.sampled_from([f"np.sum({w}) > 0.0", f"not np.any({w} > 1.5)", f"np.all({w} < 2.0)"]))
+        return [f"if {test}:", f"    {v} = {a}"] + then_extra + ["else:", f"    {v} = {b}"] + else_extra
     if kind == "for_range":
         body = [line for _ in range(draw(st.integers(1, 2))) for line in draw(simple_statements(loop_var=True))]
         return [f"for i in range({draw(st.integers(1, 3))}):"] + _indent(body)
