@@ -327,41 +327,39 @@ _UFUNCS = {
 _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
 
 
+def _to_out(out, res):
+    """NumPy's `out=`: the result written there (and `out` returned), or the result itself."""
+    return res if out is None else _write_out(out, res)
+
+
 def _np_sum(a, axis=None, dtype=None, out=None, keepdims=False):
-    res = F.sum(a, axis, keepdims, dtype)
-    return _write_out(out, res) if out is not None else res
+    return _to_out(out, F.sum(a, axis, keepdims, dtype))
 
 
 def _np_mean(a, axis=None, out=None, keepdims=False):
-    res = F.mean(a, axis, keepdims)
-    return _write_out(out, res) if out is not None else res
+    return _to_out(out, F.mean(a, axis, keepdims))
 
 
 def _np_var(a, axis=None, out=None, ddof=0, keepdims=False):
-    res = F.var(a, axis, keepdims, ddof)
-    return _write_out(out, res) if out is not None else res
+    return _to_out(out, F.var(a, axis, keepdims, ddof))
 
 
 def _np_std(a, axis=None, out=None, ddof=0, keepdims=False):
-    res = F.std(a, axis, keepdims, ddof)
-    return _write_out(out, res) if out is not None else res
+    return _to_out(out, F.std(a, axis, keepdims, ddof))
 
 
 def _np_max(a, axis=None, out=None, keepdims=False):
-    res = F.max(a, axis, keepdims)
-    return _write_out(out, res) if out is not None else res
+    return _to_out(out, F.max(a, axis, keepdims))
 
 
 def _np_min(a, axis=None, out=None, keepdims=False):
-    res = F.min(a, axis, keepdims)
-    return _write_out(out, res) if out is not None else res
+    return _to_out(out, F.min(a, axis, keepdims))
 
 
 def _np_clip(a, a_min=None, a_max=None, out=None, **kw):
     a_min = kw.get("min", a_min)
     a_max = kw.get("max", a_max)
-    res = F.clip(a, a_min, a_max)
-    return _write_out(out, res) if out is not None else res
+    return _to_out(out, F.clip(a, a_min, a_max))
 
 
 _FUNCTIONS = {

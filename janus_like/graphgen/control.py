@@ -382,20 +382,20 @@ class ControlFlowMixin:
         if node.handlers:
             self.try_sites.append(self.site)
         try:
-            self.exec_block(node.body, frame)
-        except (_Return, _Break, _Continue):
-            self.exec_block(node.finalbody, frame)
-            raise
-        except Exception as exc:  # the user's code raised while generating: eager's handler may catch it
-            raised = getattr(exc, "original", None) if isinstance(exc, Unsupported) else exc
-            caught = tuple(t for h in node.handlers if h.type is not None for t in _classes(self.eval(h.type, frame)))
-            if raised is not None and (any(h.type is None for h in node.handlers) or isinstance(raised, caught)):
-                raise Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
-                                  self.site) from exc
-            raise
-        try:
+            try:
+                self.exec_block(node.body, frame)
+            except (_Return, _Break, _Continue):
+                raise
+            except Exception as exc:  # the user's code raised while generating: eager's handler may catch it
+                raised = getattr(exc, "original", None) if isinstance(exc, Unsupported) else exc
+                caught = tuple(t for h in node.handlers if h.type is not None
+                               for t in _classes(self.eval(h.type, frame)))
+                if raised is not None and (any(h.type is None for h in node.handlers) or isinstance(raised, caught)):
+                    raise Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
+                                      self.site) from exc
+                raise
             self.exec_block(node.orelse, frame)
-        except (_Return, _Break, _Continue):
+        except (_Return, _Break, _Continue):  # leaving through `finally`, as Python does
             self.exec_block(node.finalbody, frame)
             raise
         self.exec_block(node.finalbody, frame)

@@ -27,10 +27,13 @@ class LoopExit(NamedTuple):
     the loop condition), "flag" (a break elsewhere: a carried flag ends the loop after the trip,
     the statements after it under a conditional), "skip" (a continue: the statements after it
     under a conditional)."""
-    kind: str
     how: str
     node: ast.If
     index: int
+
+    @property
+    def kind(self):
+        return "continue" if self.how == "skip" else "break"
 
 
 def loop_exit(loop):
@@ -47,7 +50,7 @@ def loop_exit(loop):
     if _leaves_loop(body[:index] + body[index + 1:]):
         return None
     if isinstance(stmt.body[0], ast.Continue):
-        return LoopExit("continue", "skip", stmt, index)
+        return LoopExit("skip", stmt, index)
     reads_target = isinstance(loop, ast.For) and _assigned_names([loop.target]) & {
         n.id for n in ast.walk(stmt.test) if isinstance(n, ast.Name)}
-    return LoopExit("break", "join" if index == 0 and not reads_target else "flag", stmt, index)
+    return LoopExit("join" if index == 0 and not reads_target else "flag", stmt, index)

@@ -60,11 +60,11 @@ class LoopMixin:
         if exit_ is not None and tapes:
             raise Unsupported("unsupported-syntax", f"{exit_.kind} in a differentiated {kind} loop on a graph value",
                               self.site)
-        if exit_ is not None and exit_.how == "flag":
-            frame.locals[_RUNNING] = True  # carried: whether the last trip's test let the loop go on
         names = sorted(_assigned_names(node.body) - ({target} if target else set())
                        - frame.global_names - frame.nonlocal_names)  # those two are state
-        names += [_RUNNING] * (_RUNNING in frame.locals)
+        if exit_ is not None and exit_.how == "flag":
+            frame.locals[_RUNNING] = True  # carried: whether the last trip's test let the loop go on
+            names.append(_RUNNING)
         # names first bound inside the body (an inner loop's target, a temporary) are local to
         # an iteration; after the loop they are stale (eager would hold the last iteration's)
         local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING]

@@ -213,12 +213,15 @@ def _sum_vjp(g, out, x, axis=None, keepdims=False, dtype=None):
     return (F.broadcast_like(_restore(g, x, axis, keepdims), x),)
 
 
+def _reduced_count(x, axes):
+    """Elements a reduction over `axes` combines (>= 1); read at run time in a shape-generic graph."""
+    if _shape_polymorphic(x):
+        return bind(P.reduced_count, x, axes=axes)
+    return max(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), 1)
+
+
 def _mean_vjp(g, out, x, axis=None, keepdims=False):
-    axes = _axes(axis, _nd(x))
-    if _shape_polymorphic(x):  # a graph valid for any size of some dimension: count at run time
-        count = bind(P.reduced_count, x, axes=axes)
-    else:
-        count = max(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), 1)
+    count = _reduced_count(x, _axes(axis, _nd(x)))
     return (F.div(F.broadcast_like(_restore(g, x, axis, keepdims), x), count),)
 
 

@@ -4,22 +4,17 @@ hand-written layer norm), the 2-norm (`np.linalg.norm(g)` in gradient clipping),
 eager's bits (NumPy's two-pass variance, its summation order and its `ddof` count)."""
 from __future__ import annotations
 
-import numpy as np
-
 from . import api as F
-from .primitives import _arr, _axes, _nd, _restore, _shape_polymorphic
-from .registry import P, bind, register
+from .primitives import _arr, _axes, _nd, _reduced_count, _restore
+from .registry import register
 
 
 def _deviation_share(g, x, axis, keepdims, ddof):
     """(x - mean(x)) * g / (n - ddof), g restored to x's rank: the derivative of the variance
     is twice this."""
-    axes = _axes(axis, _nd(x))
-    if _shape_polymorphic(x):  # a graph valid for any size of some dimension: count at run time
-        count = bind(P.reduced_count, x, axes=axes)
-        count = F.sub(count, ddof) if ddof else count
-    else:
-        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) - ddof
+    count = _reduced_count(x, _axes(axis, _nd(x)))
+    if ddof:
+        count = F.sub(count, ddof) if hasattr(count, "shape") else count - ddof
     centered = F.sub(x, F.mean(x, axis=axis, keepdims=True))
     return F.div(F.mul(centered, _restore(g, x, axis, keepdims)), count)
 
@@ -28,11 +23,14 @@ def _var_vjp(g, out, x, axis=None, keepdims=False, ddof=0):
     return (F.mul(_deviation_share(g, x, axis, keepdims, ddof), 2.0),)
 
 
+def _nonzero(o):
+    """o with its zeros replaced by ones: where a deviation or a norm is 0 the numerator is 0
+    too (one element, equal elements, a zero vector), and the gradient is 0, not 0 / 0."""
+    return F.where(F.eq(o, 0), F.ones_like(o), o)
+
+
 def _std_vjp(g, out, x, axis=None, keepdims=False, ddof=0):
-    # where the deviation is 0 every centred value is 0 (one element, equal elements): gradient 0,
-    # not 0 / 0
-    o = _restore(out, x, axis, keepdims)
-    return (F.div(_deviation_share(g, x, axis, keepdims, ddof), F.where(F.eq(o, 0), F.ones_like(o), o)),)
+    return (F.div(_deviation_share(g, x, axis, keepdims, ddof), _nonzero(_restore(out, x, axis, keepdims))),)
 
 
 register("var", lambda xp, x, axis=None, keepdims=False, ddof=0: _arr(xp, x).var(axis=axis, keepdims=keepdims,
@@ -43,10 +41,8 @@ register("std", lambda xp, x, axis=None, keepdims=False, ddof=0: _arr(xp, x).std
          vjp=_std_vjp, doc="standard deviation over `axis` (NumPy's ndarray.std), divided by n - ddof")
 
 
-def _norm_vjp(g, out, x, axis=None, keepdims=False):
-    # x / ||x|| (0 where the norm is 0: the subgradient a clipping step wants)
-    o = _restore(out, x, axis, keepdims)
-    return (F.mul(_restore(g, x, axis, keepdims), F.div(x, F.where(F.eq(o, 0), F.ones_like(o), o))),)
+def _norm_vjp(g, out, x, axis=None, keepdims=False):  # g x / ||x||
+    return (F.mul(_restore(g, x, axis, keepdims), F.div(x, _nonzero(_restore(out, x, axis, keepdims)))),)
 
 
 register("norm", lambda xp, x, axis=None, keepdims=False: xp.linalg.norm(x, axis=axis, keepdims=keepdims),
