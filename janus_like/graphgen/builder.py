@@ -192,19 +192,8 @@ class GraphBuilder:
     def py_op(self, fn, *args):
         """Python arithmetic on Python numbers held in the graph: the result stays a Python
         number (3 + 1 is int 4, not numpy.int64), exactly as eager code computes it."""
-        inputs, reps = [], []
-        for a in args:
-            if isinstance(a, Sym):
-                inputs.append(a.node)
-                reps.append(a.node.hint if a.node.hint is not None
-                            else {"b": True, "i": 1, "u": 1}.get(np.dtype(a.node.aval[1]).kind, 1.0))
-            else:
-                inputs.append(a)
-                reps.append(a)
-        try:
-            sample = fn(*reps)
-        except Exception as exc:
-            raise Unsupported("op-error", f"{getattr(fn, '__name__', fn)} on Python numbers ({exc})", self.site) from exc
+        inputs = [a.node if isinstance(a, Sym) else a for a in args]
+        sample = py_sample(fn, args, self.site)
         node = self.add(ir.Node(ir.PY_OP, tuple(inputs), {"fn": fn}, ((), np.asarray(sample).dtype)))
         if all(isinstance(a, Sym) and a.node.hint is not None or not isinstance(a, Sym) for a in args):
             node.hint = sample  # arithmetic on sizes: keep the generation-time value for shape inference
@@ -229,6 +218,23 @@ class GraphBuilder:
         self.uses_rng = True
         node = self.add(ir.Node(ir.RANDOM, (), {"method": method, "args": args, "kwargs": kwargs}, aval))
         return Sym(node, "array")
+
+
+def py_sample(fn, args, site):
+    """fn on stand-ins for the graph's Python numbers (their generation-time values where known),
+    for the result's type: a second stand-in where the first is outside fn's domain
+    (math.atanh(1.0), 1 / math.log(1.0))."""
+    error = None
+    for whole, real in ((1, 1.0), (2, 0.5)):
+        reps = [(a.node.hint if a.node.hint is not None
+                 else True if np.dtype(a.node.aval[1]).kind == "b"
+                 else whole if np.dtype(a.node.aval[1]).kind in "iu" else real)
+                if isinstance(a, Sym) else a for a in args]
+        try:
+            return fn(*reps)
+        except Exception as exc:
+            error = error or exc
+    raise Unsupported("op-error", f"{getattr(fn, '__name__', fn)} on Python numbers ({error})", site) from error
 
 
 def _key(v):

@@ -16,6 +16,8 @@ from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED
 from .conversions import convert, is_conversion
+from .early_returns import function_body
+from .py_numbers import is_number_call, number_call
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
@@ -252,6 +254,9 @@ class CallsMixin:
             for x in args[0]:
                 total = total + x
             return total
+        module = getattr(func, "__module__", None)
+        if is_number_call(func, module, args, kwargs):
+            return number_call(self.builder, func, module, args, self.site)
         if func in (max, min) and _any_abstract(args):
             raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", self.site)
         if func is str and args and isinstance(args[0], Sym):
@@ -329,7 +334,7 @@ class CallsMixin:
         saved_site = self.site
         self.frames.append(frame)
         try:
-            self.exec_block(fn_ast.body, frame)
+            self.exec_block(function_body(fn_ast), frame)
             result = None
         except _Return as ret:
             result = ret.value

@@ -14,6 +14,7 @@ from ..jit.assumptions import Assumption
 from .builder import OPAQUE, SymbolicTape
 from .branch_containers import ContainerSnapshot, put
 from .cond_grad import CondGradient
+from .early_returns import RESULT
 from .loop_exits import _leaves_loop, loop_exit
 from .values import ObjRef, Sym, Unsupported, VarRef
 from .support import ErrState, OneBranch, _Break, _Continue, _MISSING, _Return, _assigned_names, _truth_value
@@ -95,7 +96,8 @@ class ControlFlowMixin:
         self.set_site(node, frame)
         (then_block, then_vals, then_over, then_cont), (else_block, else_vals, else_over, else_cont) = results
         # (label, then value, else value, where the merged value goes)
-        merges = [(repr(name), then_vals[name], else_vals[name], ("local", name)) for name in assigned]
+        merges = [("the returned value" if name == RESULT else repr(name), then_vals[name], else_vals[name],
+                   ("local", name)) for name in assigned]
         for key, (kind, target, name, before) in written.items():
             a, b = then_over.get(key, before), else_over[key]  # a key only `else` wrote: then-value `before`
             if kind == "box":

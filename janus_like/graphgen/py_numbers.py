@@ -1,0 +1,56 @@
+"""Python-number functions of numbers the graph computes: `math.sqrt(total)` of a gradient norm
+built with `float()`, `max(lr, floor)`, `round(x, 2)`, `math.cos(math.pi * t / T)` of a step
+counter the graph reads. Eager code gets a Python number from each; the graph holds the same
+call as a PY_OP node, run on the same Python numbers when the plan runs, so the result is the
+same value of the same type. A call that raises there (`math.sqrt(-1.0)`, `math.log(0.0)`)
+fails the graph run and the call re-runs eagerly, where it raises for the user.
+"""
+from __future__ import annotations
+
+from .builder import py_sample
+from .values import Sym, Unsupported
+
+# builtins that take and give Python numbers; `math` module functions are added by module name
+_NUMBER_BUILTINS = (min, max, round, pow)
+_NUMBER_TYPES = (bool, int, float)
+
+
+def is_number_call(func, module, args, kwargs) -> bool:
+    """Whether `func(*args)` is a Python-number function some argument of which is a number the
+    graph computes (a Python number, or a one-element array for `math`)."""
+    if kwargs or not args:
+        return False
+    if func in (min, max) and len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = args[0]
+    if not any(isinstance(a, Sym) for a in args):
+        return False
+    if module == "math":
+        return all(_number(a) or isinstance(a, Sym) and a.kind != "py" and a.size == 1 for a in args)
+    return func in _NUMBER_BUILTINS and all(_number(a) for a in args)
+
+
+def number_call(builder, func, module, args, site):
+    """The PY_OP node computing `func(*args)` (see `is_number_call`)."""
+    if func in (min, max) and len(args) == 1:
+        args = tuple(args[0])
+        if len(args) == 1:  # max([x]) is x
+            return args[0]
+        if not args:
+            raise Unsupported("op-error", f"{func.__name__}() of an empty sequence", site)
+    if module == "math":  # a one-element array goes in as the Python number math converts it to
+        args = tuple(builder.to_py(a, _python_type(a)) if isinstance(a, Sym) and a.kind != "py" else a for a in args)
+    sample = py_sample(func, args, site)
+    if type(sample) not in _NUMBER_TYPES:  # math.frexp's tuple: not a Python number the graph can hold
+        raise Unsupported("data-dependent-python", f"{getattr(func, '__name__', func)}() of a graph value "
+                                                  f"giving a {type(sample).__name__}", site)
+    return builder.py_op(func, *args)
+
+
+def _number(a) -> bool:
+    return isinstance(a, _NUMBER_TYPES) or isinstance(a, Sym) and a.kind == "py"
+
+
+def _python_type(sym):
+    kind = sym.dtype.kind
+    return bool if kind == "b" else int if kind in "iu" else float
+

@@ -1,0 +1,63 @@
+"""Python-number functions (`math.*`, `min`, `max`, `round`, `pow`) of numbers the graph computes,
+side by side with eager: a gradient norm through `math.sqrt(sum(float(...)))`, a clipping scale
+through `min`, a cosine schedule of a step counter, `math` of a one-element array. Each runs as a
+PY_OP in the graph; a call whose Python function raises there (`math.sqrt` of a negative number)
+re-runs eagerly and raises the same error."""
+import math
+
+import numpy as np
+import pytest
+
+from .harness import check, fallback_reasons
+
+
+def _calls(n, scale=1.0):
+    return [lambda s, k=k: (np.random.default_rng(k).standard_normal((4, 3)) * scale * (k % 3 + 1), k)
+            for k in range(n)]
+
+
+def clip_by_global_norm(x, k):
+    grads = {"a": x, "b": 2 * x[0]}
+    total = math.sqrt(sum(float((g ** 2).sum()) for g in grads.values()))
+    scale = min(1.0, 3.0 / (total + 1e-6))
+    return {name: g * scale for name, g in grads.items()}, round(total, 4)
+
+
+def cosine_schedule(x, k):
+    p = min(k / 10, 1.0)
+    return x * (0.5 * (1 + math.cos(math.pi * p))), max([p, 0.25, 0.1]), pow(k, 2)
+
+
+def math_of_arrays(x, k):
+    # math converts a one-element array (NumPy scalar) to a Python number first
+    return math.floor(x.sum()), math.exp(x[0, 0]), math.isfinite(x.max()), math.log1p(abs(float(x[1, 1])))
+
+
+def near_domain_edge(x, k):
+    # the generator types the result on stand-ins; 1.0 is outside atanh's domain, 0.5 is not
+    return math.atanh(float(np.tanh(x[0, 0]))) * x
+
+
+@pytest.mark.parametrize("f", [clip_by_global_norm, cosine_schedule, math_of_arrays, near_domain_edge])
+def test_python_number_functions_run_in_the_graph(f):
+    jf = check(lambda: (f, None), _calls(9), min_graph_calls=5)
+    assert fallback_reasons(jf) == set(), jf.explain()
+
+
+def sqrt_of_shifted_sum(x, k):
+    return math.sqrt(float(x.sum()) + 1.0) * x
+
+
+def test_a_math_error_in_the_graph_reruns_eagerly_and_raises_there():
+    calls = [lambda s, k=k: (np.full((2, 2), 0.5 if k % 4 else -1.0), k) for k in range(10)]
+    jf = check(lambda: (sqrt_of_shifted_sum, None), calls, min_graph_calls=4)
+    assert jf.stats()["graph_calls"] + jf.stats()["eager_calls"] + jf.stats()["warmup_calls"] == 10
+
+
+def tuple_result(x, k):
+    return math.frexp(float(x.sum()))[0] * x  # a tuple from math: not a Python number in the graph
+
+
+def test_math_functions_giving_tuples_stay_eager():
+    jf = check(lambda: (tuple_result, None), _calls(6), min_graph_calls=0)
+    assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()
