@@ -19,7 +19,7 @@ from .conversions import convert, is_conversion
 from .early_returns import function_body
 from .py_numbers import is_number_call, number_call
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn
 
 
 # builtins (and C library functions outside the library modules' names) that call a function
@@ -159,8 +159,8 @@ class CallsMixin:
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, ObjRef):  # the library sees the object itself (e.g. a Generator): pin it
                 self.prog.check_identity(a.slot, self.site)
-        args = [_unwrap_obj(a) for a in args]
-        kwargs = {k: _unwrap_obj(v) for k, v in kwargs.items()}
+        args = [self.written_container(a) for a in args]
+        kwargs = {k: self.written_container(v) for k, v in kwargs.items()}
         if not _any_abstract((args, kwargs)):
             return self.lift(func(*args, **kwargs))
         try:

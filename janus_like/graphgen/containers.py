@@ -4,7 +4,7 @@ length/keys, mutations applied to a shadow copy and replayed at commit.
 from __future__ import annotations
 
 from .values import ObjRef, Unsupported
-from .support import _MISSING, _dict_key
+from .support import _MISSING, _dict_key, _unwrap_obj
 
 
 class ContainersMixin:
@@ -12,6 +12,7 @@ class ContainersMixin:
 
     def materialize(self, ref, site, ast_key=None):
         """The elements of an input list/tuple/dict as abstract values (guards its length/keys)."""
+        self.flush_appends(ref.obj)
         shadow = self.shadows.get(id(ref.obj))
         if shadow is not None:
             return shadow
@@ -28,6 +29,7 @@ class ContainersMixin:
     def container_len(self, ref):
         """len() of an input container: guards the length only (elements are read, and guarded,
         where the code reads them, so their own profile decides what is speculated)."""
+        self.flush_appends(ref.obj)
         shadow = self.shadows.get(id(ref.obj))
         if shadow is not None:
             return len(shadow)
@@ -64,7 +66,22 @@ class ContainersMixin:
             return dict(self.materialize(v, self.site))
         return dict(v)
 
+    def written_container(self, v):
+        """What library code is given for v: an input list or dict the function wrote is its
+        shadow copy (the input itself is written only at commit); anything else unwrapped."""
+        if isinstance(v, ObjRef) and (id(v.obj) in self.shadows or id(v.obj) in self.appends):
+            return type(v.obj)(self.materialize(v, self.site))
+        return _unwrap_obj(v)
+
+    def flush_appends(self, obj):
+        """Before the code reads a list it appended to: its shadow copy, the input's elements
+        (guarded) then the appended values."""
+        pending = self.appends.pop(id(obj), None)
+        if pending is not None:
+            self.shadow(pending[0]).extend(pending[1])
+
     def shadow(self, ref):
+        self.flush_appends(ref.obj)
         s = self.shadows.get(id(ref.obj))
         if s is None:
             base = self.materialize(ref, self.site)
@@ -78,6 +95,12 @@ class ContainersMixin:
         if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__"):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
+            if name == "append" and type(target) is list and id(target) not in self.shadows and not kwargs:
+                # a log the function only appends to (`history.append(loss)`): no guard on its
+                # length or its elements, which change every call; the commit appends
+                self.appends.setdefault(id(target), (ref, []))[1].append(args[0])
+                self.writes.append(("call", ref, name, list(args), {}))
+                return None
             shadow = self.shadow(ref)
             if name == "extend":
                 args = [self.iterate(args[0])]

@@ -30,7 +30,9 @@ class ControlFlowMixin:
         test = self.eval_test(node.test, frame)
         if isinstance(test, Sym):
             key = site_key(frame.filename, node)
-            if not self.branch_is_relaxed(key):
+            if key in self.split:  # one graph per outcome: this one's is asserted
+                outcome = self.speculate_split(test, node, frame, key)
+            elif not self.branch_is_relaxed(key):
                 outcome = self.speculate(test, node, frame, "branch")
             elif ("branch", key) not in self.relaxed and self.loop_depths and _leaves_loop(node.body + node.orelse):
                 # a break/continue of an unrolled loop cannot be a conditional node's output: the
@@ -38,7 +40,12 @@ class ControlFlowMixin:
                 # and after repeated failures the branch is relaxed and the signature stays eager)
                 outcome = self.speculate(test, node, frame, "branch", majority=True)
             else:
-                return self.cond(node, test, frame)
+                try:
+                    return self.cond(node, test, frame)
+                except Unsupported as exc:  # tell the JIT which branch: it can split it (jit/variants.py)
+                    if exc.branch is None and exc.reason != "unprofiled-branch":
+                        exc.branch = key
+                    raise
         else:
             outcome = self.truth(test)
         self.exec_block(node.body if outcome else node.orelse, frame)
@@ -50,6 +57,22 @@ class ControlFlowMixin:
             return False
         seen = self.profile.branch(key)
         return seen[0] > 0 and seen[1] > 0
+
+    def speculate_split(self, test, node, frame, key):
+        """A branch split into one graph per outcome: this graph asserts the outcome it was
+        generated for (or, first, the one the profile saw more often); a call that fails the
+        assert tries the graph of the other outcome (jit/variants.py)."""
+        expect = self.split[key]
+        if expect is None:
+            seen = self.profile.branch(key) if self.profile is not None else (1, 0)
+            expect = seen[0] >= seen[1]
+        self.forced[key] = expect
+        if test.size != 1:
+            raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
+                              self.site)
+        self.builder.assert_(_truth_value(test), expect,
+                             Assumption("branch", self.site, expect, relax=("split", key)))
+        return expect
 
     def speculate(self, test, node, frame, kind, majority=False):
         key = site_key(frame.filename, node)
@@ -183,6 +206,8 @@ class ControlFlowMixin:
 
     def container_snapshot(self, frame):
         """The lists, dicts and sets the code of a conditional or loop node may write into."""
+        for obj_id in list(self.appends):  # what a node reads of an appended list is its shadow
+            self.flush_appends(self.appends[obj_id][0].obj)
         return ContainerSnapshot([frame, *self.frames, *self.overlay.values(), *self.global_overlay.values(),
                                   *self.cell_overlay.values(), *self.shadows.values()])
 

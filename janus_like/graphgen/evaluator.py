@@ -45,8 +45,12 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
     containers; this class holds the state they share and the input/output ends."""
 
     def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL, unknown_dims=None,
-                 reassociate=False):
+                 reassociate=False, split=None):
         self.fn = fn
+        # branches generated once per outcome (control.stmt_If): site key -> the outcome this
+        # graph takes, or None for the one the profile saw more often; `forced` records the choices
+        self.split = dict(split or {})
+        self.forced: dict = {}
         self.unknown_dims = unknown_dims or {}  # argument index -> axes of unknown size
         self.name = name
         self.profile = profile
@@ -60,6 +64,7 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
         self.slot_values: dict = {}  # slot index -> abstract value
         self.overlay: dict = {}  # (id(obj), attr) -> value written by the function
         self.shadows: dict = {}  # id(container) -> list/dict of abstract values (after a mutation)
+        self.appends: dict = {}  # id(list) -> (ObjRef, values appended before anything read the list)
         self.global_overlay: dict = {}
         self.cond_writes: list = []  # per cond/loop node being built: {overlay key: (kind, target, name, value before)}
         self.cell_overlay: dict = {}  # id(closure cell) -> value written by `nonlocal` (statements.py)
@@ -89,6 +94,9 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
                 arg_values.append(self.classify(slot, f"argument {i}", ("arg", i)))
                 self._unknown = ()
             result = self.call(self.fn, arg_values, {})
+        except Unsupported as exc:
+            exc.forced = dict(self.forced)  # the split branches' outcomes this graph was taking
+            raise
         finally:
             set_builder(old)
         return self.finish(result)
@@ -191,7 +199,8 @@ class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, Stateme
         graph.n_inputs = len(self.input_nodes)
         return GeneratedGraph(graph=graph, guard=guard, guard_src=guard_src, outputs=outputs,
                               assumptions=self.prog.assumptions + [n.params["assumption"] for n in graph.asserts],
-                              uses_rng=self.builder.uses_rng, slots=self.prog.slots, try_sites=self.try_sites)
+                              uses_rng=self.builder.uses_rng, slots=self.prog.slots, try_sites=self.try_sites,
+                              forced=self.forced)
 
 
 __all__ = ["Generator", "GeneratedGraph", "Unsupported"]

@@ -358,6 +358,10 @@ class ExpressionsMixin:
             return out
         if isinstance(obj, ObjRef):
             key = _dict_key(index)
+            pending = self.appends.get(id(obj.obj))
+            if pending is not None and type(key) is int and -len(pending[1]) <= key < 0:
+                return pending[1][key]  # `history[-1]` just appended: the input's items are not needed
+            self.flush_appends(obj.obj)
             shadow = self.shadows.get(id(obj.obj))
             if shadow is not None:
                 return shadow[key]
@@ -413,6 +417,7 @@ class ExpressionsMixin:
         if isinstance(op, (ast.In, ast.NotIn)):
             if isinstance(right, ObjRef):
                 key = _dict_key(left)
+                self.flush_appends(right.obj)
                 shadow = self.shadows.get(id(right.obj))
                 if shadow is not None:
                     found = key in shadow

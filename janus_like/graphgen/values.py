@@ -31,6 +31,7 @@ class Unsupported(Exception):
         self.reason = reason
         self.detail = detail
         self.site = site
+        self.branch = None  # the site key of the `if` whose conditional node this made impossible
 
 
 class Sym(ArrayMethods):

@@ -15,9 +15,13 @@ from .assumptions import Fallback, user_site
 
 
 class FailuresMixin:
-    def _failed(self, entry, exc):
+    def _failed(self, entry, exc, forced=None):
         fb = Fallback(exc.reason, exc.detail, exc.site)
         self._note(fb)
+        if self._split(entry, exc):  # profile this call, then one graph per outcome
+            return None
+        if self._variant_failed(entry, exc, forced):  # the calls taking these outcomes run eagerly
+            return None
         if exc.reason == "unprofiled-branch" and entry.retries < 3:
             entry.retries += 1  # profile this call, then try again
         else:

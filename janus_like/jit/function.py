@@ -35,6 +35,7 @@ from .assumptions import REASONS, Fallback
 from .failures import FailuresMixin
 from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabled as _disabled, log_topics as _log_topics
 from .polymorphism import UnknownDimsMixin
+from .variants import VariantsMixin, is_split
 
 
 # Graphs cached for at most MAX_GRAPHS signatures (tree shapes, sizes, types) per function;
@@ -54,7 +55,7 @@ _NO_HINT = (lambda: None, ())
 
 
 class _Entry:
-    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries")
+    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries", "split", "split_failed")
 
     def __init__(self):
         self.graphs: list = []
@@ -62,9 +63,11 @@ class _Entry:
         self.failures: dict = {}
         self.relaxed: set = set()
         self.retries = 0
+        self.split: dict = {}  # branches generated once per outcome (variants.py): site key -> None
+        self.split_failed: set = set()  # the outcome combinations whose generation failed
 
 
-class JitFunction(FailuresMixin, UnknownDimsMixin):
+class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin):
     """A function compiled speculatively. Call it like the original; see `stats()`/`explain()`."""
 
     _janus_jit = True
@@ -220,7 +223,7 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
         # ---- GRAPH: try cached graphs, most recently used first. An entry that makes no new
         # graphs (eager_reason: generating failed for some input) still runs the ones it has on
         # the calls they accept: one odd tree must not send every other tree shape to eager.
-        guard_failure = None
+        guard_failure, split_misses = None, []
         for i, g in enumerate(entry.graphs):
             start = time.perf_counter()
             status, payload = g.try_run(args)
@@ -237,8 +240,13 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
                 guard_failure = (g, payload)
                 continue
             if status == ex.ASSERT_FAILED:
+                if is_split(payload):  # the other outcome's graph may take it
+                    split_misses.append((g, payload))
+                    continue
                 return self._assert_failed(entry, g, payload, args)
             return self._raised(entry, g, payload, args)
+        if split_misses:
+            return self._other_outcome(entry, split_misses, args)
         if entry.eager_reason is not None:
             return self._eager(args)
         # ---- GENERATE
@@ -306,15 +314,16 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
         return self.__wrapped__(*args, **kwargs)
 
     # ================================================================== generation
-    def _build(self, entry, args, name, dims=None):
-        """Generate, optimize and plan the commit copies of one graph for `args`."""
+    def _build(self, entry, args, name, dims=None, forced=None):
+        """Generate, optimize and plan the commit copies of one graph for `args` (with `forced`:
+        the outcomes of split branches it takes, see variants.py)."""
         gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed), unknown_dims=dims,
-                        reassociate=self.reassociate).generate(args)
+                        reassociate=self.reassociate, split={**entry.split, **(forced or {})}).generate(args)
         optimize(gen.graph, self.reassociate)
         gen.outputs.plan_copies()
         return gen
 
-    def _generate(self, entry, args):
+    def _generate(self, entry, args, forced=None):
         """A new graph for this signature, or None (Unsupported: the reason is noted). Any other
         exception propagates: the caller lets eager decide whose error it is."""
         self._hot = None
@@ -342,10 +351,10 @@ class JitFunction(FailuresMixin, UnknownDimsMixin):
             self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
             return g
         try:
-            g = ex.CompiledGraph(self._build(entry, args, name), self.mode, self.native,
+            g = ex.CompiledGraph(self._build(entry, args, name, forced=forced), self.mode, self.native,
                                    self._fast)
         except Unsupported as exc:
-            return self._failed(entry, exc)
+            return self._failed(entry, exc, forced)
         except RecursionError:
             entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation")
             self._note(entry.eager_reason)

@@ -13,7 +13,7 @@ under `ci`).
 import os
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import janus_like as jl
@@ -148,13 +148,40 @@ def test_random_training_step_reassociating(tmp_path_factory, program, seq, m):
     row blocks, folded accumulations, the learning rate on the smaller operand) run too; values
     then match eager's to float64 rounding, not bit for bit (relative to each array's scale: the
     SGD steps amplify a rounding apart ~10x a call where training is unstable)."""
+    directory = tmp_path_factory.mktemp("grads", numbered=True)
+    # A sequence whose training is so unstable that eager itself, its weights changed by 1e-13
+    # of their value, drifts by 1e-6 of the results' scale cannot tell reassociation (~1e-16 an
+    # op) from the amplification: such examples are not this test's to judge.
+    assume(_drift(directory, program, seq, m) < 1e-6)
     with within(rtol=1e-7, atol=1e-12):
         _run(tmp_path_factory, program, seq, m, reassociate=True)
 
 
-def _run(tmp_path_factory, program, seq, m, **jit_options):
-    directory = tmp_path_factory.mktemp("grads", numbered=True)
+def _drift(directory, program, seq, m):
+    """The largest difference, relative to each result's scale, between eager runs of the
+    sequence from the initial weights and from the weights times (1 + 1e-13)."""
+    runs = []
+    for nudge in (0.0, 1e-13):
+        make, calls = _sequence(directory, program, seq, m)
+        f, state = make()
+        state["obj"].w1.assign(state["obj"].w1.numpy() * (1.0 + nudge))
+        outs = []
+        for c in calls:
+            try:
+                outs.append([np.asarray(v, np.float64) for v in f(*c(state)) if v is not None])
+            except Exception:  # eager's error: the comparison itself reports it
+                return 0.0
+        runs.append(outs)
+    drift = 0.0
+    for a_call, b_call in zip(*runs):
+        for a, b in zip(a_call, b_call):
+            finite = np.isfinite(a) & np.isfinite(b)
+            scale = float(np.max(np.abs(a[finite]), initial=0.0)) or 1.0
+            drift = max(drift, float(np.max(np.abs(a[finite] - b[finite]), initial=0.0)) / scale)
+    return drift
 
+
+def _sequence(directory, program, seq, m):
     def make():
         mod = load_module(directory, PRELUDE.format(m=m) + program + "\n", "genstep")
         return mod.f, {"obj": Params(m)}
@@ -165,5 +192,10 @@ def _run(tmp_path_factory, program, seq, m, **jit_options):
             return x, s, state["obj"]
         return c
 
-    jf = check(make, [call(k, *spec) for k, spec in enumerate(seq)], min_graph_calls=0, **jit_options)
+    return make, [call(k, *spec) for k, spec in enumerate(seq)]
+
+
+def _run(tmp_path_factory, program, seq, m, **jit_options):
+    make, calls = _sequence(tmp_path_factory.mktemp("grads", numbered=True), program, seq, m)
+    jf = check(make, calls, min_graph_calls=0, **jit_options)
     assert jf.stats()["calls"] == len(seq)

@@ -191,7 +191,7 @@ def _local_container_writes(e, v):
 @st.composite
 def statements(draw, depth=2):
     kind = draw(st.sampled_from(["simple"] * 5 + ["if_py", "if_flag", "if_computed", "for_range", "for_list",
-                                                 "random", "print", "while", "break", "try"]))
+                                                 "random", "print", "while", "break", "try", "log", "early"]))
     if kind == "simple" or depth == 0:
         return draw(simple_statements())
     if kind in ("if_py", "if_flag"):
@@ -264,6 +264,15 @@ def statements(draw, depth=2):
                                       f"    {v} = {v} * xs[0][0, 0]", f"    {v} = {v} + obj.cache['a']"]))
         tail = draw(st.sampled_from([[], ["else:", "    obj.log.append(1)"], ["finally:", "    obj.acc = obj.acc * 0.5"]]))
         return ["try:"] + _indent(body) + [risky, "except (KeyError, IndexError):", f"    {v} = {v} * 0.0"] + tail
+    if kind == "log":  # every k-th call appends and prints: one graph per outcome (jit/variants.py)
+        v = draw(st.sampled_from(_VARS))
+        k = draw(st.sampled_from([2, 3]))
+        return ["obj.t += 1", f"if obj.t % {k} == 0:", f"    obj.log.append(float(np.sum({v})))",
+                '    print("log", obj.t, f"{obj.log[-1]:.3f}")']
+    if kind == "early":  # helpers returning early on a computed value, math of Python floats
+        v = draw(st.sampled_from(_VARS))
+        return [draw(st.sampled_from([f"{v} = clipped({v}, {draw(st.sampled_from(['1.0', '3.0']))})",
+                                      f"{v} = {v} * schedule(obj.t + len(obj.log))"]))]
     if kind == "random":
         v = draw(st.sampled_from(_VARS))
         call = draw(st.sampled_from(["np.random.randn(*{v}.shape)", "np.random.rand(*{v}.shape)",
@@ -291,6 +300,7 @@ def programs(draw):
 
 PRELUDE = '''
 import functools
+import math
 
 import numpy as np
 import janus_like as jl
@@ -307,6 +317,19 @@ def bump(o, a):
     return a * 0.5
 
 
+def clipped(a, c):
+    n = math.sqrt(float(np.sum(a * a)))
+    if n > c:
+        return a * (c / n)
+    return a
+
+
+def schedule(t):
+    if t < 3:
+        return 0.1 * (t + 1) / 3
+    return 0.05 * (1 + math.cos(math.pi * min(t / 10, 1.0)))
+
+
 '''
 
 
@@ -318,6 +341,7 @@ class State:
         self.acc = np.zeros(m)
         self.scale = 0.75
         self.flag = True
+        self.t = 0
         self.log = []
         self.cache = {}
         self.var = jl.Variable(np.zeros(m))

@@ -1,0 +1,93 @@
+"""One graph per outcome of a branch that cannot be a conditional node (a mixin of
+`function.JitFunction`).
+
+A branch on a graph value whose two outcomes both occur becomes a conditional node. Some
+branches cannot be one: `if step % 100 == 0: history.append(loss); print(...)` writes a list
+and prints, which a conditional node cannot hold, and a Python value that differs between the
+branches cannot be merged. Such a branch is *split*: each graph of the signature asserts one
+outcome and is straight-line code for it; a call that fails a split assert tries the signature's
+other graphs, and when none takes the call, a graph for the outcomes the call takes is generated
+(at most MAX_VARIANTS a signature). So a training step that logs every 100 steps runs as two
+graphs instead of eagerly. An outcome whose graph cannot be generated runs eagerly on the calls
+that take it; the others keep their graphs.
+"""
+from __future__ import annotations
+
+import os
+
+from .. import executor as ex
+from .assumptions import Fallback
+
+MAX_SPLITS = 3  # branches split per signature
+MAX_VARIANTS = 8  # graphs per signature made by splitting
+
+
+def is_split(assumption) -> bool:
+    """Whether a failed assert is a split branch's (the call may suit another graph)."""
+    relax = getattr(assumption, "relax", None)
+    return relax is not None and relax[0] == "split"
+
+
+class VariantsMixin:
+    def _split(self, entry, exc) -> bool:
+        """Generating failed because of the conditional node of branch `exc.branch`: generate
+        that branch once per outcome from the next call on. False when it cannot be split."""
+        key = exc.branch
+        if key is None or key in entry.split or len(entry.split) >= MAX_SPLITS:
+            return False
+        entry.split[key] = None
+        entry.relaxed.discard(("branch", key))
+        self._log("regen", f"branch at {exc.site} cannot be a conditional node ({exc.detail}): one graph per outcome")
+        return True
+
+    def _variant_failed(self, entry, exc, forced) -> bool:
+        """Generating the graph for some outcomes of the split branches failed: those outcomes
+        run eagerly. When it was the signature's first graph, the next call's generation takes
+        another outcome of one branch. False when no split outcome was involved, or every such
+        other outcome failed too (the signature then runs eagerly)."""
+        chosen = forced if forced is not None else getattr(exc, "forced", None)
+        if not chosen:
+            return False
+        entry.split_failed.add(frozenset(chosen.items()))
+        if forced is not None:
+            return True
+        for key, outcome in chosen.items():
+            other = {**chosen, key: not outcome}
+            if frozenset(other.items()) not in entry.split_failed:
+                entry.split.update(other)
+                return True
+        return False
+
+    def _other_outcome(self, entry, misses, args):
+        """Every graph of the signature failed a split branch's assert: the graph for the
+        outcomes this call takes (each miss names one), generated unless it exists, failed to
+        generate, or the signature has its MAX_VARIANTS graphs; else eagerly."""
+        g, assumption = misses[0]
+        forced = dict(g.gen.forced)
+        for _ in range(len(entry.split)):
+            forced[assumption.relax[1]] = not assumption.expected
+            if (frozenset(forced.items()) in entry.split_failed or len(entry.graphs) >= MAX_VARIANTS
+                    or any(h.gen.forced == forced for h in entry.graphs) or self._cache_full() is not None):
+                break
+            try:
+                new = self._generate(entry, args, forced)
+            except Exception as exc:  # as in _dispatch: eager decides whose error it is
+                if os.environ.get("JANUS_LIKE_DEBUG"):
+                    raise
+                return self._generation_raised(entry, exc, args)
+            if new is None:  # could not be generated: recorded in split_failed
+                return self._eager(args)
+            status, payload = new.try_run(args)
+            if status == ex.OK:
+                self.counters["graph_calls"] += 1
+                return payload
+            if status == ex.ASSERT_FAILED and is_split(payload):
+                assumption = payload  # another split branch goes the other way too: flip it as well
+                continue
+            if status == ex.ASSERT_FAILED:
+                return self._assert_failed(entry, new, payload, args)
+            return self._raised(entry, new, payload, args)
+        self.counters["fallbacks"] += 1
+        self._note(Fallback("assumption", f"{assumption.failure_text()} (no graph for this call's outcomes)",
+                            assumption.site))
+        return self._eager(args)

@@ -1,0 +1,111 @@
+"""Branches generated once per outcome (`jit/variants.py`), and lists the function only appends
+to (`graphgen/containers.py`), side by side with eager: a training step that logs every few
+steps (a list append and a print under `if step % k == 0`), two such branches, a branch whose
+outcomes return different Python types, an outcome whose graph cannot be generated, and a list
+read after appends."""
+import numpy as np
+
+import janus_like as jl
+from janus_like import F
+
+from .harness import check, fallback_reasons
+
+
+class Model:
+    def __init__(self):
+        self.w = np.zeros(3)
+        self.t = 0
+        self.history = []
+        self.notes = []
+
+
+def _calls(n):
+    return [lambda s, k=k: (np.random.default_rng(k).standard_normal(3), s["m"]) for k in range(n)]
+
+
+def _make(f):
+    return lambda: (f, {"m": Model()})
+
+
+def log_every_third(x, m):
+    m.w = m.w - 0.1 * x
+    m.t += 1
+    if m.t % 3 == 0:
+        m.history.append(float(m.w.sum()))
+        print(f"step {m.t}: {m.history[-1]:.4f}")
+    return m.w.sum()
+
+
+def two_logs(x, m):
+    m.w = m.w * 0.9 + x
+    m.t += 1
+    if m.t % 2 == 0:
+        m.history.append(float(m.w[0]))
+    if m.t % 3 == 0:
+        print("t", m.t)
+    return m.w
+
+
+def typed_result(x, m):
+    m.t += 1
+    if m.t % 2 == 0:
+        return "even"
+    return m.t
+
+
+def unsupported_outcome(x, m):
+    m.t += 1
+    if m.t % 4 == 2:
+        m.notes.append(np.fft.fft(x))  # no graph op: the calls taking this outcome run eagerly
+    return x * m.t
+
+
+def test_a_logging_branch_runs_as_one_graph_per_outcome():
+    jf = check(_make(log_every_third), _calls(30), min_graph_calls=20)
+    assert {frozenset(g.gen.forced.values()) for g in jf.graphs()} == {frozenset([True]), frozenset([False])}
+    assert fallback_reasons(jf) <= {"assumption", "unsupported-syntax"}, jf.explain()
+
+
+def test_two_split_branches_get_a_graph_per_combination_seen():
+    jf = check(_make(two_logs), _calls(40), min_graph_calls=25)
+    assert 2 <= len(jf.graphs()) <= 4, jf.explain()
+
+
+def test_outcomes_returning_different_python_types():
+    check(_make(typed_result), _calls(20), min_graph_calls=12)
+
+
+def test_an_outcome_without_a_graph_runs_eagerly_and_the_other_keeps_its_graph():
+    jf = check(_make(unsupported_outcome), _calls(32), min_graph_calls=18)
+    assert jf.stats()["eager_calls"] >= 6, jf.explain()  # the calls with t % 4 == 2
+
+
+def only_appends(x, m):
+    m.history.append(float(x.sum()))
+    m.history.append(float(x.max()))
+    return x * 2
+
+
+def test_appending_to_an_input_list_guards_neither_its_length_nor_its_items():
+    jf = check(_make(only_appends), _calls(12), min_graph_calls=9)
+    assert jf.stats()["graphs_generated"] == 1, jf.explain()
+
+
+def stack_after_append(x, m):
+    m.history.append(jl.Tensor(x * 2))
+    return F.stack(m.history).sum(0)
+
+
+def read_after_append(x, m):
+    m.history.append(float(x.sum()))
+    total = 0.0
+    for v in m.history:
+        total = total + v
+    return total + len(m.history) + m.history[-1]
+
+
+def test_library_code_and_reads_see_the_appended_values():
+    # F.stack was given the input list as it was before the appends (a wrong sum) until the
+    # library call got the function's copy
+    check(_make(stack_after_append), _calls(8), min_graph_calls=3)
+    check(_make(read_after_append), _calls(8), min_graph_calls=3)
