@@ -3,6 +3,8 @@ eager on call sequences that break assumptions; unsupported graphs keep the plan
 Skipped when Numba is not installed (it is an optional extra)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -161,6 +163,21 @@ def test_unsupported_graph_keeps_the_plan_and_says_why():
     g = jf.graphs()[0]
     assert g.tier.run is None and "unsupported" in g.tier.note and "np_random" in g.tier.note
     assert jf.stats()["native_graphs"] == 0
+
+
+def _with_py_number(x, k):
+    return x * 2.0 + math.cos(k)  # a Python function in the graph (PY_OP): no native translation
+
+
+def test_a_graph_the_translator_rejects_gets_the_fused_call():
+    # the rejection came from `due`, and left the graph on the slow call path (try_run and the
+    # spec-walking finish) for good
+    jf = jl.jit(_with_py_number, native="auto")
+    for k in range(12):
+        np.testing.assert_array_equal(jf(np.ones(3), k), _with_py_number(np.ones(3), k))
+    (g,) = jf.graphs()
+    assert "not used" in g.tier.note and not g.tier.pending, g.tier.note
+    assert g.fast is not None
 
 
 def test_policy_resolution(monkeypatch):

@@ -90,12 +90,13 @@ class CompiledGraph:
                 if tier.run is None:  # given up: the plan from now on
                     self._direct = True
                     self.fast = self._fused()
-        elif tier.pending and tier.due(self.runs, self.time_s):
-            tier.adopt(self.plan, slots)
-            if tier.run is not None:  # native from now on, called from the fused function
-                self.fast = self._fused()
-            elif not tier.pending:  # the plan stays: no tier to consult from now on
-                self._direct = True
+        elif tier.pending:
+            if tier.due(self.runs, self.time_s):
+                tier.adopt(self.plan, slots)
+                if tier.run is not None:  # native from now on, called from the fused function
+                    self.fast = self._fused()
+            if tier.run is None and not tier.pending:  # the plan stays (the translation or the
+                self._direct = True  # compiled function was rejected): no tier to consult from now on
                 self.fast = self._fused()
         if self.plan is not None:
             return self.plan(slots)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import keyword
 
 import numpy as np
 
@@ -186,9 +187,10 @@ class Outputs:
     # ------------------------------------------------------------------ compiled runtime
     def compile_finish(self):
         """`finish` as one generated function (no spec walking, no loops), or None when the
-        outputs need the general path: deferred effects, attribute/item/global writes, or a
-        formatted string or Variable snapshot in the result. Same commits, same result types."""
-        if self.effects or self.ops:
+        outputs need the general path: deferred effects (printing), or a formatted string or
+        Variable snapshot in the result or a written value. Same commits, the same attribute,
+        item, global and cell writes and container calls in the same order, same result types."""
+        if self.effects:
             return None
         consts: list = []
 
@@ -227,6 +229,7 @@ class Outputs:
             else:
                 lines.append(f"_copyto(slots[{slot}], values[{i}])")
         try:
+            lines += [_op_line(op, expr, const) for op in self.ops]
             lines.append(f"return {expr(self.result)}")
         except LookupError:
             return None
@@ -236,6 +239,26 @@ class Outputs:
         finish = env["finish"]
         finish.parts = (lines, env)  # for executor/fused.py
         return finish
+
+
+def _op_line(op, expr, const) -> str:
+    """One state write of `Outputs.ops` as a line of the compiled finish (as `finish` does it)."""
+    tag = op[0]
+    if tag == "setattr":
+        name = op[2]
+        if name.isidentifier() and not keyword.iskeyword(name):
+            return f"slots[{op[1]}].{name} = {expr(op[3])}"
+        return f"setattr(slots[{op[1]}], {const(name)}, {expr(op[3])})"
+    if tag == "setitem":
+        return f"slots[{op[1]}][{const(op[2])}] = {expr(op[3])}"
+    if tag == "call":
+        args = [expr(a) for a in op[3]] + [f"{k}={expr(a)}" for k, a in op[4].items()]
+        return f"getattr(slots[{op[1]}], {const(op[2])})({', '.join(args)})"
+    if tag == "global":
+        return f"{const(op[1])}[{const(op[2])}] = {expr(op[3])}"
+    if tag == "cell":
+        return f"{const(op[1])}.cell_contents = {expr(op[3])}"
+    raise LookupError(tag)
 
 
 def build_outputs(gen, result) -> Outputs:

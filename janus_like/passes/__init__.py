@@ -19,6 +19,7 @@ from .cse import cse
 from .dce import dce
 from .fold import fold_accumulations
 from .gather import bias_first, gather_rows
+from .hoist import hoist_asserts
 from .lift import lift_row_blocks
 from .onehot import dense_row_sums, sparse_onehot_grads
 from .operands import contiguous_operands
@@ -27,13 +28,13 @@ from .scale import scale_smaller_operand
 from .simplify import simplify, sum_to_reshape, unique_scatters
 from .stacks import stack_parts
 
-PIPELINE = [simplify, fold_constants, cse, share_im2col, dce]
+PIPELINE = [simplify, fold_constants, cse, share_im2col, dce, hoist_asserts]
 # With reassociation, broadcasts of constants are folded after the row-block passes (see
 # fold_scalar_constants): the reassociating pipeline replaces fold_constants by the scalar-only
 # fold and folds the rest at its end.
 REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, gather_rows, bias_first,
                  lift_row_blocks, reduce_blocks, fold_row_chains, stack_parts, fold_constants, cse, sparse_onehot_grads,
-                 dense_row_sums, scale_smaller_operand, small_products, contiguous_operands, dce]
+                 dense_row_sums, scale_smaller_operand, small_products, contiguous_operands, dce, hoist_asserts]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -43,7 +44,7 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     # On a GPU the rewriting passes (whose rules create NumPy constants and buffers) stay off:
     # CSE and DCE only move and drop nodes, so placement stays what the generator derived.
     if any_gpu(graph):
-        passes = [cse, dce]
+        passes = [cse, dce, hoist_asserts]
     elif reassociate:
         passes = [fold_scalar_constants if p is fold_constants else p for p in PIPELINE] + REASSOCIATING
     else:
@@ -55,4 +56,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "reduce_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "small_products", "contiguous_operands"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "reduce_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "small_products", "contiguous_operands", "hoist_asserts"]
