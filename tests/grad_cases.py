@@ -299,6 +299,21 @@ def basic_index(draw, shape):
     return items[0] if len(items) == 1 and draw(st.booleans()) else tuple(items)
 
 
+@case("pad")
+def _(draw, rng):  # zeros around x: one width for all, a pair for all axes, or a pair per axis
+    shape = draw(ND_SHAPES)
+    width = draw(st.sampled_from([1, (0, 2), tuple((i % 2, 1) for i in range(len(shape)))]))
+    return (lambda x: F.pad(x, width)), (normal(rng, shape),)
+
+
+@case("add_at")
+def _(draw, rng):  # np.add.at: repeated rows add once per occurrence; a row broadcast to them too
+    shape = draw(ND_SHAPES)
+    ids = rng.integers(-shape[0], shape[0], size=draw(st.integers(1, 5)))
+    rows = (len(ids),) + shape[1:] if draw(st.booleans()) else shape[1:]
+    return (lambda x, v: F.add_at(x, ids, v)), (normal(rng, shape), normal(rng, rows))
+
+
 @case("getitem_basic")
 def _(draw, rng):
     shape = draw(SHAPES)
@@ -452,7 +467,7 @@ COVERED_PRIMITIVES = {
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
-    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad",
+    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at",
 }
 
 

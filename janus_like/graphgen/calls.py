@@ -19,7 +19,7 @@ from .conversions import convert, is_conversion
 from .early_returns import function_body
 from .py_numbers import is_number_call, number_call
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
 
 # builtins (and C library functions outside the library modules' names) that call a function
@@ -125,6 +125,8 @@ class CallsMixin:
             return self.inline(func, list(args), kwargs)
         if isinstance(func, np.ufunc) or (in_packages(module, ("numpy",)) and callable(func)):
             return self.call_numpy(func, args, kwargs)
+        if getattr(func, "__self__", None) is np.add and getattr(func, "__name__", "") == "at":
+            return self.add_at(*args, **kwargs)
         if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
             return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
@@ -138,6 +140,12 @@ class CallsMixin:
             if in_packages(func.__module__, _INLINE_LIBRARY) or func.__module__ not in ("builtins",):
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
+
+    def add_at(self, target, indices, values=None):
+        """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""
+        if values is None or not isinstance(target, Sym) or target.kind == "tensor":
+            raise Unsupported("unsupported-call", "numpy.add.at on this target or without values", self.site)
+        self.write_box(target, F.add_at(target, _unwrap_obj(indices), values))
 
     def new_tensor(self, args, kwargs):
         """Tensor(data, dtype) of graph values: np.array(data, dtype) as a new Tensor, which
@@ -207,6 +215,9 @@ class CallsMixin:
             name = getattr(func, "__name__", repr(func))
             if impl is None:
                 raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
+            if args and isinstance(args[0], (list, tuple)) and _any_abstract(args[0]) and _array_like_first(func):
+                # np.mean(losses[-5:]) of Python numbers the graph computes: NumPy's own asarray first
+                args = [convert(np.asarray, [args[0]], {}, self.site), *args[1:]]
             given = kwargs if out_target is None else dict(kwargs, out=out_target)
             unimplemented = unimplemented_arguments(func, args, given)
             if unimplemented:
@@ -406,3 +417,14 @@ class CallsMixin:
             if name not in bound:
                 raise Unsupported("user-error", f"{func.__qualname__}() missing argument {name!r}", self.site)
         frame.locals.update(bound)
+
+
+@functools.lru_cache(maxsize=None)
+def _array_like_first(func) -> bool:
+    """Whether NumPy function `func` takes one array_like first (`np.mean(a)`), which it converts
+    with asarray, rather than a sequence of arrays (`np.concatenate(arrays)`)."""
+    try:
+        first = next(iter(inspect.signature(func).parameters))
+    except (TypeError, ValueError, StopIteration):
+        return False
+    return first in ("a", "x", "x1", "m", "array", "ary")

@@ -97,6 +97,9 @@ REASONS = {r.id: r for r in [
     Reason("shape-dependent", "the function's Python code depends on a dimension that varies between calls",
            "each size gets its own graph (up to max_graphs)"),
     Reason("disabled", "JANUS_LIKE_DISABLE=1 is set", "unset it to enable the JIT"),
+    Reason("growing-container", "a list or dict the function reads has another length on call after call (a log "
+           "it appends to and reads back), and no graph specialized on a length ran twice",
+           "read back only what this call appended (history[-1]), or keep the running statistic in a number"),
 ]}
 
 

@@ -13,6 +13,8 @@ import os
 
 from .assumptions import Fallback, user_site
 
+GROWING_AFTER = 4  # length-guard failures of one container before `_growing` decides
+
 
 class FailuresMixin:
     def _failed(self, entry, exc, forced=None):
@@ -48,7 +50,23 @@ class FailuresMixin:
         if assumption.relax is not None and assumption.kind == "value":
             self.counters["fallbacks"] += 1
             return not self._count_failure(entry, g, assumption)
+        if assumption.kind in ("length", "keys") and self._growing(entry, assumption):
+            return True
         return False  # a new structure/shape/type: specialize another graph
+
+    def _growing(self, entry, assumption) -> bool:
+        """A container's length failed its guard on more than GROWING_AFTER calls and none of
+        the signature's graphs ran twice: a log that grows every call, read back whole. Each new
+        length would cost a generation and never run again; the signature runs eagerly. (Tree
+        shapes or batches cycling through a few lengths reuse their graphs and never get here.)"""
+        key = ("length", assumption.path)
+        n = entry.failures[key] = entry.failures.get(key, 0) + 1
+        if n <= GROWING_AFTER or any(h.runs > 1 for h in entry.graphs):
+            return False
+        entry.eager_reason = Fallback("growing-container", f"the length of {assumption.path} changed on {n} calls "
+                                                           "and no graph ran twice", assumption.site)
+        self._note(entry.eager_reason)
+        return True
 
     def _count_failure(self, entry, g, assumption):
         assumption.failures += 1

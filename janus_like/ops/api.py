@@ -121,6 +121,13 @@ def std(x, axis=None, keepdims=False, ddof=0):
     return bind(P.std, x, axis=_axis(axis), keepdims=keepdims, ddof=ddof)
 
 
+def pad(x, pad_width):
+    """Zeros around x (np.pad's default): pad_width an int, a (before, after) pair, or one pair
+    per axis, as NumPy takes it."""
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(x.shape), 2))
+    return bind(P.pad, x, pad_width=tuple((int(b), int(a)) for b, a in widths))
+
+
 def norm(x, axis=None, keepdims=False):
     return bind(P.norm, x, axis=_axis(axis), keepdims=keepdims)
 
@@ -244,6 +251,12 @@ def getitem(x, index):
 
 def getitem_raw(x, operands, template): return bind(P.getitem, x, *operands, index=template)
 def getitem_grad(g, x, *operands, index): return bind(P.getitem_grad, g, x, *operands, index=index)
+
+
+def add_at(x, index, value):
+    """np.add.at(x, index, value) on a copy of x: the updated copy."""
+    template, operands = split_index(index, _is_operand)
+    return bind(P.add_at, x, value, *operands, index=template)
 
 
 def index_update(x, index, value):

@@ -20,6 +20,14 @@ from .order import stable_topological_order
 
 
 MIN_MACS = 16384  # multiply-accumulates per product below which batching does not pay (measured)
+# Products sharing their left operand are batched by columns (`np.dot(W, h_t)` of column
+# vectors) only when every part has at most MAX_COLUMNS columns: the results are column slices,
+# not contiguous, and every op reading one pays for that. An attention step's q, k and v
+# projections (x @ wq, x @ wk, x @ wv: three (64, 64) weights concatenated every call, 96 KB)
+# and their weight gradients (xᵀ @ dq, ...: column slices read by the Adam updates) ran 13%
+# slower batched; the LSTM step's wide column batches were worth 0.5% (measured in one process,
+# alternating).
+MAX_COLUMNS = 16
 
 
 def _macs(n):
@@ -132,6 +140,8 @@ def batch_matmuls(graph: ir.Graph, min_group: int = 2) -> ir.Graph:
                 continue
             if len(batch) < min_group or _macs(batch[0]) < MIN_MACS:
                 continue  # tiny products: a concatenation and k slices cost more than k calls
+            if side == "left" and any(m.inputs[1].aval[0][1] > MAX_COLUMNS for m in batch):
+                continue  # wide parts concatenated by columns: see MAX_COLUMNS
             claimed.update(m.id for m in batch)
             axis = 0 if side == "right" else 1
             if axis == 0:

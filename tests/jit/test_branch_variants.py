@@ -109,3 +109,23 @@ def test_library_code_and_reads_see_the_appended_values():
     # library call got the function's copy
     check(_make(stack_after_append), _calls(8), min_graph_calls=3)
     check(_make(read_after_append), _calls(8), min_graph_calls=3)
+
+
+def mean_of_floats(x, m):
+    a, b = float(x.sum()), float(x.max())
+    return np.mean([a, b, 1.0]) * x, np.std((a, b))
+
+
+def running_mean(x, m):
+    m.history.append(float(x.sum()))
+    return np.mean(m.history[-5:])  # the whole list read back: a new length every call
+
+
+def test_numpy_functions_of_lists_of_graph_numbers():
+    check(_make(mean_of_floats), _calls(8), min_graph_calls=4)
+
+
+def test_a_log_read_back_whole_stops_generating_graphs():
+    jf = check(_make(running_mean), _calls(30), min_graph_calls=0)
+    assert fallback_reasons(jf) == {"growing-container"}, jf.explain()
+    assert jf.stats()["graphs_generated"] <= 6, jf.stats()

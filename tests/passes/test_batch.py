@@ -36,3 +36,28 @@ def test_independent_projections_are_batched_into_one_matmul():
     assert ((48, 32), (32, 80)) in shapes  # the 6 per-step (8,32)@(32,80) products, batched
     jl.ir.verify(fast.graphs()[0].graph)
     assert fast.stats()["graph_calls"] == 2
+
+
+def _projections(columns):
+    """x @ wq, x @ wk, x @ wv (one left operand, three weights of `columns` columns), summed."""
+    r = np.random.default_rng(2)
+    ws = [r.standard_normal((16, columns)) for _ in range(3)]
+
+    def f(x):
+        q, k, v = (x @ w for w in ws)
+        return np.tanh(q) * k + v
+
+    return jl.jit(f), f
+
+
+def test_wide_products_sharing_their_left_operand_stay_separate():
+    # concatenating the weights by columns would copy them every call and leave column slices
+    # (not contiguous) for every op after them: slower (passes/batch.py, MAX_COLUMNS)
+    for columns, batched in ((64, False), (4, True)):
+        jf, f = _projections(columns)
+        x = np.random.default_rng(3).standard_normal((256, 16))  # enough work per product (MIN_MACS)
+        for _ in range(5):
+            np.testing.assert_allclose(jf(x), f(x), rtol=1e-12)
+        ops = [n.op for n in jf.graphs()[0].graph.nodes]
+        assert ("concatenate" in ops) == batched, ops
+        assert ops.count("matmul") + ops.count("dot") == (1 if batched else 3), ops

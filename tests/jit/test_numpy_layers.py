@@ -1,0 +1,76 @@
+"""Hand-written NumPy layers, side by side with eager: a convolution that pads with `np.pad`
+and takes its windows with `np.einsum`, an embedding gradient accumulated with `np.add.at`
+(repeated rows: eager's order of additions, bit for bit), `np.mean` of a list of Python
+numbers, and an accuracy counter kept in a dict."""
+import numpy as np
+
+import janus_like as jl
+from janus_like import F
+
+from .harness import check, fallback_reasons
+
+
+class Net:
+    def __init__(self):
+        r = np.random.default_rng(0)
+        self.k = r.standard_normal((4, 9)) * 0.3
+        self.w = r.standard_normal((4 * 36, 5)) * 0.05
+        self.emb_grad = np.zeros((10, 5))
+        self.stats = {"seen": 0, "correct": 0}
+
+
+def conv_step(net, x, y, ids):
+    n, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1)))
+    cols = np.stack([xp[:, i:i + h, j:j + w] for i in range(3) for j in range(3)], axis=-1)
+    a = np.maximum(np.einsum("nhwk,fk->nfhw", cols, net.k), 0)
+    feats = a.reshape(n, 4, 6, 2, 6, 2).max(axis=(3, 5)).reshape(n, -1)
+    logits = feats @ net.w
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    net.stats["seen"] += n
+    net.stats["correct"] += int((np.argmax(p, axis=1) == y).sum())
+    d = p.copy()
+    d[np.arange(n), y] -= 1
+    np.add.at(net.emb_grad, ids, d / n)  # repeated ids: each occurrence added, in order
+    net.w -= 0.05 * (feats.T @ d)
+    return float(-np.log(p[np.arange(n), y]).mean()), np.mean([net.stats["correct"], n, 0.5])
+
+
+def _calls(n):
+    def call(net, k):
+        r = np.random.default_rng(k)
+        return net, r.standard_normal((6, 12, 12)), r.integers(0, 5, 6), np.array([1, 3, 1, 1, 9, 3])
+    return [lambda s, k=k: call(s["net"], k) for k in range(n)]
+
+
+def test_a_numpy_convolution_step_with_pad_and_add_at_runs_as_a_graph():
+    jf = check(lambda: (conv_step, {"net": Net()}), _calls(12), min_graph_calls=6)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def padded_loss(x, w):
+    with jl.GradientTape() as tape:
+        h = np.pad(x * w, ((0, 0), (2, 1))) @ np.ones((8, 2))
+        loss = F.sum(h * h)
+    return loss, tape.gradient(loss, w)
+
+
+def test_gradients_through_pad_under_a_tape():
+    def make():
+        return padded_loss, {"w": jl.Variable(np.linspace(-1.0, 1.0, 5))}
+
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((3, 5)), s["w"]) for k in range(8)]
+    check(make, calls, min_graph_calls=4)
+
+
+def test_add_at_with_other_numpy_forms_stays_eager_or_agrees():
+    # np.add.at on a Tensor, and np.subtract.at: no graph op; eager runs them
+    def f(x, ids):
+        t = np.zeros(4)
+        np.subtract.at(t, ids, x)
+        return t
+
+    jf = check(lambda: (f, None), [lambda s, k=k: (np.arange(3.0) * k, np.array([0, 0, 2])) for k in range(6)],
+               min_graph_calls=0)
+    assert fallback_reasons(jf) == {"unsupported-call"}, jf.explain()
