@@ -3,6 +3,8 @@ length/keys, mutations applied to a shadow copy and replayed at commit.
 """
 from __future__ import annotations
 
+import collections
+
 from .values import ObjRef, Unsupported
 from .support import _MISSING, _dict_key, _unwrap_obj
 
@@ -77,6 +79,8 @@ class ContainersMixin:
         """Before the code reads a list it appended to: its shadow copy, the input's elements
         (guarded) then the appended values."""
         pending = self.appends.pop(id(obj), None)
+        if pending is not None and isinstance(obj, collections.deque):  # maxlen drops items: not modelled
+            raise Unsupported("unsupported-call", "reading an input deque after appending to it", self.site)
         if pending is not None:
             self.shadow(pending[0]).extend(pending[1])
 
@@ -95,9 +99,11 @@ class ContainersMixin:
         if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__"):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
-            if name == "append" and type(target) is list and id(target) not in self.shadows and not kwargs:
-                # a log the function only appends to (`history.append(loss)`): no guard on its
-                # length or its elements, which change every call; the commit appends
+            if name == "append" and type(target) in (list, collections.deque) and id(target) not in self.shadows \
+                    and not kwargs:
+                # a log the function only appends to (`history.append(loss)`, a replay buffer's
+                # deque): no guard on its length or its elements, which change every call; the
+                # commit appends (a deque read back after that is not modelled: eager)
                 self.appends.setdefault(id(target), (ref, []))[1].append(args[0])
                 self.writes.append(("call", ref, name, list(args), {}))
                 return None
@@ -107,6 +113,8 @@ class ContainersMixin:
             result = getattr(shadow, name)(*args, **kwargs)
             self.writes.append(("call", ref, name, list(args), dict(kwargs)))
             return result
+        if isinstance(target, collections.deque):
+            raise Unsupported("unsupported-call", f"deque.{name} on an input deque (appends only)", self.site)
         view = self.materialize(ref, self.site)
         if isinstance(target, dict) and name in ("items", "keys", "values", "get", "copy"):
             return getattr(view, name)(*[_dict_key(a) for a in args])

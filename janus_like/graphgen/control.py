@@ -206,8 +206,9 @@ class ControlFlowMixin:
 
     def container_snapshot(self, frame):
         """The lists, dicts and sets the code of a conditional or loop node may write into."""
-        for obj_id in list(self.appends):  # what a node reads of an appended list is its shadow
-            self.flush_appends(self.appends[obj_id][0].obj)
+        for ref, _ in list(self.appends.values()):  # what a node reads of an appended list is its shadow
+            if type(ref.obj) is list:  # (a deque read after appends is not modelled wherever it is)
+                self.flush_appends(ref.obj)
         return ContainerSnapshot([frame, *self.frames, *self.overlay.values(), *self.global_overlay.values(),
                                   *self.cell_overlay.values(), *self.shadows.values()])
 

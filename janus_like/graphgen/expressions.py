@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import operator
 import types
 
@@ -290,7 +291,7 @@ class ExpressionsMixin:
             if over is not _MISSING:
                 return over
             target = obj.obj
-            if isinstance(target, (list, dict, tuple)):
+            if isinstance(target, (list, dict, tuple, collections.deque)):
                 return ContainerMethod(obj, name)
             inst = getattr(target, "__dict__", {})
             if name in inst:

@@ -3,6 +3,8 @@ to (`graphgen/containers.py`), side by side with eager: a training step that log
 steps (a list append and a print under `if step % k == 0`), two such branches, a branch whose
 outcomes return different Python types, an outcome whose graph cannot be generated, and a list
 read after appends."""
+import collections
+
 import numpy as np
 
 import janus_like as jl
@@ -129,3 +131,30 @@ def test_a_log_read_back_whole_stops_generating_graphs():
     jf = check(_make(running_mean), _calls(30), min_graph_calls=0)
     assert fallback_reasons(jf) == {"growing-container"}, jf.explain()
     assert jf.stats()["graphs_generated"] <= 6, jf.stats()
+
+
+class Agent:
+    def __init__(self):
+        self.buffer = collections.deque(maxlen=4)  # a replay buffer: the oldest goes
+        self.w = np.ones(3)
+
+
+def remember(x, m):
+    m.w = m.w * 0.5 + x
+    m.buffer.append(float(m.w.sum()))
+    return m.w
+
+
+def remember_and_count(x, m):
+    m.buffer.append(float(x.sum()))
+    return len(m.buffer)  # read back: a deque's maxlen drops items, not modelled
+
+
+def test_appending_to_an_input_deque():
+    def make(f):
+        return lambda: (f, {"m": Agent()})
+
+    jf = check(make(remember), _calls(12), min_graph_calls=8)
+    assert jf.stats()["graphs_generated"] == 1, jf.explain()
+    jf = check(make(remember_and_count), _calls(8), min_graph_calls=0)
+    assert "reading an input deque after appending to it" in jf.explain(), jf.explain()
