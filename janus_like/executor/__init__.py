@@ -45,7 +45,8 @@ class CompiledGraph:
             keep_for(graph_bytes(gen.graph))
         self.tier = Tier(gen.graph, native if self.plan is not None else "off")
         self.uses_rng = gen.uses_rng
-        self.generators = [n.params["rng"] for n in gen.graph.all_nodes() if n.op == "random_uniform"]
+        self.generators = list({id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()
+                                if n.op in ("random_uniform", "generator_draw")}.values())
         self.counts = Counts()  # runs, seconds and slots of the fused function's calls
         self._runs = 0  # the others' (try_run)
         self._time_s = 0.0

@@ -3,6 +3,7 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import logging
@@ -102,6 +103,8 @@ class CallsMixin:
                                                  and type(getattr(func, "__self__", None)).__name__ == "RandomState"):
             if getattr(func, "__self__", None) is np.random.mtrand._rand or module == "numpy.random":
                 return self.global_random(func.__name__, args, kwargs)
+            if isinstance(getattr(func, "__self__", None), np.random.Generator):
+                return self.generator_draw(func.__self__, func.__name__, args, kwargs)
             raise Unsupported("unsupported-call", f"random generator method {func.__name__}", self.site)
         if func is SymbolicTape or _is_tape_class(func):
             tape = SymbolicTape(self.builder, kwargs.get("persistent", args[0] if args else False),
@@ -284,6 +287,21 @@ class CallsMixin:
             return self.getattr(obj, name)
         except AttributeError:
             return default
+
+    def generator_draw(self, rng, method, args, kwargs):
+        """`rng.normal(0, 0.1, size=x.shape)`, `rng.random() < p`, `rng.permutation(n)` on a
+        Generator the function reaches through its inputs (its identity guarded): a draw node
+        that calls the method on that Generator when the graph runs, in program order with the
+        other draws; a run that fails puts the Generator's state back."""
+        if _any_abstract((args, kwargs)):
+            raise Unsupported("unsupported-call", f"Generator.{method} with graph-valued arguments", self.site)
+        from ..ops.registry import P, bind
+
+        sample = getattr(copy.deepcopy(rng), method)(*args, **kwargs)
+        if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)):
+            raise Unsupported("unsupported-call", f"Generator.{method} giving a {type(sample).__name__}", self.site)
+        out = bind(P.generator_draw, rng=rng, method=method, args=tuple(args), kwargs=dict(kwargs))
+        return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
 
     def global_random(self, method, args, kwargs):
         if _any_abstract((args, kwargs)):

@@ -328,6 +328,9 @@ class ExpressionsMixin:
         if type(attr).__name__ == "member_descriptor":
             slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
             return self.classify(slot, self.site, key)
+        if isinstance(target, np.random.Generator) and callable(attr):  # rng.normal(...): draws from
+            self.prog.check_identity(obj.slot, self.site)  # this very Generator (calls.generator_draw)
+            return getattr(target, name)
         return attr  # a class-level constant (the object's type is guarded)
 
     def value_attribute(self, obj, name, key):

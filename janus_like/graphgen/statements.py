@@ -176,7 +176,12 @@ class StatementsMixin:
     def refresh_views(self, base):
         for view in self.builder.views.get(id(base), []):
             if view.view[0] is OPAQUE:
-                view.kind = "stale"
+                if view.kind != "stale":
+                    view.kind = "stale"
+                    # what may alias it may alias the written array too: a loop carrying a value a
+                    # conditional merged from this array (its entry, after zero trips) went stale
+                    # only one step away, and a write through a third name was lost (a wrong result)
+                    self.refresh_views(view)
             else:
                 view.node = F.getitem(Sym(base.node, "array"), view.view[1]).node
 

@@ -75,8 +75,10 @@ class FailuresMixin:
         if key is None:
             return False
         n = entry.failures[key] = entry.failures.get(key, 0) + 1
-        if n >= self.regen_after and key not in entry.relaxed:
+        if (n >= self.regen_after or key in self._relaxed_values) and key not in entry.relaxed:
             entry.relaxed.add(key)
+            if key[0] == "value":  # a step counter changes whatever the shapes: other signatures'
+                self._relaxed_values.add(key)  # graphs read it as an input from their next generation
             # Every graph of the signature that bets on it goes, not only the one that failed:
             # one left for another input structure (a tree shape) would fail the same way on
             # each call of that structure, and send it to eager every time. (In place: the

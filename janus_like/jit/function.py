@@ -102,6 +102,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin):
         self._hot = None  # the CompiledGraph that ran last (see __call__); None after any other event
         self._hot_peers: list = []  # the graphs of _hot's signature (its entry's list, live)
         self._hints: dict = {}  # ids of a call's arguments -> (the graph that accepted them, its peers)
+        self._relaxed_values: set = set()  # values relaxed in any signature: varying in all (failures.py)
         self._counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                               graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
@@ -317,7 +318,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin):
     def _build(self, entry, args, name, dims=None, forced=None):
         """Generate, optimize and plan the commit copies of one graph for `args` (with `forced`:
         the outcomes of split branches it takes, see variants.py)."""
-        gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed), unknown_dims=dims,
+        gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed | self._relaxed_values),
+                        unknown_dims=dims,
                         reassociate=self.reassociate, split={**entry.split, **(forced or {})}).generate(args)
         optimize(gen.graph, self.reassociate)
         gen.outputs.plan_copies()

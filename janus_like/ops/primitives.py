@@ -6,6 +6,7 @@ so the same rule runs eagerly on a tape and symbolically inside a graph.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import math
 
@@ -372,7 +373,17 @@ register("reshape_like", lambda xp, x, like: xp.reshape(x, xp.shape(like)),
 register("transpose", lambda xp, x, axes=None: xp.transpose(x, axes),
          vjp=lambda g, o, x, axes=None: (F.transpose(g, None if axes is None else
                                                      tuple(int(i) for i in np.argsort([a % _nd(x) for a in axes]))),))
-register("expand_dims", lambda xp, x, axis: xp.expand_dims(x, axis), vjp=lambda g, o, x, axis: (F.reshape_like(g, x),))
+def _expand_dims(xp, x, axis):
+    # one int axis of an ndarray as a reshape (the same view): np.expand_dims normalizes an
+    # axis tuple first, ~3 µs a call, and a vector's matmul gradient makes two per tree node
+    if type(axis) is int and type(x) is np.ndarray and -x.ndim - 1 <= axis <= x.ndim:
+        shape = list(x.shape)
+        shape.insert(axis if axis >= 0 else x.ndim + 1 + axis, 1)
+        return x.reshape(shape)
+    return xp.expand_dims(x, axis)
+
+
+register("expand_dims", _expand_dims, vjp=lambda g, o, x, axis: (F.reshape_like(g, x),))
 register("squeeze", lambda xp, x, axis=None: xp.squeeze(x, axis), vjp=lambda g, o, x, axis=None: (F.reshape_like(g, x),))
 register("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape), vjp=lambda g, o, x, shape: (F.sum_to(g, x),))
 register("broadcast_like", lambda xp, x, like: xp.broadcast_to(x, xp.shape(like)),
@@ -501,3 +512,16 @@ def _uniform(xp, rng, shape, dtype):
 
 register("random_uniform", _uniform, stateful=True, shape=lambda rng, shape, dtype: (shape, dtype),
          doc="uniform [0, 1) numbers drawn from the given Generator")
+
+
+def _draw(xp, rng, method, args, kwargs):
+    return getattr(rng, method)(*args, **kwargs)
+
+
+def _draw_aval(rng, method, args, kwargs):
+    sample = np.asarray(_draw(np, copy.deepcopy(rng), method, args, kwargs))  # the Generator itself does not move
+    return sample.shape, sample.dtype
+
+
+register("generator_draw", _draw, stateful=True, shape=_draw_aval,
+         doc="a draw of Generator method `method` (a Python number or an array, as the method gives it)")

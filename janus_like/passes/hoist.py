@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
+from .dce import effect_ops
 
 _FREE = (ir.INPUT, ir.CONST)  # already at the front (inputs) or costless
 _NOT_CHEAP = frozenset((ir.COND, ir.LOOP, ir.RANDOM, ir.ASSERT, ir.TUPLE_GET, ir.LOOP_VAR))
@@ -30,20 +31,21 @@ def hoist_asserts(graph: ir.Graph) -> ir.Graph:
         return graph
     top = {n.id: n for n in nodes}
     pullable: set = set()
+    effects = effect_ops()  # RNG draws keep their order: never pulled
     for a in asserts:
         pullable.add(a.id)
-        pullable |= _cheap_cone(a, top)
+        pullable |= _cheap_cone(a, top, effects)
     graph.nodes[:] = _pull_forward(nodes, pullable)
     return graph
 
 
-def _cheap_cone(a, top):
+def _cheap_cone(a, top, effects):
     """Ids of the top-level nodes computing a's input that compute on Python numbers and
     one-element values only (walked back from a until a node that is not such one)."""
     cone, todo = set(), [i for i in a.inputs if isinstance(i, ir.Node)]
     while todo:
         n = todo.pop()
-        if n.id in cone or n.id not in top or n.op in _FREE or n.op in _NOT_CHEAP:
+        if n.id in cone or n.id not in top or n.op in _FREE or n.op in _NOT_CHEAP or n.op in effects:
             continue
         inputs = [i for i in n.inputs if isinstance(i, ir.Node)]
         if inputs and all(_size(i) <= 1 for i in inputs):

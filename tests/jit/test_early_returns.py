@@ -119,3 +119,29 @@ def test_returns_it_cannot_move_keep_their_old_handling():
     check(lambda: (return_in_loop, {}), _calls(10), min_graph_calls=0)
     jf = check(lambda: (branch_typed_result, {}), _calls(12), min_graph_calls=0)
     assert "the returned value is a Python value that depends on the branch" in jf.explain(), jf.explain()
+
+
+def shrink(a):
+    if np.sum(a) > 0:
+        return a * 0.5
+    return a  # the argument itself: the caller's name may alias another one
+
+
+def alias_through_a_loop(x, k, s):
+    v = x + 0.0
+    box = {"a": v}
+    v = shrink(v)  # a conditional node: v is box["a"] itself or a new array
+    while np.max(np.abs(v)) > 2.0:  # a loop node: after zero trips, v is still what entered
+        v = v * 0.5
+    box["a"] += 1.0  # eager sees this through v when v is box["a"]
+    return v
+
+
+def test_a_write_through_another_name_reaches_a_merged_then_carried_value():
+    # found by the generated programs: the loop's result was marked as aliasing the conditional's
+    # merged value only, so the write through box["a"] was lost (a wrong result); now the value
+    # cannot be read and that signature runs eagerly
+    xs = [np.array([1.0, -3.0]), np.array([3.0, 1.0]), np.array([-1.0, -0.5]), np.array([5.0, 6.0])]
+    calls = [lambda s, k=k: (xs[k % 4].copy(), k, s) for k in range(12)]
+    jf = check(lambda: (alias_through_a_loop, {}), calls, min_graph_calls=0)
+    assert fallback_reasons(jf) <= {"view-write", "assumption"}, jf.explain()

@@ -1,0 +1,39 @@
+"""A value relaxed in one signature is read as an input by the others (jit/failures.py): a token
+counter kept on the model changes every call whatever the sequence length, so once one length's
+graphs relaxed it, every other length's graph reads it too instead of failing twice first."""
+import numpy as np
+
+import janus_like as jl
+from janus_like import F
+
+from .harness import check
+
+
+class RNN:
+    def __init__(self):
+        r = np.random.default_rng(0)
+        self.wx = jl.Variable(r.standard_normal((5, 8)) * 0.3)
+        self.wh = jl.Variable(r.standard_normal((8, 8)) * 0.3)
+        self.tokens = 0
+
+
+def step(m, xs, ys):
+    h = np.zeros((xs.shape[1], 8))
+    with jl.GradientTape() as tape:
+        loss = 0.0
+        for t in range(len(xs)):
+            h = np.tanh(xs[t] @ m.wx + h @ m.wh)
+            loss = loss + F.cross_entropy(h[:, :5], ys[t])
+    grads = tape.gradient(loss, [m.wx, m.wh])
+    m.wx.assign_sub(0.1 * grads[0])
+    m.wh.assign_sub(0.1 * grads[1])
+    m.tokens += xs.shape[0] * xs.shape[1]
+    return loss
+
+
+def test_a_value_relaxed_in_one_signature_is_an_input_in_the_others():
+    rng = np.random.default_rng(1)
+    seqs = [(rng.standard_normal((t, 3, 5)), rng.integers(0, 5, (t, 3))) for t in (4, 6, 5, 7, 4, 9, 3)]
+    calls = [lambda m, k=k: (m["m"], *seqs[k % 7]) for k in range(21)]
+    jf = check(lambda: (step, {"m": RNN()}), calls, min_graph_calls=12)
+    assert jf.stats()["eager_calls"] <= 3, jf.explain()
