@@ -276,7 +276,10 @@ def statements(draw, depth=2):
     if kind == "random":
         v = draw(st.sampled_from(_VARS))
         call = draw(st.sampled_from(["np.random.randn(*{v}.shape)", "np.random.rand(*{v}.shape)",
-                                     "np.random.normal(0.0, 0.1, size={v}.shape)"]))
+                                     "np.random.normal(0.0, 0.1, size={v}.shape)",
+                                     # the object's own Generator (a draw node on it)
+                                     "obj.rng.normal(0.0, 0.1, size={v}.shape)",
+                                     "obj.rng.permutation(len({v}))[:, None] * obj.rng.random()"]))
         return [f"{v} = {v} + 0.1 * {call.format(v=v)}"]
     v = draw(st.sampled_from(_VARS))
     return [f'print("{v}", {v}.shape, f"{{float(np.sum({v})):.4f}}")']
@@ -341,6 +344,7 @@ class State:
         self.acc = np.zeros(m)
         self.scale = 0.75
         self.flag = True
+        self.rng = np.random.default_rng(7)
         self.t = 0
         self.log = []
         self.cache = {}
