@@ -11,6 +11,7 @@ import types
 
 import numpy as np
 
+from .. import ir
 from ..ops import api as F
 from ..source import NoSource, function_ast, has_yield, in_packages, local_names
 from ..tensor import Tensor, Variable
@@ -208,6 +209,9 @@ class CallsMixin:
             dst, src = args[0], args[1]
             self.write_box(dst, self.inplace_value(dst, src))
             return None
+        folded = _fold_constants(func, args, kwargs) if out_target is None else None
+        if folded is not None:  # np.triu(np.ones((T, T), bool), 1): constants in, a constant out
+            return self.lift(folded[0])
         if isinstance(func, np.ufunc):
             impl = _UFUNCS.get(func)
             if impl is None or kwargs:
@@ -446,3 +450,36 @@ def _array_like_first(func) -> bool:
     except (TypeError, ValueError, StopIteration):
         return False
     return first in ("a", "x", "x1", "m", "array", "ary")
+
+
+def _fold_constants(func, args, kwargs):
+    """(func(*args, **kwargs),) when every graph value among the arguments is a constant (an
+    array made at generation time: `np.ones((T, T), bool)`) and func has no graph op, else None.
+    The constants are copied first: NumPy code may write into its argument."""
+    from ..tensor import _FUNCTIONS, _UFUNCS
+
+    if func in _FUNCTIONS or func in _UFUNCS:
+        return None
+    consts = []
+
+    def concrete(v):
+        if isinstance(v, Sym):
+            if v.node.op != ir.CONST or v.kind != "array":
+                raise LookupError
+            consts.append(v)
+            return np.array(v.node.params["value"], copy=True)
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(concrete(x) for x in v)
+        if isinstance(v, dict):
+            return {k: concrete(x) for k, x in v.items()}
+        if isinstance(v, (ObjRef, VarRef, SymbolicTape)):
+            raise LookupError
+        return v
+
+    try:
+        args, kwargs = concrete(list(args)), concrete(dict(kwargs))
+    except LookupError:
+        return None
+    if not consts:
+        return None
+    return (func(*args, **kwargs),)

@@ -74,3 +74,18 @@ def test_add_at_with_other_numpy_forms_stays_eager_or_agrees():
     jf = check(lambda: (f, None), [lambda s, k=k: (np.arange(3.0) * k, np.array([0, 0, 2])) for k in range(6)],
                min_graph_calls=0)
     assert fallback_reasons(jf) == {"unsupported-call"}, jf.explain()
+
+
+def causal_scores(x):
+    t = x.shape[0]
+    mask = np.triu(np.ones((t, t), dtype=bool), 1)  # no graph op, but constants in: folded
+    s = np.where(mask, -1e9, x @ x.T)
+    s = s - s.max(axis=1, keepdims=True)
+    e = np.exp(s)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_numpy_functions_of_constants_fold_at_generation():
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((5, 3)),) for k in range(8)]
+    jf = check(lambda: (causal_scores, None), calls, min_graph_calls=4)
+    assert fallback_reasons(jf) == set(), jf.explain()
