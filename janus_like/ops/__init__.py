@@ -8,6 +8,7 @@ from . import primitives  # noqa: F401  (registers the primitive ops)
 from . import memory  # noqa: F401
 from . import statistics  # noqa: F401
 from . import padding  # noqa: F401
+from . import draws  # noqa: F401
 from . import more_math  # noqa: F401
 from .registry import REGISTRY, Op, P, bind, register  # noqa: F401
 

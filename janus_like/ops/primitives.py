@@ -6,7 +6,6 @@ so the same rule runs eagerly on a tape and symbolically inside a graph.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import math
 
@@ -503,25 +502,3 @@ register("last_write_mask", _last_write_mask, doc="which writes of an advanced-i
 
 register("index_update", _index_update, vjp=_index_update_vjp,
          doc="functional `y = x.copy(); y[index] = v`")
-
-
-# ------------------------------------------------------------------ random (explicit generator)
-def _uniform(xp, rng, shape, dtype):
-    return rng.random(shape).astype(dtype, copy=False)
-
-
-register("random_uniform", _uniform, stateful=True, shape=lambda rng, shape, dtype: (shape, dtype),
-         doc="uniform [0, 1) numbers drawn from the given Generator")
-
-
-def _draw(xp, rng, method, args, kwargs):
-    return getattr(rng, method)(*args, **kwargs)
-
-
-def _draw_aval(rng, method, args, kwargs):
-    sample = np.asarray(_draw(np, copy.deepcopy(rng), method, args, kwargs))  # the Generator itself does not move
-    return sample.shape, sample.dtype
-
-
-register("generator_draw", _draw, stateful=True, shape=_draw_aval,
-         doc="a draw of Generator method `method` (a Python number or an array, as the method gives it)")

@@ -1,0 +1,33 @@
+"""Draws from an explicit `numpy.random.Generator` (never the global RNG): the uniform numbers
+of `F.dropout`, and any Generator method the graph generator meets on a Generator reached
+through the function's inputs (`rng.normal(0, 0.1, size=...)`, `rng.random()`). Both are
+stateful: never folded or merged, kept in program order, and the executor saves and restores
+the Generators' states around a run that may fail."""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .registry import register
+
+
+def _uniform(xp, rng, shape, dtype):
+    return rng.random(shape).astype(dtype, copy=False)
+
+
+register("random_uniform", _uniform, stateful=True, shape=lambda rng, shape, dtype: (shape, dtype),
+         doc="uniform [0, 1) numbers drawn from the given Generator")
+
+
+def _draw(xp, rng, method, args, kwargs):
+    return getattr(rng, method)(*args, **kwargs)
+
+
+def _draw_aval(rng, method, args, kwargs):
+    sample = np.asarray(_draw(np, copy.deepcopy(rng), method, args, kwargs))  # the Generator itself does not move
+    return sample.shape, sample.dtype
+
+
+register("generator_draw", _draw, stateful=True, shape=_draw_aval,
+         doc="a draw of Generator method `method` (a Python number or an array, as the method gives it)")
