@@ -33,7 +33,7 @@ def _parse(code):
     if code.co_name == "<lambda>":
         return _lambda(code)
     found = _from_own_lines(code)
-    if found is not None:
+    if found is not None and _matches(found, code):
         return found
     try:
         lines, first = inspect.getsourcelines(code)
@@ -47,8 +47,18 @@ def _parse(code):
     ast.increment_lineno(module, first - 1)
     for node in module.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not _matches(node, code):  # the file was edited since the function was loaded
+                raise NoSource(f"the source at {os.path.basename(code.co_filename)}:{code.co_firstlineno} is no "
+                               f"longer {code.co_name}() (the file changed since it was loaded)")
             return node
     raise NoSource("source is not a function definition")
+
+
+def _matches(node, code) -> bool:
+    """Whether a parsed definition is the code object's: its name and its parameters."""
+    a = node.args
+    params = tuple(p.arg for p in a.posonlyargs + a.args + a.kwonlyargs)
+    return node.name == code.co_name and params == code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
 
 
 def _from_own_lines(code):

@@ -322,7 +322,7 @@ _UFUNCS = {
     np.rint: F.rint, np.isnan: F.isnan, np.isinf: F.isinf, np.isfinite: F.isfinite,
     np.floor_divide: F.floor_divide, np.remainder: F.remainder, np.log1p: F.log1p, np.expm1: F.expm1,
     np.log2: F.log2, np.log10: F.log10, np.reciprocal: F.reciprocal, np.arctan: F.arctan, np.sinh: F.sinh,
-    np.cosh: F.cosh,
+    np.cosh: F.cosh, np.logaddexp: F.logaddexp,
 }
 _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
 
@@ -379,6 +379,7 @@ _FUNCTIONS = {
     np.take: lambda a, indices, axis=None: F.take(a, indices, axis),
     np.outer: F.outer, np.argmax: lambda a, axis=None, keepdims=False: F.argmax(a, axis, keepdims),
     np.argmin: lambda a, axis=None, keepdims=False: F.argmin(a, axis, keepdims),
+    np.argsort: lambda a, axis=-1, kind=None, order=None, stable=None: F.argsort(a, axis),
     np.zeros_like: lambda a, dtype=None: F.zeros_like(a, dtype),
     np.ones_like: lambda a, dtype=None: F.ones_like(a, dtype),
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim,
@@ -408,6 +409,7 @@ _SIGNATURES = {
     np.zeros_like: (2, {"dtype"}, {}), np.ones_like: (2, {"dtype"}, {}), np.shape: (1, set(), {}),
     np.ndim: (1, set(), {}), np.size: (2, {"axis"}, {}), np.copy: (1, set(), {"order": "K"}),
     np.pad: (2, {"pad_width"}, {"mode": "constant"}),
+    np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 3, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
                    np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2}

@@ -33,6 +33,7 @@ def _binary(name, op, make_a=normal, make_b=normal):
 _binary("add", F.add)
 _binary("sub", F.sub)
 _binary("mul", F.mul)
+_binary("logaddexp", F.logaddexp)
 _binary("div", F.div, make_b=away_from_zero)
 _binary("pow", F.pow, make_a=positive)
 _binary("maximum", F.maximum, lambda r, s: interleaved(r, s, 0.0), lambda r, s: interleaved(r, s, 1.0))
@@ -467,7 +468,7 @@ COVERED_PRIMITIVES = {
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
-    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at",
+    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp",
 }
 
 

@@ -63,6 +63,7 @@ BINARY = {  # name: (F function, operator form, NumPy function, kind of the seco
     "ne": (F.ne, lambda a, b: a != b, np.not_equal, "any"),
     "floor_divide": (F.floor_divide, lambda a, b: a // b, np.floor_divide, "nonzero"),
     "remainder": (F.remainder, lambda a, b: a % b, np.remainder, "nonzero"),
+    "logaddexp": (F.logaddexp, None, np.logaddexp, "any"),
 }
 
 

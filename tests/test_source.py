@@ -99,3 +99,26 @@ def test_nested_function_from_its_own_lines():
     got = source._from_own_lines(code)
     assert got is not None and got.name == "inner"
     assert got.lineno == code.co_firstlineno
+
+
+def test_a_source_file_edited_after_import_is_not_read_as_the_function(tmp_path, monkeypatch):
+    # the file now has another function where f was defined: the profiler instrumented that one
+    # (the user's call raised a TypeError); now f has no source and runs eagerly
+    import importlib
+    import os
+    import sys
+
+    import numpy as np
+
+    import janus_like as jl
+
+    path = tmp_path / "edited_mod.py"
+    path.write_text("def f(x):\n    return x * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("edited_mod")
+    path.write_text("def g(a, b):\n    return a - b\n\n\ndef f(x):\n    return x * 2\n")
+    os.utime(path, (1, 1))  # another mtime: linecache reads the new text
+    jf = jl.jit(mod.f)
+    assert [float(jf(np.float64(k))) for k in range(6)] == [2.0 * k for k in range(6)]
+    assert "no longer f()" in jf.explain(), jf.explain()
+    sys.modules.pop("edited_mod", None)

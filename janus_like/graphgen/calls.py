@@ -215,7 +215,8 @@ class CallsMixin:
         if isinstance(func, np.ufunc):
             impl = _UFUNCS.get(func)
             if impl is None or kwargs:
-                raise Unsupported("unsupported-call", f"numpy.{func.__name__} with {sorted(kwargs)} has no graph op", self.site)
+                given = f" with {sorted(kwargs)}" if kwargs else ""
+                raise Unsupported("unsupported-call", f"numpy.{func.__name__}{given} has no graph op", self.site)
             result = impl(*args)
         else:
             impl = _FUNCTIONS.get(func)

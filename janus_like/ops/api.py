@@ -49,6 +49,7 @@ def isinf(x): return bind(P.isinf, x)
 def isfinite(x): return bind(P.isfinite, x)
 def floor_divide(a, b): return bind(P.floor_divide, a, b)
 def remainder(a, b): return bind(P.remainder, a, b)
+def logaddexp(a, b): return bind(P.logaddexp, a, b)
 def log1p(x): return bind(P.log1p, x)
 def expm1(x): return bind(P.expm1, x)
 def log2(x): return bind(P.log2, x)
@@ -126,6 +127,10 @@ def pad(x, pad_width):
     per axis, as NumPy takes it."""
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(x.shape), 2))
     return bind(P.pad, x, pad_width=tuple((int(b), int(a)) for b, a in widths))
+
+
+def argsort(x, axis=-1):
+    return bind(P.argsort, x, axis=axis)
 
 
 def norm(x, axis=None, keepdims=False):

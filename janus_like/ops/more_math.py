@@ -1,6 +1,7 @@
 """Elementwise functions beyond the core arithmetic: rounding and integer division (`idx //
 width`, `t % period`, `np.floor`), log1p / expm1 / log2 / log10, reciprocal, arctan / sinh /
-cosh, and the NaN and infinity tests. Each calls the NumPy ufunc of its name, so a graph gives
+cosh, logaddexp (softplus as `np.logaddexp(0, z)` in a binary cross-entropy), and the NaN and
+infinity tests. Each calls the NumPy ufunc of its name, so a graph gives
 eager's bits. The rounding ops and the tests have no gradient rule (a tape does not follow
 them, as for `sign` and the comparisons); `remainder` is differentiated like `a - floor(a / b) * b`."""
 from __future__ import annotations
@@ -33,3 +34,11 @@ _elementwise("reciprocal", lambda xp, x: xp.reciprocal(x), lambda g, o, x: (F.ne
 _elementwise("arctan", lambda xp, x: xp.arctan(x), lambda g, o, x: (F.div(g, F.add(F.mul(x, x), 1)),))
 _elementwise("sinh", lambda xp, x: xp.sinh(x), lambda g, o, x: (F.mul(g, F.cosh(x)),))
 _elementwise("cosh", lambda xp, x: xp.cosh(x), lambda g, o, x: (F.mul(g, F.sinh(x)),))
+
+
+def _logaddexp_vjp(g, o, a, b):  # d/da log(e^a + e^b) = e^(a - out): a softplus's sigmoid
+    return (wants(0) and _unb(F.mul(g, F.exp(F.sub(a, o))), a),
+            wants(1) and _unb(F.mul(g, F.exp(F.sub(b, o))), b))
+
+
+_elementwise("logaddexp", lambda xp, a, b: xp.logaddexp(a, b), _logaddexp_vjp)

@@ -1,7 +1,7 @@
 """Variance and standard deviation (`np.var`, `np.std`, `x.var(axis=-1, keepdims=True)` in a
-hand-written layer norm), the 2-norm (`np.linalg.norm(g)` in gradient clipping), and `any` /
-`all` (a NaN check): ops of their own, computed by NumPy's own function, so a graph gives
-eager's bits (NumPy's two-pass variance, its summation order and its `ddof` count)."""
+hand-written layer norm), the 2-norm (`np.linalg.norm(g)` in gradient clipping), `any` / `all`
+(a NaN check) and `argsort` (a top-k): ops of their own, computed by NumPy's own function, so a
+graph gives eager's bits (NumPy's two-pass variance, its summation order and its `ddof` count)."""
 from __future__ import annotations
 
 from . import api as F
@@ -51,3 +51,5 @@ register("any", lambda xp, x, axis=None, keepdims=False: _arr(xp, x).any(axis=ax
          doc="whether any element over `axis` is true (no gradient)")
 register("all", lambda xp, x, axis=None, keepdims=False: _arr(xp, x).all(axis=axis, keepdims=keepdims),
          doc="whether every element over `axis` is true (no gradient)")
+register("argsort", lambda xp, x, axis=-1: xp.argsort(x, axis=axis),
+         doc="the indices that sort x along `axis` (NumPy's default kind; no gradient): a top-k by hand")

@@ -89,3 +89,48 @@ def test_numpy_functions_of_constants_fold_at_generation():
     calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((5, 3)),) for k in range(8)]
     jf = check(lambda: (causal_scores, None), calls, min_graph_calls=4)
     assert fallback_reasons(jf) == set(), jf.explain()
+
+
+def iou(a, b):
+    x1, y1 = np.maximum(a[:, None, 0], b[None, :, 0]), np.maximum(a[:, None, 1], b[None, :, 1])
+    x2, y2 = np.minimum(a[:, None, 2], b[None, :, 2]), np.minimum(a[:, None, 3], b[None, :, 3])
+    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+
+    def area(r):
+        return (r[:, 2] - r[:, 0]) * (r[:, 3] - r[:, 1])
+
+    return inter / (area(a)[:, None] + area(b)[None, :] - inter + 1e-9)
+
+
+def loss_fn(state, pred, gt, cls_logits, labels):
+    m = iou(pred, gt)
+    best = m.max(axis=1)
+    pos = best > 0.3
+    d = pred - gt[m.argmax(axis=1)]
+    ad = np.abs(d)
+    smooth = np.where(ad < 1.0, 0.5 * d * d, ad - 0.5).sum(axis=1)
+    box_loss = (smooth * pos).sum() / max(1, int(pos.sum()))
+    losses = []
+    for c in range(cls_logits.shape[1]):
+        z = cls_logits[:, c]
+        y = (labels == c).astype(float)
+        losses.append(np.mean(np.logaddexp(0, z) - y * z))
+    cls_loss = sum(losses) / len(losses)
+    top = np.argsort(-best)[:3]
+    state["seen"] += 1
+    return box_loss + cls_loss, int(pos.sum()), top
+
+
+def _boxes(rng, n):
+    xy = rng.uniform(0, 10, (n, 2))
+    return np.concatenate([xy, xy + rng.uniform(1, 4, (n, 2))], axis=1)
+
+
+def test_a_detection_loss_with_logaddexp_argsort_and_python_numbers():
+    # np.logaddexp (softplus), np.argsort (top-k), max(1, int(...)) and sum() of a list of losses
+    def call(s, k):
+        rng = np.random.default_rng(k % 4)
+        return s, _boxes(rng, 6), _boxes(rng, 4), rng.standard_normal((6, 3)), rng.integers(0, 3, 6)
+
+    jf = check(lambda: (loss_fn, {"seen": 0}), [lambda s, k=k: call(s, k) for k in range(12)], min_graph_calls=6)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
