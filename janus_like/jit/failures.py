@@ -18,10 +18,11 @@ GROWING_AFTER = 4  # length-guard failures of one container before `_growing` de
 
 class FailuresMixin:
     def _failed(self, entry, exc, forced=None):
+        if self._split(entry, exc):  # profile this call, then one graph per outcome
+            self._note(Fallback(exc.reason, f"{exc.detail}: the branch has one graph per outcome instead", exc.site))
+            return None
         fb = Fallback(exc.reason, exc.detail, exc.site)
         self._note(fb)
-        if self._split(entry, exc):  # profile this call, then one graph per outcome
-            return None
         if self._variant_failed(entry, exc, forced):  # the calls taking these outcomes run eagerly
             return None
         if exc.reason == "unprofiled-branch" and entry.retries < 3:
