@@ -24,6 +24,7 @@ from .calls import CallsMixin
 from .containers import ContainersMixin
 from .control import ControlFlowMixin
 from .expressions import ExpressionsMixin
+from .comprehensions import ComprehensionsMixin
 from .loops import LoopMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
@@ -38,7 +39,8 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, StatementsMixin, ExpressionsMixin, ContainersMixin):
+class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, StatementsMixin, ExpressionsMixin,
+                ComprehensionsMixin, ContainersMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input

@@ -1,5 +1,5 @@
 """Expressions: names (guarded globals and closures), attributes and items of input objects,
-operators, comparisons, comprehensions and f-strings.
+operators, comparisons and f-strings (comprehensions: comprehensions.py).
 """
 from __future__ import annotations
 
@@ -180,17 +180,6 @@ class ExpressionsMixin:
         text = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
                 "a": lambda x, s: format(ascii(x), s)}[conv](value, spec)
         return DeferredStr([text])
-
-    def expr_ListComp(self, node, frame):
-        return self.comprehension(node, frame, lambda: [], lambda acc, f: acc.append(self.eval(node.elt, f)))
-
-    def expr_SetComp(self, node, frame):
-        return self.comprehension(node, frame, set, lambda acc, f: acc.add(self.eval(node.elt, f)))
-
-    def expr_DictComp(self, node, frame):
-        def add(acc, f):
-            acc[_dict_key(self.eval(node.key, f))] = self.eval(node.value, f)
-        return self.comprehension(node, frame, dict, add)
 
     def expr_Lambda(self, node, frame):
         if self.comprehensions:  # its free names would be the comprehension's, gone after it
@@ -446,51 +435,6 @@ class ExpressionsMixin:
                 return len(self.materialize(v, self.site)) > 0
             return bool(v.obj)  # object truthiness: the type is guarded
         return bool(v)
-
-    def comprehension(self, node, frame, make, add):
-        if any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
-            return self.scoped_comprehension(node, frame, make, add)
-        acc = make()
-        saved = dict(frame.locals)
-        self.comprehensions += 1
-
-        def loop(gens):
-            if not gens:
-                add(acc, frame)
-                return
-            gen = gens[0]
-            for item in self.iterate_lazily(self.eval(gen.iter, frame)):
-                self.count_unroll()
-                self.assign(gen.target, item, frame)
-                if all(self.truth(self.eval(c, frame)) for c in gen.ifs):
-                    loop(gens[1:])
-        try:
-            loop(node.generators)
-        finally:
-            self.comprehensions -= 1
-            frame.locals.clear()
-            frame.locals.update(saved)
-        return acc
-
-    def scoped_comprehension(self, node, frame, make, add):
-        """A comprehension with a lambda in it runs in its own scope, as Python runs every
-        comprehension (callbacks.scoped_iteration): a lambda made there reads the
-        comprehension's names when it is called (late binding: `[lambda: i for i in range(3)]`
-        all see the last i)."""
-        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
-            raise Unsupported("unsupported-syntax", "`:=` in a comprehension with a lambda", self.site)
-        acc = make()
-        outer, self.comprehensions = self.comprehensions, 0
-        try:
-            scope, steps = self.scoped_iteration(node, frame)
-            for _ in steps:
-                add(acc, scope)
-        finally:
-            self.comprehensions = outer
-        return acc
-
-    def expr_GeneratorExp(self, node, frame):
-        return self.lazy_genexp(node, frame)  # lazy, in its own scope (callbacks.py)
 
 
 _PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare, ast.UnaryOp,

@@ -1,5 +1,11 @@
-"""Readable accounts of what the JIT did: graphs, their native status, assumptions, fallbacks."""
+"""What the JIT tells its user: counters, logs and readable accounts of its graphs, assumptions, fallbacks."""
 from __future__ import annotations
+
+import sys
+import time
+
+from .assumptions import Fallback
+from .switches import log_topics as _log_topics
 
 
 def describe(jf) -> str:
@@ -41,3 +47,43 @@ def explain(fn) -> str:
     if not getattr(type(fn), "_janus_jit", False):
         return f"{getattr(fn, '__qualname__', fn)!s} is not jitted"
     return fn.explain()
+
+
+class ReportingMixin:
+    """What a JitFunction tells its user: counters, cached graphs, fallbacks, logs, explain()."""
+
+    def _note(self, fb: Fallback):
+        key = (fb.reason, fb.site, fb.detail)
+        old = self._fallbacks.get(key)
+        if old is not None:
+            old.count += 1
+        else:
+            self._fallbacks[key] = fb
+            self._log("fallbacks", fb.describe())
+        self.events.append((time.perf_counter(), "fallback", fb.reason))
+
+    def _log(self, topic, text):
+        self.events.append((time.perf_counter(), topic, text))
+        topics = _log_topics()
+        if topic in topics or "all" in topics:
+            print(f"[janus_like:{topic}] {text}", file=sys.stderr)
+
+    def stats(self) -> dict:
+        """Counters: calls, warmup_calls, eager_calls, graph_calls, fallbacks, graphs_generated,
+        regenerations, guard/assert failures, plus times in each mode (seconds)."""
+        out = dict(self.counters)
+        out["graphs_cached"] = self._total_graphs()
+        graphs = self.graphs()
+        out["native_graphs"] = sum(1 for g in graphs if g.tier.run is not None)
+        out["native_compile_s"] = round(sum(g.tier.compile_s for g in graphs), 6)
+        out.update({k: round(v, 6) for k, v in self.times.items()})
+        return out
+
+    def graphs(self):
+        return [g for e in self._entries.values() for g in e.graphs]
+
+    def fallbacks(self):
+        return list(self._fallbacks.values())
+
+    def explain(self) -> str:
+        return describe(self)

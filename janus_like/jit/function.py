@@ -17,7 +17,6 @@ import functools
 import gc
 import inspect
 import os
-import sys
 import time
 import types
 import weakref
@@ -33,9 +32,10 @@ from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
 from .failures import FailuresMixin
-from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabled as _disabled, log_topics as _log_topics
+from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabled as _disabled
 from .polymorphism import UnknownDimsMixin
 from .variants import VariantsMixin, is_split
+from .explain import ReportingMixin
 
 
 # Graphs cached for at most MAX_GRAPHS signatures (tree shapes, sizes, types) per function;
@@ -67,7 +67,7 @@ class _Entry:
         self.split_failed: set = set()  # the outcome combinations whose generation failed
 
 
-class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin):
+class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin):
     """A function compiled speculatively. Call it like the original; see `stats()`/`explain()`."""
 
     _janus_jit = True
@@ -392,45 +392,6 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin):
             return (f"{FREE_GRAPHS} or more graphs cached and fewer than half of them ran twice; new signatures "
                     "run eagerly until the cached ones are reused")
         return None
-
-    # ================================================================== reporting
-    def _note(self, fb: Fallback):
-        key = (fb.reason, fb.site, fb.detail)
-        old = self._fallbacks.get(key)
-        if old is not None:
-            old.count += 1
-        else:
-            self._fallbacks[key] = fb
-            self._log("fallbacks", fb.describe())
-        self.events.append((time.perf_counter(), "fallback", fb.reason))
-
-    def _log(self, topic, text):
-        self.events.append((time.perf_counter(), topic, text))
-        topics = _log_topics()
-        if topic in topics or "all" in topics:
-            print(f"[janus_like:{topic}] {text}", file=sys.stderr)
-
-    def stats(self) -> dict:
-        """Counters: calls, warmup_calls, eager_calls, graph_calls, fallbacks, graphs_generated,
-        regenerations, guard/assert failures, plus times in each mode (seconds)."""
-        out = dict(self.counters)
-        out["graphs_cached"] = self._total_graphs()
-        graphs = self.graphs()
-        out["native_graphs"] = sum(1 for g in graphs if g.tier.run is not None)
-        out["native_compile_s"] = round(sum(g.tier.compile_s for g in graphs), 6)
-        out.update({k: round(v, 6) for k, v in self.times.items()})
-        return out
-
-    def graphs(self):
-        return [g for e in self._entries.values() for g in e.graphs]
-
-    def fallbacks(self):
-        return list(self._fallbacks.values())
-
-    def explain(self) -> str:
-        from .explain import describe
-
-        return describe(self)
 
 
 class _BoundJit:

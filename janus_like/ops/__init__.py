@@ -5,6 +5,7 @@ package registers every primitive.
 """
 from . import api as F  # noqa: F401
 from . import primitives  # noqa: F401  (registers the primitive ops)
+from . import linalg  # noqa: F401
 from . import memory  # noqa: F401
 from . import statistics  # noqa: F401
 from . import padding  # noqa: F401

@@ -1,0 +1,73 @@
+"""Comprehensions: list, set and dict comprehensions unrolled over what they iterate, and
+generator expressions (lazy, in their own scope: see callbacks.py).
+
+A comprehension runs in the function's frame with its names restored after it; one holding a
+lambda runs in its own scope, as Python runs every comprehension, so the lambda reads the
+comprehension's names when it is called.
+"""
+from __future__ import annotations
+
+import ast
+
+from .support import _dict_key
+from .values import Unsupported
+
+
+class ComprehensionsMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def expr_ListComp(self, node, frame):
+        return self.comprehension(node, frame, lambda: [], lambda acc, f: acc.append(self.eval(node.elt, f)))
+
+    def expr_SetComp(self, node, frame):
+        return self.comprehension(node, frame, set, lambda acc, f: acc.add(self.eval(node.elt, f)))
+
+    def expr_DictComp(self, node, frame):
+        def add(acc, f):
+            acc[_dict_key(self.eval(node.key, f))] = self.eval(node.value, f)
+        return self.comprehension(node, frame, dict, add)
+
+    def comprehension(self, node, frame, make, add):
+        if any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
+            return self.scoped_comprehension(node, frame, make, add)
+        acc = make()
+        saved = dict(frame.locals)
+        self.comprehensions += 1
+
+        def loop(gens):
+            if not gens:
+                add(acc, frame)
+                return
+            gen = gens[0]
+            for item in self.iterate_lazily(self.eval(gen.iter, frame)):
+                self.count_unroll()
+                self.assign(gen.target, item, frame)
+                if all(self.truth(self.eval(c, frame)) for c in gen.ifs):
+                    loop(gens[1:])
+        try:
+            loop(node.generators)
+        finally:
+            self.comprehensions -= 1
+            frame.locals.clear()
+            frame.locals.update(saved)
+        return acc
+
+    def scoped_comprehension(self, node, frame, make, add):
+        """A comprehension with a lambda in it runs in its own scope, as Python runs every
+        comprehension (callbacks.scoped_iteration): a lambda made there reads the
+        comprehension's names when it is called (late binding: `[lambda: i for i in range(3)]`
+        all see the last i)."""
+        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
+            raise Unsupported("unsupported-syntax", "`:=` in a comprehension with a lambda", self.site)
+        acc = make()
+        outer, self.comprehensions = self.comprehensions, 0
+        try:
+            scope, steps = self.scoped_iteration(node, frame)
+            for _ in steps:
+                add(acc, scope)
+        finally:
+            self.comprehensions = outer
+        return acc
+
+    def expr_GeneratorExp(self, node, frame):
+        return self.lazy_genexp(node, frame)  # lazy, in its own scope (callbacks.py)
