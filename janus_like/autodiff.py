@@ -18,7 +18,8 @@ import numpy as np
 
 from .errors import GradientError
 from .ops import api as F
-from .ops.registry import _tapes, _wanted
+from .ops.indexing import build_index, is_basic
+from .ops.registry import REGISTRY, _tapes, _wanted
 from .tensor import Tensor, Variable, _wrap
 
 
@@ -146,6 +147,8 @@ def _backward(entries, target, output_gradients, sources=None):
         else:
             g = tuple(gg if gg is not None else F.zeros_like(o) for gg, o in zip(out_grads, outs))
             out = outs
+        if op is _GETITEM and (wanted is None or wanted[0]) and _rows_added(grads, owned, tids[0], inputs, g, params):
+            continue
         previous = _wanted[0]
         _wanted[0] = wanted
         try:
@@ -159,6 +162,7 @@ def _backward(entries, target, output_gradients, sources=None):
 
 
 _ALL = itertools.repeat(True)  # every input wanted
+_GETITEM = REGISTRY["getitem"]
 
 
 def _reachable(entries, sources):
@@ -171,6 +175,34 @@ def _reachable(entries, sources):
             for o in outs:
                 add(o._tid)
     return reach
+
+
+def _rows_added(grads, owned, tid, inputs, g, params) -> bool:
+    """A basic index's cotangent (`x[3]`, `x[:, 64:128]`: each position once) added in place into
+    the positions it selected, `grad[idx] += g`, where the rule (getitem_grad) would build a
+    zero array of x's whole shape and the accumulation add all of it: a TreeRNN leaf's embedding
+    row in a (500, 64) table, an LSTM gate's columns. The same one addition per selected element
+    as the dense sum; the other elements are not added 0 (equal values; a -0.0 stays -0.0 where
+    the dense sum makes it 0.0). Only
+    for NumPy floats of one dtype, and not while an outer tape records the backward pass (it
+    must see the rule's ops)."""
+    if _tapes or type(g) is not Tensor or type(g._data) is not np.ndarray or tid is None:
+        return False
+    index = params["index"]
+    x = inputs[0]
+    if not is_basic(index) or g.dtype != x.dtype or x.dtype.kind != "f":
+        return False
+    prev = grads.get(tid)
+    if prev is None:  # the first: a fresh zero array, owned (nothing else references it)
+        dense = np.zeros(x.shape, x.dtype)
+        dense[build_index(index, inputs[1:])] = g._data
+        grads[tid] = Tensor(dense)
+        owned.add(tid)
+        return True
+    if tid not in owned or type(prev._data) is not np.ndarray or prev.dtype != x.dtype or prev.shape != x.shape:
+        return False
+    prev._data[build_index(index, inputs[1:])] += g._data
+    return True
 
 
 def _accumulate(grads, owned, tid, g):

@@ -40,6 +40,16 @@ def _project(out, us):
     return total
 
 
+def watched_grads(fn, args, us, watched):
+    """Gradients of <fn(*args), u> with respect to args[i] for i in `watched`; the other float
+    arguments are tensors the tape does not watch."""
+    ts = [jl.tensor(np.asarray(a)) if _is_float_array(a) else a for a in args]
+    with jl.GradientTape() as tape:
+        tape.watch([ts[i] for i in watched])
+        loss = _project(fn(*ts), us)
+    return tape.gradient(loss, [ts[i] for i in watched], unconnected_gradients="zero")
+
+
 def analytic_grads(fn, args, us):
     wrt = [i for i, a in enumerate(args) if _is_float_array(a)]
     ts = [jl.tensor(np.asarray(a)) if i in wrt else a for i, a in enumerate(args)]

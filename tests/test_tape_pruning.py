@@ -18,17 +18,7 @@ from janus_like import F
 from janus_like.ops import P
 
 from grad_cases import CASES, _draw_case
-from gradcheck import _is_float_array, _project, _projections
-
-
-def _grads(fn, args, us, watched):
-    """Gradients with respect to args[i] for i in `watched`; the other float arguments are
-    tensors the tape does not watch."""
-    ts = [jl.tensor(np.asarray(a)) if _is_float_array(a) else a for a in args]
-    with jl.GradientTape() as tape:
-        tape.watch([ts[i] for i in watched])
-        loss = _project(fn(*ts), us)
-    return tape.gradient(loss, [ts[i] for i in watched], unconnected_gradients="zero")
+from gradcheck import _is_float_array, _projections, watched_grads
 
 
 def _same_bits(a, b):
@@ -45,9 +35,9 @@ def test_one_source_gets_the_bits_of_the_full_gradient(name, data):
     if not wrt:
         return
     us = _projections(fn, args, 0)
-    full = _grads(fn, args, us, wrt)
+    full = watched_grads(fn, args, us, wrt)
     for k, i in enumerate(wrt):
-        (alone,) = _grads(fn, args, us, [i])
+        (alone,) = watched_grads(fn, args, us, [i])
         assert _same_bits(alone, full[k]), f"{name}: argument {i} alone differs from its full gradient"
 
 
