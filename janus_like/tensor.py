@@ -415,7 +415,8 @@ _MIN_POSITIONAL = {np.where: 3, np.einsum: 3, np.dot: 2, np.matmul: 2, np.maximu
                    np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2}
 
 
-# func -> (fewest, most positional arguments, keywords): the common call checked in C
+# func -> (fewest, most positional arguments, keywords): the common call is checked inline in
+# Tensor.__array_function__ (two comparisons and a set test), before unimplemented_arguments
 _PLAIN = {f: (_MIN_POSITIONAL.get(f, 1), npos, frozenset(kw)) for f, (npos, kw, _) in _SIGNATURES.items()}
 
 

@@ -35,6 +35,9 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
            "ne": "not_equal", "sin": "sin", "cos": "cos", "sign": "sign", "logical_and": "logical_and",
            "logical_or": "logical_or", "logical_not": "logical_not"}
+_DIRECT.update((name, name) for name in (  # ops/more_math.py: each op is the NumPy ufunc of its name
+    "floor", "ceil", "rint", "isnan", "isinf", "isfinite", "floor_divide", "remainder", "log1p", "expm1", "log2",
+    "log10", "reciprocal", "arctan", "sinh", "cosh", "logaddexp"))
 
 # binary ufuncs whose Python-number operand is passed as a 0-d array (`_Emitter.ufunc_args`)
 _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}

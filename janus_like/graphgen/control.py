@@ -272,11 +272,12 @@ class ControlFlowMixin:
     def stmt_While(self, node, frame):
         key = site_key(frame.filename, node)
         iterations = 0
+        exit_ = loop_exit(node)
         while True:
             self.set_site(node, frame)
-            test = self.eval_test(node.test, frame)
             if iterations == 0 and self.leaves_by_break(node, frame):
-                return self.loop(node, frame)
+                return self.loop(node, frame)  # before the test: a draw in it would be made twice
+            test = self.eval_test(node.test, frame)
             if isinstance(test, Sym):
                 trips = self.profile.trips(key) if self.profile is not None else set()
                 if (len(trips) > 1 or ("trip", key) in self.relaxed) and iterations == 0:
@@ -294,7 +295,7 @@ class ControlFlowMixin:
                 break
             iterations += 1
             self.count_unroll()
-            if self.iteration(node.body, frame, loop_exit(node)) == "break":
+            if self.iteration(node.body, frame, exit_) == "break":
                 return
         self.exec_block(node.orelse, frame)
 
@@ -361,7 +362,7 @@ class ControlFlowMixin:
         the ones after it under a conditional node on whether the trip goes on. Returns that
         (a Python bool, held in the graph when the test is a graph value)."""
         self.exec_block(body[:exit_.index], frame)
-        go = self.break_test(exit_.node, frame, negate=True)
+        go = self.goes_on(exit_.node, frame)
         rest = body[exit_.index + 1:]
         if rest and go.node.op == ir.CONST:
             if go.node.params["value"]:

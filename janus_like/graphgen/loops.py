@@ -36,6 +36,7 @@ import operator
 import numpy as np
 
 from .. import ir
+from ..ops.registry import REGISTRY
 from .builder import OPAQUE
 from .control import _PY_NUMBERS, _bound, _describe
 from .loop_exits import loop_exit
@@ -250,9 +251,11 @@ class LoopMixin:
                 else:
                     gen["pred"] = self.builder.py_op(operator.lt, Sym(gen["count"], "py"), counter[2])
                 if exit_ is not None and exit_.how != "skip":  # the trip goes on while the break's test is false
-                    go = frame.locals[_RUNNING] if exit_.how == "flag" else self.break_test(exit_.node, frame,
-                                                                                            negate=True)
+                    go = frame.locals[_RUNNING] if exit_.how == "flag" else self.goes_on(exit_.node, frame)
                     gen["pred"] = self.builder.py_op(operator.and_, self.py_bool(gen["pred"]), go)
+                    if _draws(gen["cond"]):  # `and` of two values: no short circuit in the graph
+                        raise Unsupported("unsupported-syntax", "a random draw in the test of a loop left by "
+                                          "a break (the graph would make it once more than Python)", self.site)
                 self.builder.block = gen["body"]
                 self.builder.tapes = [grad.tape] if grad is not None else []
                 try:
@@ -284,16 +287,16 @@ class LoopMixin:
         gen["frame"] = dict(frame.locals)
         return gen
 
-    def break_test(self, if_node, frame, negate=False):
-        """The test of a loop's `if ...: break` as a Python bool held in the graph (negated: whether
-        the loop goes on)."""
+    def goes_on(self, if_node, frame):
+        """Whether a loop goes on past its `if ...: break` or `if ...: continue` (the test is
+        false), as a Python bool held in the graph."""
         self.set_site(if_node, frame)
         test = self.eval_test(if_node.test, frame)
         if not isinstance(test, Sym):
-            return self.builder.constant(not self.truth(test) if negate else self.truth(test), "py")
+            return self.builder.constant(not self.truth(test), "py")
         if test.size != 1:
             raise Unsupported("data-dependent-python", "truth value of an array with more than one element", self.site)
-        return self.builder.py_op(operator.not_ if negate else operator.truth, self.py_bool(test))
+        return self.builder.py_op(operator.not_, self.py_bool(test))
 
     def py_bool(self, v):
         """bool(v) of a graph value as a Python bool held in the graph."""
@@ -336,3 +339,15 @@ def _runs(counter):
 
 _RUNNING = " running"  # the carried flag of a loop left by a break after its body (not a Python name)
 
+
+def _draws(nodes) -> bool:
+    """Whether nodes draw random numbers (NumPy's global generator or a Generator), also inside
+    conditionals and loops: a draw made once more than Python makes it changes every later one."""
+    for n in nodes:
+        if n.op == ir.RANDOM or getattr(REGISTRY.get(n.op), "stateful", False):
+            return True
+        if n.op == ir.COND and _draws(n.params["then_nodes"] + n.params["else_nodes"]):
+            return True
+        if n.op == ir.LOOP and _draws(n.params["cond_nodes"] + n.params["body_nodes"]):
+            return True
+    return False

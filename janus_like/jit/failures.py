@@ -1,11 +1,16 @@
 """What a JitFunction does when speculation fails (a mixin of `function.JitFunction`).
 
 - generation is Unsupported: the signature runs eagerly with the reason (or, for a branch the
-  profile never saw, is profiled again first);
+  profile never saw, is profiled again first; for a branch a conditional node cannot hold, one
+  graph per outcome is made instead: variants.py);
 - a guard or an assert fails: the failure is counted against its assumption, and after
-  `regen_after` failures of a relaxable one the graph is regenerated with it relaxed;
+  `regen_after` failures of a relaxable one the graph is regenerated with it relaxed; a container
+  whose length guard keeps failing as it grows (`growing-container`, after GROWING_AFTER lengths)
+  sends the signature eager;
 - the graph raises, or generating it does: eager re-runs the call and decides whose error it is
-  (eager raises too: the user's; else a janus_like defect, and that signature runs eagerly).
+  (eager raises too: the user's; else a janus_like defect, and that signature runs eagerly,
+  unless the graph ran a `try` as if its body raised nothing: then it counts like a failed
+  assumption).
 """
 from __future__ import annotations
 
@@ -127,7 +132,7 @@ class FailuresMixin:
         except Exception:
             self._note(Fallback("user-error", text))
             raise
-        sites = getattr(g.gen, "try_sites", ())
+        sites = g.gen.try_sites
         fb = (Fallback("try", f"{text}, which eager's handler caught (try at {', '.join(sites)})") if sites
               else Fallback("internal-error", f"{text}, where eager did not"))
         self._note(fb)

@@ -63,7 +63,7 @@ class _Entry:
         self.failures: dict = {}
         self.relaxed: set = set()
         self.retries = 0
-        self.split: dict = {}  # branches generated once per outcome (variants.py): site key -> None
+        self.split: dict = {}  # branches generated once per outcome (variants.py): site key -> the outcome
         self.split_failed: set = set()  # the outcome combinations whose generation failed
 
 
@@ -235,7 +235,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                     entry.graphs.insert(0, entry.graphs.pop(i))
                 self._hot = g
                 self._hot_peers = entry.graphs
-                self._hint(tuple(map(id, args)), g, entry.graphs)
+                if len(entry.graphs) > 1:  # hints are read only among a signature's several graphs
+                    self._hint(tuple(map(id, args)), g, entry.graphs)
                 return payload
             if status == ex.GUARD_FAILED:
                 guard_failure = (g, payload)
@@ -266,17 +267,20 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                 said.count += 1
             return self._eager(args)
         try:
-            with _collector_paused():
-                g = self._generate(entry, args)
+            g = self._generate(entry, args)
         except Exception as exc:  # user code on baked-in values (1 / 0), or a generator bug: eager decides
             if os.environ.get("JANUS_LIKE_DEBUG"):
                 raise
             return self._generation_raised(entry, exc, args)
         if g is None:
             return self._profiled(args) if entry.eager_reason is None else self._eager(args)
-        status, payload = g.try_run(args)
+        return self._first_run(entry, g, args, *g.try_run(args))
+
+    def _first_run(self, entry, g, args, status, payload):
+        """The result of a graph's first run, on the call it was generated for; eager's after a
+        failed assert, a guard failure or an exception."""
         if status == ex.OK:
-            c["graph_calls"] += 1
+            self.counters["graph_calls"] += 1
             return payload
         if status == ex.ASSERT_FAILED:
             return self._assert_failed(entry, g, payload, args)
@@ -328,6 +332,10 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
     def _generate(self, entry, args, forced=None):
         """A new graph for this signature, or None (Unsupported: the reason is noted). Any other
         exception propagates: the caller lets eager decide whose error it is."""
+        with _collector_paused():
+            return self._make_graph(entry, args, forced)
+
+    def _make_graph(self, entry, args, forced):
         self._hot = None
         start = time.perf_counter()
         name = getattr(self.__wrapped__, "__qualname__", "fn")

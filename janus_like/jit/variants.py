@@ -78,15 +78,10 @@ class VariantsMixin:
             if new is None:  # could not be generated: recorded in split_failed
                 return self._eager(args)
             status, payload = new.try_run(args)
-            if status == ex.OK:
-                self.counters["graph_calls"] += 1
-                return payload
             if status == ex.ASSERT_FAILED and is_split(payload):
                 assumption = payload  # another split branch goes the other way too: flip it as well
                 continue
-            if status == ex.ASSERT_FAILED:
-                return self._assert_failed(entry, new, payload, args)
-            return self._raised(entry, new, payload, args)
+            return self._first_run(entry, new, args, status, payload)
         self.counters["fallbacks"] += 1
         self._note(Fallback("assumption", f"{assumption.failure_text()} (no graph for this call's outcomes)",
                             assumption.site))

@@ -13,9 +13,8 @@ from .primitives import _elementwise, _is_float, _unb
 from .registry import wants
 
 # ------------------------------------------------------------------ not differentiable
-for _name, _ufunc in [("floor", "floor"), ("ceil", "ceil"), ("rint", "rint"), ("isnan", "isnan"),
-                      ("isinf", "isinf"), ("isfinite", "isfinite")]:
-    _elementwise(_name, (lambda u: lambda xp, x: getattr(xp, u)(x))(_ufunc))
+for _name in ("floor", "ceil", "rint", "isnan", "isinf", "isfinite"):
+    _elementwise(_name, (lambda u: lambda xp, x: getattr(xp, u)(x))(_name))
 _elementwise("floor_divide", lambda xp, a, b: xp.floor_divide(a, b))
 
 

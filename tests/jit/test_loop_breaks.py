@@ -226,3 +226,48 @@ def test_solvers_side_by_side(tmp_path_factory, scales, where, loop, cap):
         return load_module(directory, source, "solver").f, {}
 
     check(make, _calls(scales, [1e-4] * len(scales)), min_graph_calls=0)
+
+
+def _draw_loops(rng):
+    """Loops left by a break whose test draws random numbers: the loop's own test (a flag
+    break ends the loop after the trip), the break's test (joined to the loop's)."""
+    def in_the_test(x):
+        n = 0
+        while rng.random() < 0.95:
+            x = x + 1.0
+            n += 1
+            if np.sum(x) > 40.0:
+                break
+        return x, n
+
+    def in_the_break(x):
+        n = 0
+        while n < 12:
+            if rng.random() > 0.8:
+                break
+            x = x + 1.0
+            n += 1
+        return x, n
+
+    def global_in_the_test(x):
+        n = 0
+        while np.random.random() < 0.9:
+            x = x * 1.5
+            n += 1
+            if np.max(x) > 50.0:
+                break
+        return x, n
+    return {"test": in_the_test, "break": in_the_break, "global": global_in_the_test}
+
+
+@pytest.mark.parametrize("which", ["test", "break", "global"])
+def test_a_draw_in_the_test_of_a_loop_with_a_break_is_made_as_often_as_in_python(which):
+    # in a graph the loop goes on while `test and not break_test`, both evaluated each trip: a
+    # draw in either would be made once more than Python makes it, and every later draw differ
+    def make():
+        rng = np.random.default_rng(0)
+        return _draw_loops(rng)[which], {"rng": rng}
+
+    calls = [lambda s, k=k: (np.full(4, float(k % 7) + 0.5),) for k in range(30)]
+    jf = check(make, calls, min_graph_calls=0)
+    assert "unsupported-syntax" in str(jf.explain()) or not _has_loop(jf), jf.explain()

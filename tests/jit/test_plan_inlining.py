@@ -438,3 +438,23 @@ def test_filled_arrays_are_bounded():
     assert primitives.filled((4,), np.float32, 0).flags.writeable is False
     assert primitives.filled((primitives.FILLED_MAX_BYTES // 4 + 1,), np.float32, 0) is None
     assert primitives.filled((primitives.FILLED_MAX_BYTES // 4,), np.float32, 0) is not None
+
+
+_UNARY_UFUNCS = ["floor", "ceil", "rint", "isnan", "isinf", "isfinite", "log1p", "expm1", "log2", "log10",
+                 "reciprocal", "arctan", "sinh", "cosh"]
+
+
+@pytest.mark.parametrize("op", _UNARY_UFUNCS + ["floor_divide", "remainder", "logaddexp"])
+def test_more_math_ops_call_their_ufunc_directly_with_the_interpreters_bits(op):
+    values = np.array([-2.5, -1.0, -0.0, 0.0, 0.3, 1.0, 7.5, np.inf, -np.inf, np.nan, 1e-30, 80.0], np.float32)
+    x = _in(0, values.shape)
+    inputs = (x,) if op in _UNARY_UFUNCS else (x, _in(1, values.shape))
+    with np.errstate(all="ignore"):
+        want = getattr(np, op)(*[values] * len(inputs))
+        r = _op(op, *inputs, shape=values.shape, dtype=want.dtype)
+        g = ir.Graph("g", [*inputs, r], [r], len(inputs))
+        plan = compile_plan(g)
+        (got,), (ref,) = plan([values] * len(inputs)), interpret(g, [values] * len(inputs))
+    assert f"NP_{op}(" in plan.source, plan.source  # no per-call dispatch through the registry
+    for y in (ref, want):
+        assert got.dtype == y.dtype and got.tobytes() == y.tobytes()
