@@ -426,7 +426,7 @@ class _Emitter:
             self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
             self.lines.append(f"{pad}v{n.id} = ({names})")
         elif n.op == ir.PY_OP:
-            form = PY_FORMS.get(n.params["fn"]) if len(n.inputs) in (1, 2) else None
+            form = PY_FORMS.get(n.params["fn"])
             call = form.format(*(self.arg(i) for i in n.inputs)) if form and form.count("{}") == len(n.inputs) \
                 else f"{self.const(n.params['fn'])}({args})"
             self.lines.append(f"{pad}{v} = {call}")

@@ -15,6 +15,7 @@ import numpy as np
 from .. import ir
 from ..ops.indexing import build_index, index_source
 from ..ops.primitives import sum_to_axes
+from .plan_helpers import PY_BINARY
 
 class NativeUnsupported(Exception):
     """The graph uses something the native subset does not translate."""
@@ -27,9 +28,7 @@ _ARITH = {"add": "np.add", "sub": "np.subtract", "mul": "np.multiply", "div": "n
 _COMPARE = {"lt": "np.less", "le": "np.less_equal", "gt": "np.greater", "ge": "np.greater_equal",
             "eq": "np.equal", "ne": "np.not_equal", "logical_and": "np.logical_and", "logical_or": "np.logical_or"}
 # Python arithmetic on Python numbers (ints are int64 in native code)
-_PY_OPS = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
-           operator.floordiv: "//", operator.mod: "%", operator.lt: "<", operator.le: "<=", operator.gt: ">",
-           operator.ge: ">=", operator.eq: "==", operator.ne: "!="}
+_PY_OPS = {fn: symbol for fn, symbol in PY_BINARY.items() if fn not in (operator.and_, operator.or_)}
 _PY_DIVS = (operator.truediv, operator.floordiv, operator.mod)
 
 

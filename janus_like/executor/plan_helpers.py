@@ -56,9 +56,8 @@ def _mean(x, total, count, axis, keepdims):
 
 # Python's operators written out for a PY_OP node (the same operation on the same objects as the
 # operator module's function, without a call through a constant)
-PY_FORMS = {operator.add: "({} + {})", operator.sub: "({} - {})", operator.mul: "({} * {})",
-            operator.truediv: "({} / {})", operator.floordiv: "({} // {})", operator.mod: "({} % {})",
-            operator.lt: "({} < {})", operator.le: "({} <= {})", operator.gt: "({} > {})",
-            operator.ge: "({} >= {})", operator.eq: "({} == {})", operator.ne: "({} != {})",
-            operator.and_: "({} & {})", operator.or_: "({} | {})", operator.not_: "(not {})",
-            operator.truth: "bool({})", operator.neg: "(-{})"}
+PY_BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+             operator.floordiv: "//", operator.mod: "%", operator.lt: "<", operator.le: "<=", operator.gt: ">",
+             operator.ge: ">=", operator.eq: "==", operator.ne: "!=", operator.and_: "&", operator.or_: "|"}
+PY_FORMS = {**{fn: f"({{}} {symbol} {{}})" for fn, symbol in PY_BINARY.items()},
+            operator.not_: "(not {})", operator.truth: "bool({})", operator.neg: "(-{})"}

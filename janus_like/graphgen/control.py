@@ -67,25 +67,26 @@ class ControlFlowMixin:
             seen = self.profile.branch(key) if self.profile is not None else (1, 0)
             expect = seen[0] >= seen[1]
         self.forced[key] = expect
-        if test.size != 1:
-            raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
-                              self.site)
-        self.builder.assert_(_truth_value(test), expect,
+        self.builder.assert_(self.one_truth(test), expect,
                              Assumption("branch", self.site, expect, relax=("split", key)))
         return expect
 
     def speculate(self, test, node, frame, kind, majority=False):
         key = site_key(frame.filename, node)
-        if test.size != 1:
-            raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
-                              self.site)
+        cond = self.one_truth(test)
         seen = self.profile.branch(key) if self.profile is not None else (0, 0)
         if seen == (0, 0):
             raise Unsupported("unprofiled-branch", "condition never evaluated during warm-up", self.site)
         expect = seen[0] >= seen[1] if majority else seen[0] > 0
-        cond = _truth_value(test)
         self.builder.assert_(cond, expect, Assumption(kind, self.site, expect, relax=("branch", key)))
         return expect
+
+    def one_truth(self, test):
+        """The truth of a one-element graph value, as `if` takes it (more elements: NumPy's error)."""
+        if test.size != 1:
+            raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
+                              self.site)
+        return _truth_value(test)
 
     def cond(self, node, test, frame):
         """Both branches as a conditional node (after the profile saw both outcomes). The names
@@ -331,7 +332,7 @@ class ControlFlowMixin:
             return bounds  # plain Python bounds: the caller unrolls
         if any(isinstance(b, Sym) and (b.kind != "py" or b.dtype.kind not in "iu") for b in bounds):
             raise Unsupported("data-dependent-python", "range() of a graph value that is not a Python int", self.site)
-        start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (bounds + [1])[:3]
+        start, stop, step = _range_args(bounds)
         if isinstance(step, Sym) or step <= 0:
             raise Unsupported("varying-trip-count", "range() with a graph-valued or non-positive step", self.site)
         return ("dynamic", start, stop, step)
@@ -341,7 +342,7 @@ class ControlFlowMixin:
         if bounds is not None and bounds[0] == "dynamic":  # a trip count known only at run time
             return self.loop(node, frame, counter=(node.target.id,) + tuple(bounds[1:]))
         if bounds is not None and self.leaves_by_break(node, frame):
-            start, stop, step = (0, bounds[0], 1) if len(bounds) == 1 else (list(bounds) + [1])[:3]
+            start, stop, step = _range_args(bounds)
             if isinstance(stop, int) and isinstance(start, int) and isinstance(step, int) and step > 0:
                 return self.loop(node, frame, counter=(node.target.id, start, stop, step))
         iterable = range(*bounds) if bounds is not None else self.eval(node.iter, frame)
@@ -485,3 +486,8 @@ def _bound(value):
     """A local's value after a branch, _MISSING when it is unbound or bound in only one branch
     of an earlier conditional node."""
     return _MISSING if type(value) is OneBranch else value
+
+
+def _range_args(bounds):
+    """range()'s arguments as (start, stop, step)."""
+    return (0, bounds[0], 1) if len(bounds) == 1 else (list(bounds) + [1])[:3]

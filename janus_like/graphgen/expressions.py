@@ -110,10 +110,7 @@ class ExpressionsMixin:
         for v_node in node.values:
             value = self.eval_test(v_node, frame)
             if isinstance(value, Sym):
-                if value.size != 1:
-                    raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
-                                      self.site)
-                t = _truth_value(value)
+                t = self.one_truth(value)
                 truth = t if truth is None else combine(truth, t)
             elif self.truth(value) != is_and:  # decides the whole condition: False for `and`, True for `or`
                 return not is_and
