@@ -247,7 +247,13 @@ def statements(draw, depth=2):
         v = draw(st.sampled_from(_VARS))
         test = draw(st.sampled_from(["i == 1 and s > 0.3", f"np.sum({v}) > 2.0", f"np.max(np.abs({v})) < 1.0"]))
         step = f"    {v} = {v} * 0.5 + {draw(nm_expressions(1, True))}"
-        where = draw(st.sampled_from(["first", "last", "middle", "continue", "while"]))
+        where = draw(st.sampled_from(["first", "last", "middle", "continue", "while", "draw_test", "draw_break"]))
+        if where == "draw_test":  # a draw in the loop's test, left by a break: drawn as often as Python does
+            return (["k = 0", "while obj.rng.random() < 0.9 and k < 6:", f"    {v} = {v} * 0.5", "    k += 1",
+                     f"    if {test.replace('i ==', 'k ==')}:", "        break", "obj.log.append(k)"])
+        if where == "draw_break":  # a draw in the break's test
+            return (["k = 0", "while k < 5:", "    if obj.rng.random() > 0.7:", "        break", f"    {v} = {v} * 0.5",
+                     "    k += 1", "obj.log.append(k)"])
         if where == "while":  # the counter keeps it finite; `or` of a graph value and a Python one
             state = [f"    obj.acc = obj.acc + np.sum({v}, axis=0) * 0.1"] if draw(st.booleans()) else []
             return (["k = 0", "while True:", f"    {v} = {v} * 0.5", "    k += 1"] + state
