@@ -149,12 +149,19 @@ def _backward(entries, target, output_gradients, sources=None):
             out = outs
         if op is _GETITEM and (wanted is None or wanted[0]) and _rows_added(grads, owned, tids[0], inputs, g, params):
             continue
-        previous = _wanted[0]
-        _wanted[0] = wanted
-        try:
-            in_grads = op.vjp(g, out, *inputs, **params)
-        finally:
-            _wanted[0] = previous
+        in_grads = None
+        if op.eager_vjp is not None and _ARRAYS and not _tapes and type(g) is Tensor and type(g._data) is np.ndarray:
+            in_grads = op.eager_vjp(wanted, g._data, out._data, *[i._data if type(i) is Tensor else i for i in inputs],
+                                    **params)
+            if in_grads is not None:
+                in_grads = [None if r is None else _wrap(r) for r in in_grads]
+        if in_grads is None:
+            previous = _wanted[0]
+            _wanted[0] = wanted
+            try:
+                in_grads = op.vjp(g, out, *inputs, **params)
+            finally:
+                _wanted[0] = previous
         for t, gx, w in zip(tids, in_grads, wanted or _ALL):
             if gx is not None and w and t is not None:
                 _accumulate(grads, owned, t, gx)
@@ -163,6 +170,7 @@ def _backward(entries, target, output_gradients, sources=None):
 
 _ALL = itertools.repeat(True)  # every input wanted
 _GETITEM = REGISTRY["getitem"]
+_ARRAYS = True  # the NumPy rules of ops/eager_vjp.py where an op has one (tests switch them off)
 
 
 def _reachable(entries, sources):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import janus_like as jl
 from janus_like import F
-from janus_like.ops import P
+from janus_like.ops import P, eager_vjp
 
 from grad_cases import CASES, _draw_case
 from gradcheck import _is_float_array, _projections, watched_grads
@@ -42,7 +42,8 @@ def test_one_source_gets_the_bits_of_the_full_gradient(name, data):
 
 
 class _Counting:
-    """Counts the calls of one op's implementation (eager only)."""
+    """Counts the calls of one op's implementation (eager only), and of the NumPy function of its
+    name in the array rules of the eager backward (ops/eager_vjp.py)."""
 
     def __init__(self, monkeypatch, op):
         self.calls = []
@@ -52,6 +53,22 @@ class _Counting:
             self.calls.append(tuple(np.shape(a) for a in arrays))
             return impl(xp, *arrays, **params)
         monkeypatch.setattr(op, "impl", counted)
+        monkeypatch.setattr(eager_vjp, "np", _NumpyCounting(op.name, self.calls))
+
+
+class _NumpyCounting:
+    def __init__(self, name, calls):
+        self._name, self._calls = name, calls
+
+    def __getattr__(self, attr):
+        fn = getattr(np, attr)
+        if attr != self._name:
+            return fn
+
+        def counted(*arrays, **kwargs):
+            self._calls.append(tuple(np.shape(a) for a in arrays))
+            return fn(*arrays, **kwargs)
+        return counted
 
 
 def _mlp(rng):

@@ -32,6 +32,8 @@ class Op:
     stateful: bool = False  # consumes hidden state (RNG): never CSE'd or folded
     doc: str = ""
     kernel: Callable = field(init=False, repr=False)
+    # the vjp on NumPy arrays, for an eager backward no tape records (ops/eager_vjp.py)
+    eager_vjp: Callable | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         impl = self.impl
