@@ -133,24 +133,30 @@ def _backward(entries, target, output_gradients, sources=None):
             seed = F.cast(seed, t.dtype)
         _accumulate(grads, owned, t._tid, seed)
     reach = _reachable(entries, sources) if sources is not None else None
+    arrays = _ARRAYS and not _tapes  # (the rules below start no tape)
     for op, inputs, params, outs, tids in reversed(entries):
-        out_grads = [grads.get(o._tid) for o in outs]
-        if all(g is None for g in out_grads):
-            continue
+        if len(outs) == 1:
+            out = outs[0]
+            g = grads.get(out._tid)
+            if g is None:
+                continue
+        else:
+            out_grads = [grads.get(o._tid) for o in outs]
+            if all(gg is None for gg in out_grads):
+                continue
+            g = None
         wanted = None
         if reach is not None and not reach.issuperset(tids):
             if reach.isdisjoint(tids):
                 continue
             wanted = tuple(t in reach for t in tids)
-        if len(outs) == 1:
-            g, out = out_grads[0], outs[0]
-        else:
+        if g is None:
             g = tuple(gg if gg is not None else F.zeros_like(o) for gg, o in zip(out_grads, outs))
             out = outs
         if op is _GETITEM and (wanted is None or wanted[0]) and _rows_added(grads, owned, tids[0], inputs, g, params):
             continue
         in_grads = None
-        if op.eager_vjp is not None and _ARRAYS and not _tapes and type(g) is Tensor and type(g._data) is np.ndarray:
+        if arrays and op.eager_vjp is not None and type(g) is Tensor and type(g._data) is np.ndarray:
             in_grads = op.eager_vjp(wanted, g._data, out._data, *[i._data if type(i) is Tensor else i for i in inputs],
                                     **params)
             if in_grads is not None:

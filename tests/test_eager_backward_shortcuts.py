@@ -133,3 +133,19 @@ def test_an_integer_table_row_is_not_a_gradient():
 
     fast, slow = _both(grads)
     assert _same_bits(fast[0], slow[0])
+
+
+@pytest.mark.parametrize("reduce", [F.sum, F.mean])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (-1, 1)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reductions_over_every_axis(reduce, axis, keepdims):
+    x = jl.Variable(np.random.default_rng(5).standard_normal((3, 4, 2)))
+    u = np.random.default_rng(6).standard_normal(np.shape(reduce(x.numpy(), axis=axis, keepdims=keepdims)))
+
+    def grads():
+        with jl.GradientTape() as tape:
+            loss = F.sum(F.mul(reduce(x, axis=axis, keepdims=keepdims), u))
+        return tape.gradient(loss, x)
+
+    fast, slow = _both(grads)
+    assert _same_bits(fast, slow)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .primitives import _expand_dims, _is_float, _sum_to
+from .primitives import _axes, _expand_dims, _is_float, _reduced_count, _sum_to
 from .registry import REGISTRY
 
 
@@ -62,10 +62,29 @@ def _concatenate(w, g, out, *xs, axis=0):
     return tuple(grads)
 
 
+def _restored(g, x, axis, keepdims):
+    """primitives._restore on arrays: the reduced axes put back so g broadcasts against x."""
+    nd = np.ndim(x)
+    if keepdims or nd == 0:
+        return g
+    return _expand_dims(np, g, _axes(axis, nd)) if np.ndim(g) or axis is not None else g
+
+
+def _sum(w, g, out, x, axis=None, keepdims=False, dtype=None):
+    return (np.broadcast_to(_restored(g, x, axis, keepdims), np.shape(x)),)
+
+
+def _mean(w, g, out, x, axis=None, keepdims=False):
+    count = _reduced_count(x, _axes(axis, np.ndim(x)))
+    return (np.true_divide(np.broadcast_to(_restored(g, x, axis, keepdims), np.shape(x)), count),)
+
+
 _RULES = {
     "add": _binary(lambda g, o, a, b: _unb(g, a), lambda g, o, a, b: _unb(g, b)),
     "sub": _binary(lambda g, o, a, b: _unb(g, a), lambda g, o, a, b: _unb(np.negative(g), b)),
     "mul": _binary(lambda g, o, a, b: _unb(np.multiply(g, b), a), lambda g, o, a, b: _unb(np.multiply(g, a), b)),
+    "div": _binary(lambda g, o, a, b: _unb(np.true_divide(g, b), a),
+                   lambda g, o, a, b: _unb(np.negative(np.multiply(g, np.true_divide(o, b))), b)),
     "tanh": lambda w, g, o, x: (np.multiply(g, np.subtract(1, np.multiply(o, o))),),
     "sigmoid": lambda w, g, o, x: (np.multiply(g, np.multiply(o, np.subtract(1, o))),),
     "relu": lambda w, g, o, x: (np.multiply(g, np.greater(x, 0)),),
@@ -74,6 +93,9 @@ _RULES = {
     "neg": lambda w, g, o, x: (np.negative(g),),
     "matmul": _matmul,
     "concatenate": _concatenate,
+    "sum": _sum,
+    "mean": _mean,
+    "reshape": lambda w, g, o, x, shape: (np.reshape(g, np.shape(x)),),
 }
 for _name, _rule in _RULES.items():
     REGISTRY[_name].eager_vjp = _rule
