@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import math
+import os
 import types
 
 import numpy as np
@@ -128,7 +129,8 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
         where = f"call {i}"
         assert (err_e is None) == (err_j is None), f"{where}: eager raised {err_e!r}, jit raised {err_j!r}"
         if err_e is not None:
-            assert type(err_e) is type(err_j) and str(err_e) == str(err_j), f"{where}: {err_e!r} vs {err_j!r}"
+            same = _message(err_e, fn_e) == _message(err_j, fn_j)
+            assert type(err_e) is type(err_j) and same, f"{where}: {err_e!r} vs {err_j!r}"
         assert text_e == text_j, f"{where}: printed output differs:\n{text_e!r}\n{text_j!r}"
         assert_same(out_e, out_j, f"{where} result")
         assert_same(state_e, state_j, f"{where} state")
@@ -141,6 +143,15 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
 
 def _rng_equal(a, b, where):
     assert a[0] == b[0] and np.array_equal(a[1], b[1]) and a[2:] == b[2:], f"{where}: global RNG state differs"
+
+
+def _message(err, fn):
+    """The error's text with the program's file name made neutral: `make()` loads eager's and the
+    jit's copies of a program from two files, and an error that names the user's line names its file."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return str(err)
+    return str(err).replace(os.path.basename(code.co_filename), "<program>")
 
 
 def _run(fn, args):

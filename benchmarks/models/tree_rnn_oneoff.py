@@ -1,0 +1,28 @@
+"""The TreeRNN of `tree_rnn.py` on trees that do not repeat: 3,000 random trees, as in a treebank
+whose sentences all parse differently (the benchmark `tree_rnn` cycles through 8 shapes).
+
+A graph is specialized to one tree shape, so here the jit makes graphs for the first few shapes,
+sees that none is reused and runs the rest eagerly (`jit/function.py`, FREE_GRAPHS): its time is
+eager's. JAX would compile a program per tree; it is left out (no `jax_step`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import tree_rnn as _base
+
+FULL = dict(_base.FULL, n_trees=3000)
+QUICK = dict(_base.QUICK, n_trees=200)
+
+available = _base.available
+numpy_step = _base.numpy_step
+janus_step = _base.janus_step
+torch_step = _base.torch_step
+
+
+def make(seed, quick=False):
+    cfg = QUICK if quick else FULL
+    state = _base.make(seed, quick=quick)
+    state["batches"] = _base.random_trees(np.random.default_rng(seed + 1000), cfg, cfg["vocab"], cfg["classes"])
+    state["config"] = cfg
+    return state
