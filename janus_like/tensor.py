@@ -200,7 +200,7 @@ class Tensor(ArrayMethods):
         impl = _FUNCTIONS.get(func)
         if impl is not None:
             lo, hi, known = _PLAIN[func]
-            if (lo <= len(args) <= hi and known.issuperset(kwargs)) or not unimplemented_arguments(func, args, kwargs):
+            if (lo <= len(args) <= hi and known.issuperset(kwargs)) or not _unusual_arguments(func, args, kwargs):
                 return impl(*args, **kwargs)
         return _constant_call(func, args, kwargs, func.__name__)
 
@@ -426,6 +426,12 @@ def unimplemented_arguments(func, args, kwargs):
     lo, hi, known = _PLAIN[func]
     if lo <= len(args) <= hi and known.issuperset(kwargs):
         return ""
+    return _unusual_arguments(func, args, kwargs)
+
+
+def _unusual_arguments(func, args, kwargs):
+    """`unimplemented_arguments` for a call the common-case test did not pass: keywords given
+    at their defaults are allowed."""
     npos, keywords, defaults = _SIGNATURES[func]
     bad = [f"{k}=" for k, v in kwargs.items() if k not in keywords and not (
         k in defaults and (v is defaults[k] or isinstance(v, str) and v == defaults[k]))]

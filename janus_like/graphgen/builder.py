@@ -189,11 +189,13 @@ class GraphBuilder:
                 tuple(shortcut[0]) != aval[0] or np.dtype(shortcut[1]) != np.dtype(aval[1])):
             raise AssertionError(f"op '{op.name}': shortcut gives {shortcut}, running it gives {aval}")
 
-    def py_op(self, fn, *args):
+    def py_op(self, fn, *args, sample=None):
         """Python arithmetic on Python numbers held in the graph: the result stays a Python
-        number (3 + 1 is int 4, not numpy.int64), exactly as eager code computes it."""
+        number (3 + 1 is int 4, not numpy.int64), exactly as eager code computes it. `sample`:
+        fn's result on the stand-ins (`py_sample`), when the caller has it already."""
         inputs = [a.node if isinstance(a, Sym) else a for a in args]
-        sample = py_sample(fn, args, self.site)
+        if sample is None:
+            sample = py_sample(fn, args, self.site)
         node = self.add(ir.Node(ir.PY_OP, tuple(inputs), {"fn": fn}, ((), np.asarray(sample).dtype)))
         if all(isinstance(a, Sym) and a.node.hint is not None or not isinstance(a, Sym) for a in args):
             node.hint = sample  # arithmetic on sizes: keep the generation-time value for shape inference

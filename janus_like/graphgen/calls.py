@@ -313,9 +313,10 @@ class CallsMixin:
             raise Unsupported("unsupported-call", f"numpy.random.{method} with graph-valued arguments", self.site)
         probe = np.random.RandomState()
         probe.set_state(np.random.get_state())
-        sample = np.asarray(getattr(probe, method)(*args, **kwargs))
+        drawn = getattr(probe, method)(*args, **kwargs)  # a copy of the global state: the RNG does not move
+        sample = np.asarray(drawn)
         out = self.builder.random(method, tuple(args), dict(kwargs), (sample.shape, sample.dtype))
-        if sample.shape == () and not isinstance(getattr(probe, method)(*args, **kwargs), np.ndarray):
+        if sample.shape == () and not isinstance(drawn, np.ndarray):
             out.kind = "py" if method in ("rand", "randn", "random", "random_sample", "uniform", "normal",
                                           "randint", "choice") and not args else out.kind
         return out

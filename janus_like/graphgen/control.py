@@ -401,15 +401,23 @@ class ControlFlowMixin:
         return list(value)
 
     def stmt_Try(self, node, frame):
-        """`try` whose handlers the warm-up never entered: the body runs as if it raises nothing
-        (when a graph op raises at run time, the call falls back and eager's handler runs), then
-        `else`, then `finally` (also on a return, break or continue leaving the body). An
-        exception raised while generating the body is a generation failure, never handled here:
-        the graph must not take a handler eager would not."""
-        for handler in node.handlers:
-            if self.profile is None or self.profile.branch(site_key(frame.filename, handler))[0]:
-                raise Unsupported("try", "an exception handler the warm-up entered (or no profile)", self.site)
+        """`try`: the body runs as if it raises nothing (when a graph op raises at run time, the
+        call falls back and eager's handler runs; after `regen_after` such calls the signature
+        goes eager), then `else`, then `finally` (also on a return, break or continue leaving the
+        body). Unless the handlers caught something every time the warm-up entered the `try`: it
+        is expected to raise again, and the signature stays eager. A handler that caught only some
+        times (a cache filled on its first miss, `except KeyError: cache[k] = ...`) is no bar. An
+        exception raised while generating the body is a generation failure, never handled here
+        (the graph must not take a handler eager would not): when a handler catches it, this call
+        runs eagerly and a later one generates again."""
         if node.handlers:
+            if self.profile is None:
+                raise Unsupported("try", "a `try` with handlers in code the warm-up did not profile", self.site)
+            entered = self.profile.branch(site_key(frame.filename, node))[0]
+            n_caught = sum(self.profile.branch(site_key(frame.filename, h))[0] for h in node.handlers)
+            if n_caught and n_caught >= entered:
+                raise Unsupported("try", f"the handlers caught an exception each time the warm-up entered the "
+                                         f"`try` ({n_caught} of {entered})", self.site)
             self.try_sites.append(self.site)
         try:
             try:
@@ -421,8 +429,10 @@ class ControlFlowMixin:
                 caught = tuple(t for h in node.handlers if h.type is not None
                                for t in _classes(self.eval(h.type, frame)))
                 if raised is not None and (any(h.type is None for h in node.handlers) or isinstance(raised, caught)):
-                    raise Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
-                                      self.site) from exc
+                    err = Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
+                                      self.site)
+                    err.retry = True
+                    raise err from exc
                 raise
             self.exec_block(node.orelse, frame)
         except (_Return, _Break, _Continue):  # leaving through `finally`, as Python does

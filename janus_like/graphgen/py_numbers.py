@@ -43,7 +43,7 @@ def number_call(builder, func, module, args, site):
     if type(sample) not in _NUMBER_TYPES:  # math.frexp's tuple: not a Python number the graph can hold
         raise Unsupported("data-dependent-python", f"{getattr(func, '__name__', func)}() of a graph value "
                                                   f"giving a {type(sample).__name__}", site)
-    return builder.py_op(func, *args)
+    return builder.py_op(func, *args, sample=sample)
 
 
 def _number(a) -> bool:

@@ -32,6 +32,7 @@ class Unsupported(Exception):
         self.detail = detail
         self.site = site
         self.branch = None  # the site key of the `if` whose conditional node this made impossible
+        self.retry = False  # this call only (it takes a `try`'s handler): profile it, generate again later
 
 
 class Sym(ArrayMethods):

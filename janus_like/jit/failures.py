@@ -30,7 +30,7 @@ class FailuresMixin:
         self._note(fb)
         if self._variant_failed(entry, exc, forced):  # the calls taking these outcomes run eagerly
             return None
-        if exc.reason == "unprofiled-branch" and entry.retries < 3:
+        if (exc.reason == "unprofiled-branch" or exc.retry) and entry.retries < 3:
             entry.retries += 1  # profile this call, then try again
         else:
             entry.eager_reason = fb

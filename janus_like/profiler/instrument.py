@@ -226,8 +226,9 @@ class _Instrument(ast.NodeTransformer):
         node.iter = self.hook("it", node, node.iter)
         return node
 
-    def visit_Try(self, node):  # each handler counts the times it caught something (as a branch taken)
+    def visit_Try(self, node):  # the `try` counts its entries, each handler the times it caught something
         self.generic_visit(node)
+        node.body.insert(0, ast.copy_location(ast.Expr(self.hook("b", node, ast.Constant(True))), node))
         for handler in node.handlers:
             handler.body.insert(0, ast.copy_location(ast.Expr(self.hook("b", handler, ast.Constant(True))), handler))
         return node
