@@ -54,28 +54,31 @@ class GradientTape:
             self._watched.add(t._tid)
 
     def _record(self, op, args, params, outs):
+        """An entry (op, input values, params, output values, input tape ids, output tape ids)
+        when an input is watched. A tensor is kept as the array and id it has now: later assigns
+        to a Variable, or functional updates (t[i] = v, t += 1) that rebind a Tensor object, must
+        not leak in. A tensor input has an id, an array or a number has None."""
         watched = self._watched
         hit = False
         inputs = []
-        tids = []  # the inputs' tape ids (None for arrays and numbers), for the backward's pruning
+        tids = []
         for a in args:
             if isinstance(a, Tensor):
-                tids.append(a._tid)
-                if a._tid in watched:
+                tid = a._tid
+                tids.append(tid)
+                if tid in watched:
                     hit = True
                 elif type(a) is Variable and self.watch_accessed_variables and a.trainable:
-                    watched.add(a._tid)
+                    watched.add(tid)
                     hit = True
-                # freeze the value and identity seen now: later assigns to a Variable, or
-                # functional updates (t[i] = v, t += 1) that rebind a Tensor object, must not leak in
-                a = a._snapshot()
+                inputs.append(a._data)
             else:
                 tids.append(None)
-            inputs.append(a)
+                inputs.append(a)
         if hit:
-            self._entries.append((op, inputs, params, tuple(o._snapshot() for o in outs), tuple(tids)))
-            for o in outs:
-                watched.add(o._tid)
+            otids = tuple(o._tid for o in outs)
+            self._entries.append((op, inputs, params, tuple(o._data for o in outs), tuple(tids), otids))
+            watched.update(otids)
 
     # ---------------------------------------------------------------- gradients
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
@@ -101,6 +104,8 @@ class GradientTape:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient sources must be tensors or variables, got {type(s).__name__}")
             g = grads.get(s._tid)
+            if type(g) is np.ndarray:
+                g = _wrap(g)
             if g is None and unconnected_gradients == "zero":
                 return F.zeros_like(s)
             return g
@@ -112,7 +117,9 @@ def _backward(entries, target, output_gradients, sources=None):
     """Cotangents by tensor id. With `sources`, only ops on a path from a source get their rule
     applied, and a rule is told (`registry.wants`) which of its inputs lead to a source: the
     others' cotangents (an input batch's, a constant's) would be discarded, so they are never
-    computed. The cotangents that are computed are the same ops in the same order: the same bits."""
+    computed. The cotangents that are computed are the same ops in the same order: the same bits.
+    A cotangent is a Tensor, or (from an array rule, ops/eager_vjp.py) a bare NumPy array: no
+    tape records this backward pass, so it needs no identity until a tensor rule takes it."""
     targets = _flatten(target)
     seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
     if len(seeds) != len(targets):
@@ -134,14 +141,13 @@ def _backward(entries, target, output_gradients, sources=None):
         _accumulate(grads, owned, t._tid, seed)
     reach = _reachable(entries, sources) if sources is not None else None
     arrays = _ARRAYS and not _tapes  # (the rules below start no tape)
-    for op, inputs, params, outs, tids in reversed(entries):
-        if len(outs) == 1:
-            out = outs[0]
-            g = grads.get(out._tid)
+    for op, inputs, params, outs, tids, otids in reversed(entries):
+        if len(otids) == 1:
+            g = grads.get(otids[0])
             if g is None:
                 continue
         else:
-            out_grads = [grads.get(o._tid) for o in outs]
+            out_grads = [grads.get(t) for t in otids]
             if all(gg is None for gg in out_grads):
                 continue
             g = None
@@ -151,21 +157,25 @@ def _backward(entries, target, output_gradients, sources=None):
                 continue
             wanted = tuple(t in reach for t in tids)
         if g is None:
-            g = tuple(gg if gg is not None else F.zeros_like(o) for gg, o in zip(out_grads, outs))
-            out = outs
+            g = tuple(F.zeros_like(o) if gg is None else _wrap(gg) if type(gg) is np.ndarray else gg
+                      for gg, o in zip(out_grads, outs))
         if op is _GETITEM and (wanted is None or wanted[0]) and _rows_added(grads, owned, tids[0], inputs, g, params):
             continue
         in_grads = None
-        if arrays and op.eager_vjp is not None and type(g) is Tensor and type(g._data) is np.ndarray:
-            in_grads = op.eager_vjp(wanted, g._data, out._data, *[i._data if type(i) is Tensor else i for i in inputs],
-                                    **params)
-            if in_grads is not None:
-                in_grads = [None if r is None else _wrap(r) for r in in_grads]
+        if arrays and op.eager_vjp is not None:
+            gd = g if type(g) is np.ndarray else g._data if type(g) is Tensor else None
+            if type(gd) is np.ndarray:
+                in_grads = op.eager_vjp(wanted, gd, outs[0], *inputs, **params)
+                if in_grads is not None:
+                    in_grads = [r if r is None or type(r) is np.ndarray else _wrap(r) for r in in_grads]
         if in_grads is None:
+            if type(g) is np.ndarray:
+                g = _wrap(g)
+            out = _tensor(outs[0], otids[0]) if len(otids) == 1 else tuple(map(_tensor, outs, otids))
             previous = _wanted[0]
             _wanted[0] = wanted
             try:
-                in_grads = op.vjp(g, out, *inputs, **params)
+                in_grads = op.vjp(g, out, *[d if t is None else _tensor(d, t) for d, t in zip(inputs, tids)], **params)
             finally:
                 _wanted[0] = previous
         for t, gx, w in zip(tids, in_grads, wanted or _ALL):
@@ -183,12 +193,22 @@ def _reachable(entries, sources):
     """Ids of the tensors that depend on a source: the sources, then every output of a recorded
     op with such an input (in recording order, so a value rebound later is not confused)."""
     reach = {s._tid for s in sources if isinstance(s, Tensor)}
-    add = reach.add
-    for _op, _inputs, _params, outs, tids in entries:
+    update = reach.update
+    for _op, _inputs, _params, _outs, tids, otids in entries:
         if not reach.isdisjoint(tids):
-            for o in outs:
-                add(o._tid)
+            update(otids)
     return reach
+
+
+def _tensor(data, tid):
+    """The tensor a recorded value was (its array and tape id), for a rule written on tensors."""
+    t = _new(Tensor)
+    t._data = data
+    t._tid = tid
+    return t
+
+
+_new = object.__new__
 
 
 def _rows_added(grads, owned, tid, inputs, g, params) -> bool:
@@ -200,7 +220,9 @@ def _rows_added(grads, owned, tid, inputs, g, params) -> bool:
     the dense sum makes it 0.0). Only
     for NumPy floats of one dtype, and not while an outer tape records the backward pass (it
     must see the rule's ops)."""
-    if _tapes or type(g) is not Tensor or type(g._data) is not np.ndarray or tid is None:
+    if type(g) is Tensor:
+        g = g._data
+    if _tapes or type(g) is not np.ndarray or tid is None:
         return False
     index = params["index"]
     x = inputs[0]
@@ -209,13 +231,15 @@ def _rows_added(grads, owned, tid, inputs, g, params) -> bool:
     prev = grads.get(tid)
     if prev is None:  # the first: a fresh zero array, owned (nothing else references it)
         dense = np.zeros(x.shape, x.dtype)
-        dense[build_index(index, inputs[1:])] = g._data
-        grads[tid] = Tensor(dense)
+        dense[build_index(index, inputs[1:])] = g
+        grads[tid] = dense
         owned.add(tid)
         return True
-    if tid not in owned or type(prev._data) is not np.ndarray or prev.dtype != x.dtype or prev.shape != x.shape:
+    if type(prev) is Tensor:
+        prev = prev._data
+    if tid not in owned or type(prev) is not np.ndarray or prev.dtype != x.dtype or prev.shape != x.shape:
         return False
-    prev._data[build_index(index, inputs[1:])] += g._data
+    prev[build_index(index, inputs[1:])] += g
     return True
 
 
@@ -228,12 +252,18 @@ def _accumulate(grads, owned, tid, g):
     prev = grads.get(tid)
     if prev is None:
         grads[tid] = g
-    elif (tid in owned and not _tapes and type(g) is Tensor and type(g._data) is type(prev._data)
-          and g.shape == prev.shape and g.dtype == prev.dtype):  # same array type: same device
-        prev._data += g._data  # same value as add(prev, g): the same one rounding per element
-    else:
-        grads[tid] = F.add(prev, g)
-        owned.add(tid)
+        return
+    if tid in owned and not _tapes:
+        gd = g if type(g) is np.ndarray else g._data if type(g) is Tensor else None
+        if type(prev) is np.ndarray:
+            if type(gd) is np.ndarray and gd.shape == prev.shape and gd.dtype == prev.dtype:
+                prev += gd  # same value as add(prev, g): the same one rounding per element
+                return
+        elif type(gd) is type(prev._data) and gd.shape == prev.shape and gd.dtype == prev.dtype:  # same device
+            prev._data += gd
+            return
+    grads[tid] = F.add(prev, g)
+    owned.add(tid)
 
 
 def _flatten(x):

@@ -5,7 +5,8 @@
   the weight-gradient folding pass sums over tree nodes).
 - A basic index's cotangent (`emb[word]`, `z[:, 64:128]`) is added into the positions it selected
   instead of a zero array of the whole table being built and added.
-- The most frequent ops' rules run on NumPy arrays (ops/eager_vjp.py), not through the dispatcher.
+- The most frequent ops' rules run on NumPy arrays (ops/eager_vjp.py), not through the dispatcher,
+  and their cotangents stay bare arrays until a rule written on tensors takes one.
 
 Each gradient is compared bit for bit with the one the general rules give (the shortcuts switched
 off), on every gradient case and on the patterns the shortcuts are for: repeated rows, a table
@@ -149,3 +150,26 @@ def test_reductions_over_every_axis(reduce, axis, keepdims):
 
     fast, slow = _both(grads)
     assert _same_bits(fast, slow)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bare_array_cotangents_meet_tensor_rules(dtype):
+    """The array rules' cotangents are bare arrays until a tensor rule (sin has none on arrays)
+    takes one; sums of the two kinds, in both orders, into a matrix, a 0-d scalar and a table's
+    rows, give the general rules' bits."""
+    rng = np.random.default_rng(7)
+    x = jl.Variable(rng.standard_normal((3, 4)).astype(dtype))
+    s = jl.Variable(np.asarray(0.7, dtype))
+
+    def grads():
+        with jl.GradientTape() as tape:
+            a = F.mul(F.sin(x), s)  # recorded first: its cotangents reach x and s last
+            b = F.tanh(F.mul(x, x))
+            c = F.sin(F.mul(a, b))  # an array rule's cotangent into a tensor rule
+            d = F.mul(F.sin(s), x[1])  # a row of x, and s again
+            loss = F.sum(c) + F.sum(F.mul(d, d)) + F.mean(x) + F.sum(F.sin(x))
+        return tape.gradient(loss, [x, s])
+
+    fast, slow = _both(grads)
+    assert all(_same_bits(a, b) for a, b in zip(fast, slow))
+    assert all(type(g) is jl.Tensor for g in fast)

@@ -21,6 +21,8 @@ from .registry import REGISTRY
 
 def _unb(g, x):
     """primitives._unb on arrays: g summed to x's shape and float dtype (None for a number)."""
+    if type(x) is np.ndarray and x.shape == g.shape and x.dtype == g.dtype:  # what _sum_to returns then
+        return g if x.dtype.kind in "fc" else None
     if not hasattr(x, "shape") or not _is_float(x):
         return None
     return _sum_to(np, g, x)
