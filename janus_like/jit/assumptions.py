@@ -59,8 +59,9 @@ REASONS = {r.id: r for r in [
     Reason("unsupported-syntax", "the function uses Python syntax the graph generator does not convert",
            "move that code into a helper that is not called from the hot function, or leave it eager"),
     Reason("generator", "the function is a generator (yield) or coroutine", "generators always run eagerly"),
-    Reason("try", "an exception handler that caught something each time the warm-up entered its `try`, one that "
-           "caught at run time more than `regen_after` times, or `except*`",
+    Reason("try", "an exception a `try`'s handler catches: raised while generating the body (that call runs "
+           "eagerly, a later one generates again), caught each time the warm-up entered the `try`, or caught at "
+           "run time more than `regen_after` times; or `except*`",
            "move the try/except outside the jitted function, or keep exceptions out of the hot path"),
     Reason("unsupported-call", "a call to a function with no graph equivalent (C extension, I/O, unknown library)",
            "call it outside the jitted function, or pass its result in as an argument"),

@@ -263,13 +263,16 @@ def statements(draw, depth=2):
         if where in ("middle", "continue"):  # statements after the exit: a conditional node on its test
             return loop + [step] + exit_ + [f"    obj.acc = obj.acc + np.sum({v}, axis=0) * 0.1"]
         return loop + (exit_ + [step] if where == "first" else [step] + exit_)
-    if kind == "try":  # a handler some calls enter (the key depends on s), an `else`, a `finally`
-        v = draw(st.sampled_from(_VARS))
+    if kind == "try":  # a handler some calls enter (the key depends on s), an `else`, a `finally`;
+        v = draw(st.sampled_from(_VARS))  # or state the handler creates on its first miss
         body = [line for _ in range(draw(st.integers(1, 2))) for line in draw(simple_statements())]
-        risky = draw(st.sampled_from([f"    {v} = {v} + box['a' if s > 0.3 else 'zz']",
-                                      f"    {v} = {v} * xs[0][0, 0]", f"    {v} = {v} + obj.cache['a']"]))
+        risky, handler = draw(st.sampled_from([
+            (f"    {v} = {v} + box['a' if s > 0.3 else 'zz']", f"    {v} = {v} * 0.0"),
+            (f"    {v} = {v} * xs[0][0, 0]", f"    {v} = {v} * 0.0"),
+            (f"    {v} = {v} + obj.cache['a']", f"    {v} = {v} * 0.0"),
+            (f"    {v} = {v} + obj.cache['b']", f"    obj.cache['b'] = {v} * 0.5")]))
         tail = draw(st.sampled_from([[], ["else:", "    obj.log.append(1)"], ["finally:", "    obj.acc = obj.acc * 0.5"]]))
-        return ["try:"] + _indent(body) + [risky, "except (KeyError, IndexError):", f"    {v} = {v} * 0.0"] + tail
+        return ["try:"] + _indent(body) + [risky, "except (KeyError, IndexError):", handler] + tail
     if kind == "log":  # every k-th call appends and prints: one graph per outcome (jit/variants.py)
         v = draw(st.sampled_from(_VARS))
         k = draw(st.sampled_from([2, 3]))

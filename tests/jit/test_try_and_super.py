@@ -8,6 +8,9 @@ body returns or breaks. `super()` in an inlined method looks the attribute up af
 class in the object's MRO (`graphgen/calls.py`, `super_ref`)."""
 import numpy as np
 
+import janus_like as jl
+from janus_like import F
+
 from .harness import check, fallback_reasons
 
 
@@ -218,3 +221,67 @@ def test_a_module_subclass_calling_super_forward_trains_side_by_side():
 
     jf = check(make, [lambda s, k=k: call(s, k) for k in range(8)], min_graph_calls=4)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+# ------------------------------------------------------------------ state created on first use
+
+class LazyAdam:
+    def __init__(self, lr=0.01):
+        self.lr, self.b1, self.b2 = lr, 0.9, 0.999
+        self.m, self.v = {}, {}
+        self.t = 0
+    def update(self, name, var, g):
+        try:
+            m, v = self.m[name], self.v[name]
+        except KeyError:
+            m = v = np.zeros(var.shape, np.float32)
+        m = self.b1 * m + (1 - self.b1) * g
+        v = self.b2 * v + (1 - self.b2) * g * g
+        self.m[name], self.v[name] = m, v
+        var.assign_sub(self.lr * m / (np.sqrt(v) + 1e-8))
+
+class TwoLayers:
+    def __init__(self):
+        r = np.random.default_rng(0)
+        self.w1 = jl.Variable((r.standard_normal((6, 8)) * 0.3).astype(np.float32))
+        self.w2 = jl.Variable((r.standard_normal((8, 3)) * 0.3).astype(np.float32))
+
+def lazy_state_step(model, opt, stats, x, y):
+    with jl.GradientTape() as tape:
+        loss = F.cross_entropy(np.tanh(x @ model.w1) @ model.w2, y)
+    g1, g2 = tape.gradient(loss, [model.w1, model.w2])
+    opt.t += 1
+    opt.update("w1", model.w1, g1)
+    opt.update("w2", model.w2, g2)
+    try:
+        stats.ema = 0.9 * stats.ema + 0.1 * loss
+    except AttributeError:
+        stats.ema = loss
+    try:
+        stats.best["loss"] = min(stats.best["loss"], float(loss))
+    except KeyError:
+        stats.best["loss"] = float(loss)
+    return loss
+
+class RunningStats:
+    def __init__(self):
+        self.best = {}
+
+def _make_lazy():
+    return lazy_state_step, {"model": TwoLayers(), "opt": LazyAdam(), "stats": RunningStats()}
+
+def _lazy_call(s, k):
+    r = np.random.default_rng(k)
+    if k == 9:
+        s["opt"].m.clear(); s["opt"].v.clear()  # a reset: moments made again
+    if k == 13:
+        del s["stats"].ema
+    return s["model"], s["opt"], s["stats"], r.standard_normal((5, 6)).astype(np.float32), r.integers(0, 3, 5)
+
+
+def test_state_created_on_first_use_through_handlers():
+    """An Adam-like optimizer making its moments on a KeyError, an EMA attribute made on an
+    AttributeError, a best-loss entry in a dict: each handler caught in the warm-up, and again
+    after a reset (call 9) and a deleted attribute (call 13)."""
+    jf = check(_make_lazy, [lambda s, k=k: _lazy_call(s, k) for k in range(20)], min_graph_calls=12)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
