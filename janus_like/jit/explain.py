@@ -49,6 +49,9 @@ def explain(fn) -> str:
     return fn.explain()
 
 
+EVENTS_KEPT = 5000  # events a JitFunction keeps (JitFunction.events); reports show the first 2,000
+
+
 class ReportingMixin:
     """What a JitFunction tells its user: counters, cached graphs, fallbacks, logs, explain()."""
 
@@ -60,12 +63,26 @@ class ReportingMixin:
         else:
             self._fallbacks[key] = fb
             self._log("fallbacks", fb.describe())
-        self.events.append((time.perf_counter(), "fallback", fb.reason))
+        self._event("fallback", fb.reason)
+
+    def _event(self, topic, text):
+        """Keep an event for reports: the first EVENTS_KEPT of them (generation, the first
+        fallbacks: what a report shows); later ones are counted. A stream of one-off tree shapes
+        makes an event on every call, which a list kept whole would hold for the whole run."""
+        if len(self.events) < EVENTS_KEPT:
+            self.events.append((time.perf_counter(), topic, text))
+        else:
+            self.events_dropped += 1
 
     def _log(self, topic, text):
-        self.events.append((time.perf_counter(), topic, text))
+        """An event, printed to stderr when JANUS_LIKE_LOGS names its topic. `text` may be a
+        function giving it, called only when the event is kept or printed."""
         topics = _log_topics()
-        if topic in topics or "all" in topics:
+        shown = topic in topics or "all" in topics
+        if callable(text) and (shown or len(self.events) < EVENTS_KEPT):
+            text = text()
+        self._event(topic, text)
+        if shown:
             print(f"[janus_like:{topic}] {text}", file=sys.stderr)
 
     def stats(self) -> dict:

@@ -41,7 +41,7 @@ class FailuresMixin:
         c = self.counters
         c["assert_failures"] += 1
         c["fallbacks"] += 1
-        self._log("assumptions", assumption.failure_text() if assumption is not None else "assert failed")
+        self._log("assumptions", assumption.failure_text if assumption is not None else "assert failed")
         self._count_failure(entry, g, assumption)
         return self._eager(args)
 
@@ -52,7 +52,7 @@ class FailuresMixin:
             self._note(Fallback("user-error", "reading an input raised (missing attribute or item)"))
             return False
         assumption = g.assumptions[index]
-        self._log("assumptions", assumption.failure_text())
+        self._log("assumptions", assumption.failure_text)
         if assumption.relax is not None and assumption.kind == "value":
             self.counters["fallbacks"] += 1
             return not self._count_failure(entry, g, assumption)

@@ -107,7 +107,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                               graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
         self._fast = ex.Counts()  # graph calls counted by the fused functions (executor/fused.py)
-        self.events: list = []  # (time, kind, text) for reports
+        self.events: list = []  # (time, kind, text) for reports: the first explain.EVENTS_KEPT
+        self.events_dropped = 0  # events after those (counted only)
         _REGISTRY.append(self)
 
     def _fold(self):

@@ -7,7 +7,14 @@ import os
 
 
 def log_topics():
-    return set(filter(None, os.environ.get("JANUS_LIKE_LOGS", "").split(",")))
+    raw = os.environ.get("JANUS_LIKE_LOGS", "")
+    topics = _TOPICS.get(raw)
+    if topics is None:
+        topics = _TOPICS[raw] = frozenset(filter(None, raw.split(",")))
+    return topics
+
+
+_TOPICS: dict = {}  # the variable's text -> its topics (read on every logged event)
 
 
 _ENV = getattr(os.environ, "_data", None)  # CPython's raw dict: a lookup here costs ~50 ns, not ~1 µs

@@ -112,6 +112,7 @@ def collect(run) -> dict:
     n_events = 0
     for jf, hot, demoted, origin in entries:
         functions.append(_function(jf, hot, sources, demoted, origin, run.t_start))
+        n_events += getattr(jf, "events_dropped", 0)
         for t, topic, text in jf.events:
             n_events += 1
             if len(events) < EVENT_CAP:

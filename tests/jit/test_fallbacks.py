@@ -384,3 +384,32 @@ def test_a_generator_error_eager_does_not_raise_is_an_internal_error(monkeypatch
     (fb,) = jf.fallbacks()
     assert fb.reason == "internal-error" and "generator defect" in fb.detail, jf.explain()
     assert jf.stats()["eager_calls"] == 3
+
+
+def test_events_are_bounded_on_a_stream_of_one_off_shapes(monkeypatch):
+    """A call no graph takes makes events (an assumption that failed, a fallback): a long stream
+    of one-off shapes keeps the first EVENTS_KEPT and counts the rest, and logging still prints
+    every one."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("janus_like.jit.explain"), "EVENTS_KEPT", 12)
+
+    def total(t):  # a nested pair's leaves summed: one graph per nesting
+        return t * 2.0 if not isinstance(t, tuple) else total(t[0]) + total(t[1])
+
+    def nest(n):
+        return np.ones(2) if n == 0 else (nest(n - 1), np.ones(2)) if n % 2 else (np.ones(2), nest(n - 1))
+
+    jf = jl.jit(total, max_graphs=2)
+    for n in range(40):
+        np.testing.assert_array_equal(jf(nest(n)), np.full(2, 2.0 * (n + 1)))
+    assert len(jf.events) == 12 and jf.events_dropped > 20, (len(jf.events), jf.events_dropped, jf.explain())
+    assert all(isinstance(text, str) for _, _, text in jf.events)
+    monkeypatch.setenv("JANUS_LIKE_LOGS", "assumptions")
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        jf(nest(41))
+    assert "[janus_like:assumptions]" in err.getvalue() and "expected" in err.getvalue()
