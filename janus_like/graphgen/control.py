@@ -27,7 +27,22 @@ class ControlFlowMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
     def stmt_If(self, node, frame):
-        test = self.eval_test(node.test, frame)
+        self.branch_on(node, self.eval_test(node.test, frame), frame)
+
+    def if_expression(self, node, test, frame):
+        """`a if test else b` on a graph value: the `if` statement `tmp = a` / `tmp = b`, so the
+        expression gets what a statement gets (speculated, or a conditional node once the
+        warm-up saw both outcomes or the speculation kept failing, or one graph per outcome)."""
+        tmp = f"_janus_like_ifexp_{len(frame.locals)}_{node.col_offset}"
+        arms = [ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(tmp, ast.Store()), node)],
+                                             value=arm), node) for arm in (node.body, node.orelse)]
+        statement = ast.copy_location(ast.If(test=node.test, body=arms[:1], orelse=arms[1:]), node)
+        ast.fix_missing_locations(statement)
+        self.branch_on(statement, test, frame)
+        return frame.locals.pop(tmp)
+
+    def branch_on(self, node, test, frame):
+        """An `if` statement whose test is evaluated."""
         if isinstance(test, Sym):
             key = site_key(frame.filename, node)
             if key in self.split:  # one graph per outcome: this one's is asserted

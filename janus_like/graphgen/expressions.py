@@ -133,8 +133,9 @@ class ExpressionsMixin:
 
     def expr_IfExp(self, node, frame):
         test = self.eval(node.test, frame)
-        t = self.speculate(test, node, frame, "branch") if isinstance(test, Sym) else self.truth(test)
-        return self.eval(node.body if t else node.orelse, frame)
+        if isinstance(test, Sym):
+            return self.if_expression(node, test, frame)
+        return self.eval(node.body if self.truth(test) else node.orelse, frame)
 
     def expr_Call(self, node, frame):
         func = self.eval(node.func, frame)

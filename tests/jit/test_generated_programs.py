@@ -216,6 +216,12 @@ def statements(draw, depth=2):
                                                           f"    {w} += {b}", "    obj.acc *= 0.5"]))]
                                   if draw(st.booleans()) else [] for _ in range(2))
         test = draw(st.sampled_from([f"np.sum({w}) > 0.0", f"not np.any({w} > 1.5)", f"np.all({w} < 2.0)"]))
+        form = draw(st.sampled_from(["statement", "statement", "expression", "number"]))
+        if form == "expression" and not then_extra and not else_extra:  # `a if test else b` (expressions.py)
+            return [f"{v} = ({a}) if {test} else ({b})"]
+        if form == "number":  # Python numbers from a computed test: a clipping scale
+            return [f"sc = 0.5 / float(np.sum({w} * {w})) if float(np.sum({w} * {w})) > 0.5 else 1.0",
+                    f"{v} = {v} * sc"]
         return [f"if {test}:", f"    {v} = {a}"] + then_extra + ["else:", f"    {v} = {b}"] + else_extra
     if kind == "for_range":
         body = [line for _ in range(draw(st.integers(1, 2))) for line in draw(simple_statements(loop_var=True))]

@@ -1,0 +1,75 @@
+"""`a if test else b` on a graph value, side by side with eager: the expression is the `if`
+statement `tmp = a` / `tmp = b` (control.if_expression), so it is speculated while the warm-up saw
+one outcome, a conditional node once it saw both (or after `regen_after` failed speculations),
+and one graph per outcome where a conditional node cannot hold it."""
+import math
+
+import numpy as np
+
+import janus_like as jl
+from janus_like import F
+
+from .harness import check, fallback_reasons
+
+
+def clipped(x, max_norm=1.0):
+    norm = math.sqrt(float(np.sum(x * x)))
+    scale = max_norm / norm if norm > max_norm else 1.0
+    return x * scale, scale
+
+
+def _calls(pattern):
+    """Calls on x = ones * 0.1 (a norm under 1) or ones * 2.0 (over 1), by pattern letter."""
+    return [lambda s, c=c: (np.full(3, 0.1 if c == "s" else 2.0),) for c in pattern]
+
+
+def test_both_outcomes_in_the_warm_up_make_a_conditional_node():
+    jf = check(lambda: (clipped, {}), _calls("bss" + "sbbsbs" * 3), min_graph_calls=15)
+    assert not jf.fallbacks() and len(jf.graphs()) == 1, jf.explain()
+
+
+def test_a_speculated_outcome_that_keeps_failing_becomes_a_conditional_node():
+    """The warm-up saw small norms only: the expression is speculated; after `regen_after`
+    failures it is a conditional node and the large norms run as graphs too."""
+    jf = check(lambda: (clipped, {}), _calls("sss" + "ssb" * 6), min_graph_calls=14)
+    assert fallback_reasons(jf) == {"assumption"} and jf.stats()["regenerations"] == 1, jf.explain()
+    assert sum(fb.count for fb in jf.fallbacks()) == 2, jf.explain()
+
+
+def mixed(x, w):
+    ys = [v * 2.0 if float(np.sum(v)) > 0 else v * -1.0 for v in x]  # in a comprehension
+    g = lambda v: v + 1.0 if float(v.max()) > 0.5 else v - 1.0  # noqa: E731  in a lambda
+    z = sum(ys) + g(x[0])
+    with jl.GradientTape() as tape:
+        h = np.tanh(x @ w)
+        s = float(np.sum(h))
+        out = (h * 2.0 if s > 0 else h * h) if s > -5 else h  # nested, under a tape
+        loss = F.sum(out)
+    gw = tape.gradient(loss, w)
+    acc = 0.0
+    for k in range(3):  # in an unrolled loop
+        acc = acc + (float(np.mean(x[k])) if float(np.mean(x[k])) > 0 else 0.0)
+    rows = x if float(np.sum(x)) > 0 else x[:2]  # arms of two shapes: one graph per outcome
+    return z, loss, gw, acc, rows
+
+
+def test_expressions_in_comprehensions_lambdas_loops_and_under_a_tape():
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((3, 4)) * (1 + (k % 4)) for k in range(24)]
+
+    def make():
+        return mixed, {"w": jl.Variable(np.random.default_rng(0).standard_normal((4, 4)))}
+
+    jf = check(make, [lambda s, k=k: (xs[k], s["w"]) for k in range(24)], min_graph_calls=12)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def drawn(x):
+    return x + (np.random.rand(3) if float(np.sum(x)) > 0 else 0.0)  # a draw in one arm only
+
+
+def test_a_draw_in_one_arm_keeps_the_global_rng_in_step():
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal(3) for _ in range(20)]
+    jf = check(lambda: (drawn, {}), [lambda s, k=k: (xs[k],) for k in range(20)], min_graph_calls=0)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
