@@ -4,8 +4,11 @@ length/keys, mutations applied to a shadow copy and replayed at commit.
 from __future__ import annotations
 
 import collections
+import operator
 
-from .values import ObjRef, Unsupported
+import numpy as np
+
+from .values import ObjRef, Sym, Unsupported
 from .support import _MISSING, _dict_key, _unwrap_obj
 
 
@@ -30,18 +33,30 @@ class ContainersMixin:
 
     def container_len(self, ref):
         """len() of an input container: guards the length only (elements are read, and guarded,
-        where the code reads them, so their own profile decides what is speculated)."""
-        self.flush_appends(ref.obj)
-        shadow = self.shadows.get(id(ref.obj))
+        where the code reads them, so their own profile decides what is speculated). A list's
+        length that kept failing its guard on new lengths (a log appended to on every call,
+        `if len(history) < n: history.append(loss)`) is read as a graph input instead, plus
+        what this call appended so far."""
+        obj = ref.obj
+        if type(obj) is list and ("length", ref.slot.text) in self.relaxed and id(obj) not in self.shadows:
+            slot, _ = self.prog.length(ref.slot)
+            n = self.slot_values.get(slot.index)
+            if n is None:
+                n = self.slot_values[slot.index] = Sym(self.input_node(slot, np.asarray(len(obj)), python_number=True),
+                                                       "py")
+            pending = self.appends.get(id(obj))
+            return n if pending is None else self.builder.py_op(operator.add, n, len(pending[1]))
+        self.flush_appends(obj)
+        shadow = self.shadows.get(id(obj))
         if shadow is not None:
             return len(shadow)
-        if isinstance(ref.obj, dict):
+        if isinstance(obj, dict):
             self.prog.check_keys(ref.slot, self.site)
-        elif isinstance(ref.obj, (list, tuple)):
-            self.prog.check_len(ref.slot, self.site)
+        elif isinstance(obj, (list, tuple)):
+            self.prog.check_len(ref.slot, self.site, relax=("length", ref.slot.text) if type(obj) is list else None)
         else:
-            raise Unsupported("unsupported-call", f"len() of a {type(ref.obj).__name__}", self.site)
-        return len(ref.obj)
+            raise Unsupported("unsupported-call", f"len() of a {type(obj).__name__}", self.site)
+        return len(obj)
 
     def attributes(self, ref):
         """vars(obj) of an input object: every attribute, with a guard on the attribute names."""

@@ -149,9 +149,13 @@ class InputProgram:
     def check_alias(self, slot, other: Slot, site):
         self.check(slot, f"{{v}} is s{other.index}", Assumption("alias", site, f"same object as {other.text}", slot.text))
 
-    def check_len(self, slot, site):
+    def check_len(self, slot, site, relax=None):
         n = len(slot.value)
-        self.check(slot, f"len({{v}}) == {n}", Assumption("length", site, n, slot.text))
+        self.check(slot, f"len({{v}}) == {n}", Assumption("length", site, n, slot.text, relax=relax))
+
+    def length(self, parent: Slot):
+        """`len()` of a container slot, read when the graph runs (a Python int)."""
+        return self._new(parent, ("len",), f"len({parent.text})", len(parent.value), f"len(s{parent.index})")
 
     def check_keys(self, slot, site):
         keys = list(slot.value.keys())

@@ -69,6 +69,13 @@ class FailuresMixin:
         n = entry.failures[key] = entry.failures.get(key, 0) + 1
         if n <= GROWING_AFTER or any(h.runs > 1 for h in entry.graphs):
             return False
+        relax = assumption.relax  # a list only len() reads: its length becomes a graph input
+        if relax is not None and relax not in entry.relaxed:
+            entry.relaxed.add(relax)
+            entry.graphs[:] = [h for h in entry.graphs if all(a.relax != relax for a in h.assumptions)]
+            self.counters["regenerations"] += 1
+            self._log("regen", f"len({assumption.path}) changed on {n} calls: read when the graph runs")
+            return False
         entry.eager_reason = Fallback("growing-container", f"the length of {assumption.path} changed on {n} calls "
                                                            "and no graph ran twice", assumption.site)
         self._note(entry.eager_reason)

@@ -159,3 +159,34 @@ def test_appending_to_an_input_deque():
     assert jf.stats()["graphs_generated"] == 1, jf.explain()
     jf = check(make(remember_and_count), _calls(8), min_graph_calls=0)
     assert "reading an input deque after appending to it" in jf.explain(), jf.explain()
+
+
+def bounded_log(x, m):
+    m.w = m.w - 0.1 * x
+    if len(m.history) < 12:  # the length only: after a few new lengths, a graph input
+        m.history.append(float(m.w.sum()))
+    return m.w.sum() * (len(m.history) + 1)
+
+
+def cycling_lengths(x, m):  # lists of a few lengths coming back: one graph per length, reused
+    total = 0.0
+    for i in range(len(m.notes)):
+        total = total + m.notes[i] * x
+    return total
+
+
+def test_a_list_only_len_reads_grows_under_one_graph():
+    """`if len(history) < 12: history.append(...)`: the length changes every call, so after
+    GROWING_AFTER new lengths it is read when the graph runs; the branch flips at 12."""
+    jf = check(_make(bounded_log), _calls(24), min_graph_calls=14)
+    assert "growing-container" not in fallback_reasons(jf), jf.explain()
+    assert jf.stats()["regenerations"] >= 1, jf.explain()
+
+
+def test_lengths_that_come_back_keep_one_graph_each():
+    def call(s, k):
+        s["m"].notes = [float(j) for j in range(2 + k % 3)]
+        return np.random.default_rng(k).standard_normal(3), s["m"]
+
+    jf = check(_make(cycling_lengths), [lambda s, k=k: call(s, k) for k in range(15)], min_graph_calls=9)
+    assert len(jf.graphs()) == 3 and not jf.fallbacks(), jf.explain()
