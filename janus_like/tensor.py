@@ -385,6 +385,7 @@ _FUNCTIONS = {
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
     np.copy: lambda a, order="K": a.copy(), np.pad: lambda array, pad_width, mode="constant": F.pad(array, pad_width),
+    np.roll: lambda a, shift, axis=None: F.roll(a, shift, axis), np.flip: lambda m, axis=None: F.flip(m, axis),
 }
 
 # The arguments each entry above implements, in NumPy's order: how many may be positional, which
@@ -408,11 +409,11 @@ _SIGNATURES = {
     np.argmax: (2, {"axis", "keepdims"}, {}), np.argmin: (2, {"axis", "keepdims"}, {}),
     np.zeros_like: (2, {"dtype"}, {}), np.ones_like: (2, {"dtype"}, {}), np.shape: (1, set(), {}),
     np.ndim: (1, set(), {}), np.size: (2, {"axis"}, {}), np.copy: (1, set(), {"order": "K"}),
-    np.pad: (2, {"pad_width"}, {"mode": "constant"}),
+    np.pad: (2, {"pad_width"}, {"mode": "constant"}), np.roll: (3, {"shift", "axis"}, {}), np.flip: (2, {"axis"}, {}),
     np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 3, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
-                   np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2}
+                   np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2}
 
 
 # func -> (fewest, most positional arguments, keywords): the common call is checked inline in

@@ -307,6 +307,21 @@ def _(draw, rng):  # zeros around x: one width for all, a pair for all axes, or 
     return (lambda x: F.pad(x, width)), (normal(rng, shape),)
 
 
+@case("roll")
+def _(draw, rng):  # shifts past the length and negative ones wrap; axis None rolls the flat array
+    shape = draw(ND_SHAPES)
+    nd = len(shape)
+    shift, axis = draw(st.sampled_from([(3, None), (-1, 0), (5, -1), ((1, -2), (0, nd - 1)) if nd > 1 else (2, 0)]))
+    return (lambda x: F.roll(x, shift, axis)), (normal(rng, shape),)
+
+
+@case("flip")
+def _(draw, rng):
+    shape = draw(ND_SHAPES)
+    axis = draw(st.sampled_from([None, 0, -1] + ([(0, len(shape) - 1)] if len(shape) > 1 else [])))
+    return (lambda x: F.flip(x, axis) * 2.0), (normal(rng, shape),)
+
+
 @case("add_at")
 def _(draw, rng):  # np.add.at: repeated rows add once per occurrence; a row broadcast to them too
     shape = draw(ND_SHAPES)
@@ -468,7 +483,7 @@ COVERED_PRIMITIVES = {
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
-    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp",
+    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp", "roll", "flip",
 }
 
 

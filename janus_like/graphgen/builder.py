@@ -26,7 +26,7 @@ COND_GRAD = "cond-grad"  # ... and for a whole conditional node (see cond_grad.p
 _PY_RESULT_OPS = {"reduced_count", "dim_of"}  # ops whose run-time result is a Python number
 OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like",
-             "asarray"}
+             "asarray", "flip"}
 
 
 def _representative(v, kind):

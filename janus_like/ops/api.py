@@ -129,6 +129,20 @@ def pad(x, pad_width):
     return bind(P.pad, x, pad_width=tuple((int(b), int(a)) for b, a in widths))
 
 
+def roll(x, shift, axis=None):
+    """np.roll: an int shift and axis, or a tuple of shifts for a tuple of axes."""
+    return bind(P.roll, x, shift=_ints(shift), axis=_ints(axis))
+
+
+def flip(x, axis=None):
+    return bind(P.flip, x, axis=_ints(axis))
+
+
+def _ints(v):
+    """An int, a tuple of ints or None, as op parameters hold them (no NumPy integers)."""
+    return None if v is None else tuple(int(k) for k in v) if isinstance(v, (tuple, list)) else int(v)
+
+
 def argsort(x, axis=-1):
     return bind(P.argsort, x, axis=axis)
 

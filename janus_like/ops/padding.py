@@ -1,6 +1,8 @@
-"""Two NumPy calls of hand-written layers: `np.pad(x, pad_width)` with zeros (mode "constant",
+"""NumPy calls of hand-written layers: `np.pad(x, pad_width)` with zeros (mode "constant",
 NumPy's default), the border a convolution adds before taking its windows (its gradient is the
-padded array's gradient with the border cut off), and `np.add.at` (below)."""
+padded array's gradient with the border cut off), `np.add.at` (below), and the rearrangements
+of data augmentation, `np.roll` (a new array; its gradient rolled back) and `np.flip` (a view,
+as in NumPy: the graph generator treats a write through it as it does any opaque view's)."""
 from __future__ import annotations
 
 from . import api as F
@@ -33,3 +35,14 @@ def _add_at_vjp(g, out, x, v, *operands, index):
 
 register("add_at", _add_at, vjp=_add_at_vjp,
          doc="x with v added at an index, repeated positions once per occurrence (NumPy's np.add.at)")
+
+
+def _roll_vjp(g, out, x, shift, axis):
+    back = tuple(-k for k in shift) if isinstance(shift, tuple) else -shift
+    return (F.roll(g, back, axis),)
+
+
+register("roll", lambda xp, x, shift, axis: xp.roll(x, shift, axis), vjp=_roll_vjp,
+         doc="x's elements shifted along axis (all of them, flattened, for axis None), wrapping around")
+register("flip", lambda xp, x, axis: xp.flip(x, axis), vjp=lambda g, out, x, axis: (F.flip(g, axis),),
+         doc="x with the order of its elements along axis (every axis for None) reversed: a view")

@@ -134,3 +134,40 @@ def test_a_detection_loss_with_logaddexp_argsort_and_python_numbers():
 
     jf = check(lambda: (loss_fn, {"seen": 0}), [lambda s, k=k: call(s, k) for k in range(12)], min_graph_calls=6)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def augmented_step(w, x, y, flip_first):
+    """Augmentation in the step: a boolean-mask write, np.roll, np.flip (a view), a flip chosen
+    by the global RNG; then a gradient step through the augmented batch. (A write through a
+    flipped view stays eager: `flipped_write`.)"""
+    x = x.copy()
+    x[x < -1.5] = 0.0
+    if np.random.rand() < 0.5:
+        x = np.flip(x, axis=1)
+    x = np.roll(x, 1, axis=0)
+    x = np.roll(x, (2, -1), (0, 1)) if flip_first else np.flip(x)
+    with jl.GradientTape() as tape:
+        z = np.roll(x @ w, -1) + np.flip(w, 0)[:1]
+        loss = F.mean((z - np.eye(3)[y]) ** 2)
+    w.assign_sub(0.1 * tape.gradient(loss, w))
+    return loss
+
+
+def flipped_write(x):
+    y = np.flip(x, 0)
+    y[0] = 5.0  # writes x's last row, as NumPy's view does
+    return x.sum(), y
+
+
+def test_roll_and_flip_in_an_augmented_step():
+    r = np.random.default_rng(2)
+    data = [(r.standard_normal((6, 3)), r.integers(0, 3, 6)) for _ in range(4)]
+
+    def make():
+        return augmented_step, {"w": jl.Variable(np.random.default_rng(0).standard_normal((3, 3)) * 0.3)}
+
+    jf = check(make, [lambda s, k=k: (s["w"],) + data[k % 4] + (k % 5 < 3,) for k in range(20)], min_graph_calls=10)
+    assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
+    jf = check(lambda: (flipped_write, {}), [lambda s, k=k: (np.arange(6.0).reshape(3, 2) + k,) for k in range(8)],
+               min_graph_calls=0)
+    assert fallback_reasons(jf) == {"view-write"}, jf.explain()
