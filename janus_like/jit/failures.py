@@ -45,7 +45,7 @@ class FailuresMixin:
         self._count_failure(entry, g, assumption)
         return self._eager(args)
 
-    def _guard_failed(self, entry, g, index):
+    def _guard_failed(self, entry, g, index, args=()):
         """Returns True when this call should just run eagerly (waiting to see if it repeats)."""
         self._hot = None
         if index < 0:
@@ -56,17 +56,26 @@ class FailuresMixin:
         if assumption.relax is not None and assumption.kind == "value":
             self.counters["fallbacks"] += 1
             return not self._count_failure(entry, g, assumption)
-        if assumption.kind in ("length", "keys") and self._growing(entry, assumption):
+        if assumption.kind in ("length", "keys") and self._growing(entry, assumption, args):
             return True
         return False  # a new structure/shape/type: specialize another graph
 
-    def _growing(self, entry, assumption) -> bool:
-        """A container's length failed its guard on more than GROWING_AFTER calls and none of
+    def _growing(self, entry, assumption, args=()) -> bool:
+        """A container's length failed its guard on more than GROWING_AFTER calls, each with a
+        length not seen before (where the path can be followed from the arguments), and none of
         the signature's graphs ran twice: a log that grows every call, read back whole. Each new
         length would cost a generation and never run again; the signature runs eagerly. (Tree
-        shapes or batches cycling through a few lengths reuse their graphs and never get here.)"""
+        shapes or batches cycling through a few lengths reuse their graphs, or bring a length
+        back, and never get here.)"""
         key = ("length", assumption.path)
         n = entry.failures[key] = entry.failures.get(key, 0) + 1
+        size = _size_at(assumption.path, args)
+        if size is not None:
+            seen = entry.lengths.setdefault(assumption.path, set())
+            if size in seen or None in seen:  # a length came back (None marks that it did once)
+                seen.add(None)
+                return False
+            seen.add(size)
         if n <= GROWING_AFTER or any(h.runs > 1 for h in entry.graphs):
             return False
         relax = assumption.relax  # a list only len() reads: its length becomes a graph input
@@ -153,3 +162,18 @@ class FailuresMixin:
         if os.environ.get("JANUS_LIKE_DEBUG") and not sites:
             raise RuntimeError(f"janus_like: {fb.detail}") from exc
         return result
+
+
+def _size_at(path, args):
+    """len() of the container an assumption's path names (`arg1`, `arg0.history`), followed from
+    the call's arguments; None for a path with items or anything that fails."""
+    head, _, rest = path.partition(".")
+    if not head.startswith("arg") or not head[3:].isdigit() or "[" in path:
+        return None
+    try:
+        obj = args[int(head[3:])]
+        for name in filter(None, rest.split(".")):
+            obj = getattr(obj, name)
+        return len(obj)
+    except Exception:
+        return None

@@ -55,7 +55,7 @@ _NO_HINT = (lambda: None, ())
 
 
 class _Entry:
-    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries", "split", "split_failed")
+    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries", "split", "split_failed", "lengths")
 
     def __init__(self):
         self.graphs: list = []
@@ -65,6 +65,7 @@ class _Entry:
         self.retries = 0
         self.split: dict = {}  # branches generated once per outcome (variants.py): site key -> the outcome
         self.split_failed: set = set()  # the outcome combinations whose generation failed
+        self.lengths: dict = {}  # container path -> lengths its failed length guards met (failures._growing)
 
 
 class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin):
@@ -255,7 +256,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         # ---- GENERATE
         if guard_failure is not None:
             c["guard_failures"] += 1
-            if self._guard_failed(entry, *guard_failure):
+            if self._guard_failed(entry, *guard_failure, args):
                 return self._eager(args)
         full = self._cache_full()
         if full is not None:

@@ -190,3 +190,27 @@ def test_lengths_that_come_back_keep_one_graph_each():
 
     jf = check(_make(cycling_lengths), [lambda s, k=k: call(s, k) for k in range(15)], min_graph_calls=9)
     assert len(jf.graphs()) == 3 and not jf.fallbacks(), jf.explain()
+
+
+class Counter:
+    def __init__(self):
+        self.w = np.random.default_rng(0).standard_normal((3, 3)) * 0.5
+        self.n = 0
+
+
+def over_steps(xs, c):
+    h = np.zeros(3)
+    for x in xs:
+        h = np.tanh(x + h @ c.w)
+    c.n += 1  # a counter: its value assumption fails, is relaxed, and the graphs go
+    return h * c.n
+
+
+def test_sequences_of_a_few_lengths_with_a_counter_are_not_a_growing_log():
+    """Lengths 3, 4, 5 cycling while a counter's relaxation drops the first graphs: no graph ran
+    twice after 5 length failures, but a length came back, so one graph per length is made."""
+    r = np.random.default_rng(3)
+    seqs = [[r.standard_normal(3) for _ in range(3 + k % 3)] for k in range(6)]
+    jf = check(lambda: (over_steps, {"c": Counter()}), [lambda s, k=k: (seqs[k % 6], s["c"]) for k in range(30)],
+               min_graph_calls=20)
+    assert "growing-container" not in fallback_reasons(jf), jf.explain()
