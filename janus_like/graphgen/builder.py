@@ -112,13 +112,16 @@ class GraphBuilder:
             return s.node, s.kind
         return a, None
 
-    def emit(self, op, args, params):
+    def emit(self, op, args, params, aval=None):
+        """The node of `op(*args, **params)` (`aval`: its shape and dtype, when the caller
+        already knows them; else inferred)."""
         inputs, kinds = [], []
         for a in args:
             node_or_lit, kind = self._operand(a)
             inputs.append(node_or_lit)
             kinds.append(kind)
-        aval = self.infer(op, args, inputs, kinds, params)
+        if aval is None:
+            aval = self.infer(op, args, inputs, kinds, params)
         # no node for an identity sum_to/broadcast_like/reshape_like (not while a tape records:
         # its entries are keyed by node)
         node = None if self.tapes else ir.identity_operand(op.name, inputs, aval)

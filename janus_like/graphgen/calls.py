@@ -300,12 +300,14 @@ class CallsMixin:
         other draws; a run that fails puts the Generator's state back."""
         if _any_abstract((args, kwargs)):
             raise Unsupported("unsupported-call", f"Generator.{method} with graph-valued arguments", self.site)
-        from ..ops.registry import P, bind
+        from ..ops.registry import P
 
-        sample = getattr(copy.deepcopy(rng), method)(*args, **kwargs)
+        sample = getattr(copy.deepcopy(rng), method)(*args, **kwargs)  # (a copy: the Generator does not move)
         if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)):
             raise Unsupported("unsupported-call", f"Generator.{method} giving a {type(sample).__name__}", self.site)
-        out = bind(P.generator_draw, rng=rng, method=method, args=tuple(args), kwargs=dict(kwargs))
+        drawn = np.asarray(sample)
+        out = self.builder.emit(P.generator_draw, (), dict(rng=rng, method=method, args=tuple(args), kwargs=dict(kwargs)),
+                                aval=(tuple(drawn.shape), drawn.dtype))
         return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
 
     def global_random(self, method, args, kwargs):
