@@ -84,6 +84,30 @@ class CallbacksMixin:
             return value
         return self.iterate(value)
 
+    def any_all(self, is_any, iterable):
+        """`any(...)` / `all(...)` of items some of which are graph values: the or (and) of their
+        truths, a Python bool held in the graph. Items are pulled as eager pulls them, and a
+        Python item that decides the result ends the pulling there. Eager stops at the first
+        graph value that decides it too, which the graph cannot know: the items after one are
+        built only when building them draws no random numbers and makes no effect (a print);
+        computing them anyway changes nothing else."""
+        import operator
+
+        import numpy as np
+
+        from .values import Sym
+
+        acc = None
+        builder = self.builder
+        for item in _pulled(self.iterate_lazily(iterable), self, acc_is_set=lambda: acc is not None):
+            if isinstance(item, Sym):
+                truth = item if item.kind == "py" and item.dtype == np.bool_ else \
+                    builder.py_op(operator.truth, self.one_truth(item))
+                acc = truth if acc is None else builder.py_op(operator.or_ if is_any else operator.and_, acc, truth)
+            elif bool(self.truth(item)) == is_any:
+                return is_any
+        return (not is_any) if acc is None else acc
+
     # ---------------------------------------------------------------- the replayed builtins
     def _map(self, args, kwargs):
         if kwargs or len(args) < 2 or not is_user_callable(args[0]):
@@ -190,3 +214,26 @@ _HANDLERS = {
     max: lambda self, args, kwargs: self._extreme(max, args, kwargs),
     functools.reduce: CallbacksMixin._reduce,
 }
+
+
+def _pulled(items, gen, acc_is_set):
+    """`items` pulled one by one; once a graph value has been seen (`acc_is_set()`), a pull that
+    draws random numbers or makes an effect raises Unsupported (see CallbacksMixin.any_all)."""
+    from .. import ir
+    from ..ops.registry import REGISTRY
+
+    it = iter(items)
+    while True:
+        block, mark, effects = gen.builder.block, len(gen.builder.block), len(gen.effects)
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        if acc_is_set():
+            added = block[mark:] if gen.builder.block is block else []
+            if len(gen.effects) != effects or gen.builder.block is not block or any(
+                    n.op in (ir.RANDOM, ir.COND, ir.LOOP) or (n.op in REGISTRY and REGISTRY[n.op].stateful)
+                    for n in added):
+                raise Unsupported("data-dependent-python", "any()/all() whose later items draw random numbers or "
+                                                           "print, after an item the graph computes", gen.site)
+        yield item

@@ -47,6 +47,8 @@ class CallsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
     def call(self, func, args, kwargs, node=None):
+        if (func is any or func is all) and len(args) == 1 and not kwargs:
+            return self.any_all(func is any, args[0])
         if _is_jit(func):
             inner = func.__wrapped__
             if getattr(func, "__self__", None) is not None:

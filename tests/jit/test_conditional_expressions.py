@@ -73,3 +73,33 @@ def test_a_draw_in_one_arm_keeps_the_global_rng_in_step():
     xs = [rng.standard_normal(3) for _ in range(20)]
     jf = check(lambda: (drawn, {}), [lambda s, k=k: (xs[k],) for k in range(20)], min_graph_calls=0)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+# ------------------------------------------------------------------ any() and all()
+def flags(xs, limit):
+    big = any(float(np.sum(x)) > limit for x in xs)  # a generator expression
+    small = all([float(np.max(x)) < 2.0 for x in xs])  # a list
+    early = any([True, float(np.sum(xs[0])) > 0.0])  # a Python item decides it
+    none = any(x.sum() > 100.0 for x in xs[:0])
+    scale = 0.5 if big else 1.0
+    return [x * scale for x in xs], big, small, early, none, all(())
+
+
+def drawn_later(xs):
+    return any(float(np.sum(x)) > 0.0 and np.random.rand() > 0.5 for x in xs), np.random.rand()
+
+
+def test_any_and_all_of_graph_values():
+    rng = np.random.default_rng(4)
+    xss = [[rng.standard_normal(3) * (1 + k % 3) for _ in range(3)] for k in range(6)]
+    jf = check(lambda: (flags, {}), [lambda s, k=k: (xss[k % 6], 1.0) for k in range(18)], min_graph_calls=10)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def test_any_whose_later_items_draw_stays_eager():
+    """Eager stops pulling at the first true item, so the later items' draws depend on the
+    data: such a call keeps the signature eager (and the RNG in step)."""
+    rng = np.random.default_rng(5)
+    xss = [[rng.standard_normal(3) for _ in range(3)] for _ in range(4)]
+    jf = check(lambda: (drawn_later, {}), [lambda s, k=k: (xss[k % 4],) for k in range(10)], min_graph_calls=0)
+    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()

@@ -6,9 +6,12 @@ graph value and handlers the warm-up entered were generated):
 - a VAE step: reparameterization with a Generator, a KL term, a beta warm-up with min(), a masked
   similarity matrix, an EMA in a dict.
 - message passing over an adjacency dict with np.add.at, and polymorphic node classes.
+- Python containers: enumerate(zip()), dict.get / setdefault, a defaultdict, any() of graph
+  comparisons, round() and abs() of graph numbers.
 - a transformer-like block: layer norm by hand, a causal mask, softmax, dropout under a training
   flag, a learning rate from min() and max().
 """
+import collections
 import math
 
 import numpy as np
@@ -217,4 +220,45 @@ def test_p11_idioms():
     """A transformer-like block: layer norm by hand, a causal mask, softmax, dropout under a
     training flag, a learning rate from min() and max()."""
     jf = check(make_p11, [lambda s, k=k: call_p11(s, k) for k in range(26)], min_graph_calls=20)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+# -------------------- Python containers
+class Model_p12:
+    def __init__(self):
+        r_p12 = np.random.default_rng(0)
+        self.w = jl.Variable(r_p12.standard_normal((4, 3)) * 0.3)
+        self.counts = collections.defaultdict(int)
+        self.cfg = {"lr": 0.1}
+
+def step_p12(m, xs, ys):
+    losses = []
+    with jl.GradientTape() as tape:
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            logits = x.astype(np.float64) @ m.w
+            l = F.cross_entropy(logits[None], np.array([y]))
+            losses.append(l * (1.0 + 0.1 * i))
+        loss = sum(losses) / len(losses)
+    g = tape.gradient(loss, m.w)
+    m.w.assign_sub(m.cfg.get("lr", 0.01) * g)
+    big = any(float(l) > 1.5 for l in losses)
+    m.counts["big" if big else "small"] += 1
+    m.cfg.setdefault("seen", 0)
+    m.cfg["seen"] += 1
+    feats = np.concatenate([x[None] for x in xs], axis=0)
+    return round(float(loss), 4), abs(float(np.sum(feats))), big
+
+def make_p12():
+    return step_p12, {"m": Model_p12()}
+
+r_p12 = np.random.default_rng(5)
+data_p12 = [([r_p12.standard_normal(4).astype(np.float32) for _ in range(3)], [int(v) for v in r_p12.integers(0, 3, 3)])
+            for _ in range(4)]
+
+
+def test_p12_idioms():
+    """Python-container idioms: enumerate(zip()), dict.get and setdefault, a defaultdict of
+    counters, sum(list) / len(list), any() of graph comparisons, abs() and round() of graph
+    numbers, np.concatenate of a comprehension."""
+    jf = check(make_p12, [lambda s, k=k: (s["m"],) + data_p12[k % 4] for k in range(24)], min_graph_calls=12)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
