@@ -366,6 +366,7 @@ _FUNCTIONS = {
     np.sum: _np_sum, np.mean: _np_mean, np.max: _np_max, np.amax: _np_max, np.min: _np_min,
     np.amin: _np_min, np.var: _np_var, np.std: _np_std, np.dot: F.dot,
     np.linalg.norm: lambda x, axis=None, keepdims=False, ord=None: F.norm(x, axis, keepdims),
+    np.linalg.solve: F.solve, np.linalg.inv: F.inv,
     np.any: lambda a, axis=None, keepdims=False: F.any(a, axis, keepdims),
     np.all: lambda a, axis=None, keepdims=False: F.all(a, axis, keepdims), np.matmul: F.matmul,
     np.tensordot: F.tensordot,
@@ -397,7 +398,7 @@ _SIGNATURES = {
     np.sum: (5, {"axis", "dtype", "out", "keepdims"}, {}), np.mean: (2, {"axis", "out", "keepdims"}, {}),
     np.max: _MAX_KEEPDIMS, np.amax: _MAX_KEEPDIMS, np.min: _MAX_KEEPDIMS, np.amin: _MAX_KEEPDIMS,
     np.var: (2, {"axis", "out", "ddof", "keepdims"}, {}), np.std: (2, {"axis", "out", "ddof", "keepdims"}, {}),
-    np.linalg.norm: (1, {"axis", "keepdims"}, {"ord": None}), np.any: (2, {"axis", "keepdims"}, {}),
+    np.linalg.norm: (1, {"axis", "keepdims"}, {"ord": None}), np.linalg.solve: (2, set(), {}), np.linalg.inv: (1, set(), {}), np.any: (2, {"axis", "keepdims"}, {}),
     np.all: (2, {"axis", "keepdims"}, {}),
     np.dot: (2, set(), {}), np.matmul: (2, set(), {}), np.maximum: (2, set(), {}),
     np.tensordot: (3, {"axes"}, {}), np.einsum: (3, set(), {}),
@@ -413,7 +414,7 @@ _SIGNATURES = {
     np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 3, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
-                   np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2}
+                   np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2, np.linalg.solve: 2}
 
 
 # func -> (fewest, most positional arguments, keywords): the common call is checked inline in

@@ -322,6 +322,21 @@ def _(draw, rng):
     return (lambda x: F.flip(x, axis) * 2.0), (normal(rng, shape),)
 
 
+@case("solve")
+def _(draw, rng):  # a well-conditioned square a; b a vector (NumPy 2), a matrix or a stack
+    n = draw(st.integers(1, 4))
+    a = normal(rng, (n, n)) * 0.3 + np.eye(n) * 2.0
+    b_shape = draw(st.sampled_from([(n,), (n, 2), (3, n, 1)]))
+    return (lambda a, b: F.solve(a, b)), (a, normal(rng, b_shape))
+
+
+@case("inv")
+def _(draw, rng):
+    n = draw(st.integers(1, 4))
+    stack = draw(st.sampled_from([(), (2,)]))
+    return (lambda a: F.inv(a)), (normal(rng, stack + (n, n)) * 0.3 + np.eye(n) * 2.0,)
+
+
 @case("add_at")
 def _(draw, rng):  # np.add.at: repeated rows add once per occurrence; a row broadcast to them too
     shape = draw(ND_SHAPES)
@@ -483,7 +498,7 @@ COVERED_PRIMITIVES = {
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
-    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp", "roll", "flip",
+    "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp", "roll", "flip", "solve", "inv",
 }
 
 

@@ -16,7 +16,7 @@ from ..ops import api as F
 from ..source import NoSource, function_ast, has_yield, in_packages, local_names
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
-from .callbacks import _NOT_HANDLED
+from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert, is_conversion
 from .early_returns import function_body
 from .py_numbers import is_number_call, number_call
@@ -49,6 +49,10 @@ class CallsMixin:
     def call(self, func, args, kwargs, node=None):
         if (func is any or func is all) and len(args) == 1 and not kwargs:
             return self.any_all(func is any, args[0])
+        if func is functools.partial and args and is_user_callable(args[0]):  # made here: held as it is,
+            return functools.partial(*args, **kwargs)
+        if type(func) is functools.partial and is_user_callable(func.func):  # and called as the call it stands for
+            return self.call(func.func, list(func.args) + list(args), {**func.keywords, **kwargs}, node)
         if _is_jit(func):
             inner = func.__wrapped__
             if getattr(func, "__self__", None) is not None:

@@ -101,12 +101,35 @@ def _broadcast_like(avals, params):
     return like, dx
 
 
+def _square(shape):
+    return len(shape) >= 2 and shape[-1] == shape[-2]
+
+
+def _solve(avals, params):  # NumPy 2: a 1-D b is a vector, else a stack of matrices
+    (a, da), (b, db) = avals
+    if not _square(a) or not b or b[0 if len(b) == 1 else -2] != a[-1]:
+        return None
+    try:
+        stack = np.broadcast_shapes(a[:-2], b[:-2] if len(b) > 1 else ())
+    except ValueError:
+        return None
+    return tuple(stack) + (tuple(b) if len(b) == 1 else tuple(b[-2:])), np.result_type(da, db)
+
+
+def _inv(avals, params):
+    ((a, da),) = avals
+    return (tuple(a), da) if _square(a) else None
+
+
 # op name -> (array avals (shape, dtype) of the operands, params) -> aval or None
 RULES = {"matmul": _matmul, "dot": _dot, "transpose": _transpose, "sum_to": _sum_to,
-         "getitem_grad": _getitem_grad, "broadcast_like": _broadcast_like}
+         "getitem_grad": _getitem_grad, "broadcast_like": _broadcast_like, "solve": _solve, "inv": _inv}
+# ops whose rule is the only way to a shape: run on stand-in operands (zeros) they would fail
+# (a singular matrix), so the check that runs every op anyway (JANUS_LIKE_VERIFY) skips them
+UNSAMPLED = frozenset({"solve", "inv"})
 
 
-_ARITY = {"transpose": 1, "getitem_grad": 2}  # getitem_grad's index operands follow its two arrays
+_ARITY = {"transpose": 1, "getitem_grad": 2, "inv": 1}  # getitem_grad's index operands follow its two arrays
 
 
 def by_rule(op, inputs, params):

@@ -133,6 +133,14 @@ class Sym(ArrayMethods):
             return _REDUCERS[ufunc](inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
         raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}.{method} has no registered op")
 
+    def item(self):
+        """`x.item()` of a one-element graph value: the Python number eager gets (a TO_PY node)."""
+        if self.size != 1 or self.dtype.kind not in "biuf":
+            raise Unsupported("data-dependent-python", f".item() of a graph value of {self.size} elements "
+                                                       f"({self.dtype})")
+        kind = self.dtype.kind
+        return _builder().to_py(self, bool if kind == "b" else int if kind in "iu" else float)
+
     def __array_function__(self, func, types, args, kwargs):
         from ..tensor import _FUNCTIONS, unimplemented_arguments
 

@@ -182,6 +182,8 @@ def logsumexp(x, axis=None, keepdims=False):
 # ------------------------------------------------------------------ linear algebra
 def matmul(a, b): return bind(P.matmul, a, b)
 def dot(a, b): return bind(P.dot, a, b)
+def solve(a, b): return bind(P.solve, a, b)
+def inv(a): return bind(P.inv, a)
 
 
 def tensordot(a, b, axes=2):

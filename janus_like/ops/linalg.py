@@ -108,3 +108,26 @@ def _einsum_vjp(g, out, a, b, subscripts):
 
 
 register("einsum", lambda xp, a, b, subscripts: xp.einsum(subscripts, a, b), vjp=_einsum_vjp)
+
+
+# ------------------------------------------------------------------ linear systems
+# `np.linalg.solve(a, b)` and `np.linalg.inv(a)` of square matrices (a ridge regression head, a
+# Gaussian-process step): x = a⁻¹ b, so db = a⁻ᵀ g and da = -db xᵀ; inv: da = -outᵀ g outᵀ.
+def _solve_vjp(g, out, a, b):
+    vector = len(b.shape) == 1  # NumPy 2's rule: only a 1-D b is a vector
+    gb = F.solve(F.swapaxes(a, -1, -2), g)
+    if not wants(0):
+        return None, F.sum_to(gb, b)
+    ga = F.neg(F.mul(F.expand_dims(gb, -1), F.expand_dims(out, -2)) if vector
+               else F.matmul(gb, F.swapaxes(out, -1, -2)))
+    return F.sum_to(ga, a), (F.sum_to(gb, b) if wants(1) else None)
+
+
+def _inv_vjp(g, out, a):
+    t = F.swapaxes(out, -1, -2)
+    return (F.neg(F.matmul(F.matmul(t, g), t)),)
+
+
+register("solve", lambda xp, a, b: xp.linalg.solve(a, b), vjp=_solve_vjp,
+         doc="x with a @ x = b (np.linalg.solve), a square, b a matrix or a vector")
+register("inv", lambda xp, a: xp.linalg.inv(a), vjp=_inv_vjp, doc="the inverse of square a (np.linalg.inv)")

@@ -8,10 +8,13 @@ graph value and handlers the warm-up entered were generated):
 - message passing over an adjacency dict with np.add.at, and polymorphic node classes.
 - Python containers: enumerate(zip()), dict.get / setdefault, a defaultdict, any() of graph
   comparisons, round() and abs() of graph numbers.
+- an epoch in one call: a Generator's permutation, minibatch slices, functools.partial, .item(),
+  np.linalg.solve.
 - a transformer-like block: layer norm by hand, a causal mask, softmax, dropout under a training
   flag, a learning rate from min() and max().
 """
 import collections
+import functools
 import math
 
 import numpy as np
@@ -261,4 +264,43 @@ def test_p12_idioms():
     counters, sum(list) / len(list), any() of graph comparisons, abs() and round() of graph
     numbers, np.concatenate of a comprehension."""
     jf = check(make_p12, [lambda s, k=k: (s["m"],) + data_p12[k % 4] for k in range(24)], min_graph_calls=12)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+# -------------------- an epoch in one call
+def loss_fn_p13(w, xb, yb, reg):
+    return F.mean((xb @ w - yb) ** 2) + reg * F.sum(w * w)
+
+def epoch_p13(state, x, y, pairs):
+    idx = state["rng"].permutation(len(x))
+    w = state["w"]
+    lf = functools.partial(loss_fn_p13, reg=0.01)
+    total = 0.0
+    for b in range(0, len(x), 4):
+        sel = idx[b:b + 4]
+        with jl.GradientTape() as tape:
+            l = lf(w, x[sel], y[sel])
+        w.assign_sub(0.1 * tape.gradient(l, w))
+        total += l.item()
+    a, c = zip(*pairs)
+    A, C = np.stack(a), np.stack(c)
+    head = np.linalg.solve(A.T @ A + np.eye(A.shape[1]), A.T @ C)
+    first = pairs[0][0]
+    return total, head, first
+
+def make_p13():
+    r_p13 = np.random.default_rng(0)
+    return epoch_p13, {"st": {"rng": np.random.default_rng(1), "w": jl.Variable(r_p13.standard_normal(3) * 0.1)}}
+
+r_p13 = np.random.default_rng(2)
+data_p13 = [(r_p13.standard_normal((12, 3)), r_p13.standard_normal(12),
+             [(r_p13.standard_normal(3), r_p13.standard_normal(2)) for _ in range(5)])
+        for _ in range(3)]
+
+
+def test_p13_idioms():
+    """An epoch inside one call: a permutation from a Generator, minibatches by slicing it, a loss
+    made with functools.partial, x.item(), zip(*pairs) stacked, np.linalg.solve for a ridge
+    head."""
+    jf = check(make_p13, [lambda s, k=k: (s["st"],) + data_p13[k % 3] for k in range(15)], min_graph_calls=10)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
