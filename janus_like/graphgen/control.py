@@ -29,14 +29,17 @@ class ControlFlowMixin:
     def stmt_If(self, node, frame):
         self.branch_on(node, self.eval_test(node.test, frame), frame)
 
-    def if_expression(self, node, test, frame):
+    def if_expression(self, node, test, frame, body=None, orelse=None):
         """`a if test else b` on a graph value: the `if` statement `tmp = a` / `tmp = b`, so the
         expression gets what a statement gets (speculated, or a conditional node once the
-        warm-up saw both outcomes or the speculation kept failing, or one graph per outcome)."""
+        warm-up saw both outcomes or the speculation kept failing, or one graph per outcome).
+        `body` / `orelse`: the arms' expressions, when `node` is not an IfExp."""
         tmp = f"_janus_like_ifexp_{len(frame.locals)}_{node.col_offset}"
         arms = [ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(tmp, ast.Store()), node)],
-                                             value=arm), node) for arm in (node.body, node.orelse)]
-        statement = ast.copy_location(ast.If(test=node.test, body=arms[:1], orelse=arms[1:]), node)
+                                             value=arm), node)
+                for arm in ((node.body, node.orelse) if body is None else (body, orelse))]
+        test_ast = node.test if body is None else ast.copy_location(ast.Constant(True), node)  # (evaluated already)
+        statement = ast.copy_location(ast.If(test=test_ast, body=arms[:1], orelse=arms[1:]), node)
         ast.fix_missing_locations(statement)
         self.branch_on(statement, test, frame)
         return frame.locals.pop(tmp)

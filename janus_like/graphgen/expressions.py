@@ -77,10 +77,28 @@ class ExpressionsMixin:
         return _UNARY[type(node.op)](v)
 
     def expr_BoolOp(self, node, frame):
+        """`a and b`, `a or b`: operand by operand, as eager. A graph-valued operand's truth is
+        speculated, or, once the warm-up saw both outcomes (or the speculation kept failing),
+        the rest is a conditional node: `a and b` is `b if a else a`, `a or b` is `a if a else b`
+        (control.if_expression)."""
         is_and = isinstance(node.op, ast.And)
         value = None
-        for v_node in node.values:
+        key = site_key(frame.filename, node)
+        last = len(node.values) - 1
+        for i, v_node in enumerate(node.values):
             value = self.eval(v_node, frame)
+            if i == last:  # its truth is not taken: it is the value
+                return value
+            if isinstance(value, Sym) and key not in self.split and self.branch_is_relaxed(key):
+                held = f"_janus_like_boolop_{len(frame.locals)}_{node.col_offset}"
+                frame.locals[held] = value
+                rest = node.values[i + 1:]
+                rest = rest[0] if len(rest) == 1 else ast.copy_location(ast.BoolOp(op=node.op, values=rest), node)
+                name = ast.copy_location(ast.Name(held, ast.Load()), node)
+                try:
+                    return self.if_expression(node, value, frame, *((rest, name) if is_and else (name, rest)))
+                finally:
+                    frame.locals.pop(held, None)
             t = self.speculate(value, node, frame, "branch") if isinstance(value, Sym) else self.truth(value)
             if is_and and not t:
                 return value
@@ -358,7 +376,13 @@ class ExpressionsMixin:
                 return shadow[key]
             if isinstance(key, (Sym,)):
                 raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
+            # a list whose length is read when the graph runs (containers.container_len): its
+            # last items are read by negative index, guarded only to exist (`history[-3:]`)
+            tail = type(obj.obj) is list and ("length", obj.slot.text) in self.relaxed
             if isinstance(key, slice):
+                if tail and key.step in (None, 1) and key.stop is None and isinstance(key.start, int) \
+                        and -len(obj.obj) <= key.start < 0:
+                    return [self.getitem(obj, i) for i in range(key.start, 0)]
                 return self.materialize(obj, self.site)[key]
             try:
                 value = obj.obj[key]
@@ -367,8 +391,12 @@ class ExpressionsMixin:
                 err.original = exc  # what eager raises here (a `try` around it may catch it)
                 raise err from None
             if isinstance(obj.obj, (list, tuple)) and isinstance(key, int) and key < 0:
-                key = len(obj.obj) + key
-                self.prog.check_len(obj.slot, self.site)
+                if tail:
+                    self.prog.check_min_len(obj.slot, -key, self.site)
+                else:
+                    key = len(obj.obj) + key
+                    self.prog.check_len(obj.slot, self.site,
+                                        relax=("length", obj.slot.text) if type(obj.obj) is list else None)
             slot, _ = self.prog.item(obj.slot, key, value)
             return self.classify(slot, self.site, ast_key)  # element values that varied become inputs
         if isinstance(index, Sym) and isinstance(obj, (list, tuple, dict)):

@@ -153,6 +153,11 @@ class InputProgram:
         n = len(slot.value)
         self.check(slot, f"len({{v}}) == {n}", Assumption("length", site, n, slot.text, relax=relax))
 
+    def check_min_len(self, slot, n, site):
+        """At least n items: reads by negative index (`history[-1]`) of a list whose exact
+        length is a graph input."""
+        self.check(slot, f"len({{v}}) >= {n}", Assumption("length", site, f">= {n}", slot.text))
+
     def length(self, parent: Slot):
         """`len()` of a container slot, read when the graph runs (a Python int)."""
         return self._new(parent, ("len",), f"len({parent.text})", len(parent.value), f"len(s{parent.index})")

@@ -208,9 +208,9 @@ class _Instrument(ast.NodeTransformer):
         node.test = self.hook("b", node, node.test)
         return node
 
-    def visit_BoolOp(self, node):
+    def visit_BoolOp(self, node):  # the operands whose truth Python takes: all but the last
         self.generic_visit(node)
-        node.values = [self.hook("bv", node, v) for v in node.values]
+        node.values = [self.hook("bv", node, v) for v in node.values[:-1]] + node.values[-1:]
         return node
 
     def visit_While(self, node):

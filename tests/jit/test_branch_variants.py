@@ -214,3 +214,25 @@ def test_sequences_of_a_few_lengths_with_a_counter_are_not_a_growing_log():
     jf = check(lambda: (over_steps, {"c": Counter()}), [lambda s, k=k: (seqs[k % 6], s["c"]) for k in range(30)],
                min_graph_calls=20)
     assert "growing-container" not in fallback_reasons(jf), jf.explain()
+
+
+def plateau(x, m):
+    """Plateau detection on a loss history the caller appends to: its last items by negative
+    index and its length."""
+    m.w = m.w - 0.1 * x
+    loss = float(np.sum(m.w * m.w))
+    lr = 0.1
+    if len(m.history) >= 3 and loss > min(m.history[-3:]):
+        lr = 0.05
+    return m.w * lr + m.history[-1]
+
+
+def test_the_last_items_of_a_growing_list_by_negative_index():
+    """After its length is relaxed (a new one every call), `history[-3:]` and `history[-1]` read
+    the last items, guarded only to exist: the graphs keep running while the list grows."""
+    def call(s, k):
+        s["m"].history.append(1.0 + 0.25 * (k % 4))
+        return np.random.default_rng(k).standard_normal(3) * 0.1, s["m"]
+
+    jf = check(_make(plateau), [lambda s, k=k: call(s, k) for k in range(30)], min_graph_calls=10)
+    assert "growing-container" not in fallback_reasons(jf), jf.explain()

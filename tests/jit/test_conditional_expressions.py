@@ -103,3 +103,22 @@ def test_any_whose_later_items_draw_stays_eager():
     xss = [[rng.standard_normal(3) for _ in range(3)] for _ in range(4)]
     jf = check(lambda: (drawn_later, {}), [lambda s, k=k: (xss[k % 4],) for k in range(10)], min_graph_calls=0)
     assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
+
+
+# ------------------------------------------------------------------ a and b, a or b as values
+def gates(x, y):
+    s, t = float(np.sum(x)), float(np.sum(y))
+    first = s > 0 and t  # a Python bool, or t
+    either = (x.max() > 1.0) or (y * 2.0)  # a 0-d array, or an array
+    chain = s > -1 and t > -1 and s + t
+    return first, either, chain
+
+
+def test_and_or_values_on_graph_values_become_conditional_nodes():
+    """Each operand's truth was speculated operand by operand; once both outcomes occur the
+    rest of the expression is a conditional node (or one graph per outcome where the arms'
+    types differ)."""
+    rng = np.random.default_rng(6)
+    pairs = [(rng.standard_normal(3) * (1 + k % 3), rng.standard_normal(3)) for k in range(8)]
+    jf = check(lambda: (gates, {}), [lambda s, k=k: pairs[k % 8] for k in range(24)], min_graph_calls=8)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
