@@ -172,6 +172,8 @@ def _identity(v):
 def _dict_key(k):
     if isinstance(k, Sym) and not isinstance(k, VarRef):
         raise Unsupported("data-dependent-python", "a graph value used as a dict key or a list index", "")
+    if isinstance(k, DeferredStr):  # f"act_{step % 2}" of a graph value: which entry is known only at run time
+        raise Unsupported("data-dependent-python", "a string formatted from graph values used as a dict key", "")
     return _identity(k)  # Variables and input objects key dicts by the object itself
 
 

@@ -236,3 +236,24 @@ def test_the_last_items_of_a_growing_list_by_negative_index():
 
     jf = check(_make(plateau), [lambda s, k=k: call(s, k) for k in range(30)], min_graph_calls=10)
     assert "growing-container" not in fallback_reasons(jf), jf.explain()
+
+
+class Metrics:
+    def __init__(self):
+        self.t = 0
+        self.by_key = {}
+
+
+def keyed_by_counter(x, m):
+    m.t += 1  # a counter: after its value keeps changing, a graph input
+    m.by_key[f"act_{m.t % 2}"] = float(np.abs(x).mean())  # which entry: known only at run time
+    return x * 2.0
+
+
+def test_a_dict_key_formatted_from_a_graph_value_is_not_stored_as_a_string_to_be():
+    """The key was stored as the generator's deferred string object (state differed from
+    eager's from the first graph run); such a write now keeps the signature eager."""
+    jf = check(lambda: (keyed_by_counter, {"m": Metrics()}),
+               [lambda s, k=k: (np.random.default_rng(k).standard_normal(3), s["m"]) for k in range(12)],
+               min_graph_calls=0)
+    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
