@@ -103,7 +103,7 @@ def simple_statements(draw, loop_var=False):
     kind = draw(st.sampled_from(["assign", "assign", "iadd", "imul", "row", "col", "slice", "fancy", "out",
                                  "attr", "attr_inplace", "append", "dictset", "variable", "bump", "xs_append",
                                  "convert", "local", "callback", "box", "hist", "alias", "view", "swap", "where",
-                                 "stack", "comprehension"]))
+                                 "stack", "comprehension", "fkey"]))
     e = draw(nm_expressions(2, loop_var))
     if kind == "assign":
         return [f"{v} = {e}"]
@@ -165,6 +165,8 @@ def simple_statements(draw, loop_var=False):
         w = draw(st.sampled_from(_VARS))
         return [draw(st.sampled_from([f"{v} = np.stack([{v}, {w}]).sum(axis=0) * 0.5",
                                       f"{v} = np.concatenate([{v}, {w}], axis=1)[:, ::2] + {e}"]))]
+    if kind == "fkey":  # a dict key formatted from a counter that becomes a graph input
+        return ["obj.t += 1", f"obj.cache[f'k{{obj.t % 2}}'] = np.sum({v})"]
     if kind == "comprehension":
         w = draw(st.sampled_from(_VARS))
         return [draw(st.sampled_from([f"{v} = sum([t * 0.5 for t in ({v}, {w})])",
