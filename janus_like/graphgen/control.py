@@ -34,7 +34,7 @@ class ControlFlowMixin:
         expression gets what a statement gets (speculated, or a conditional node once the
         warm-up saw both outcomes or the speculation kept failing, or one graph per outcome).
         `body` / `orelse`: the arms' expressions, when `node` is not an IfExp."""
-        tmp = f"_janus_like_ifexp_{len(frame.locals)}_{node.col_offset}"
+        tmp = f"{_IFEXP_PREFIX}{len(frame.locals)}_{node.col_offset}"
         arms = [ast.copy_location(ast.Assign(targets=[ast.copy_location(ast.Name(tmp, ast.Store()), node)],
                                              value=arm), node)
                 for arm in ((node.body, node.orelse) if body is None else (body, orelse))]
@@ -138,8 +138,7 @@ class ControlFlowMixin:
         self.set_site(node, frame)
         (then_block, then_vals, then_over, then_cont), (else_block, else_vals, else_over, else_cont) = results
         # (label, then value, else value, where the merged value goes)
-        merges = [("the returned value" if name == RESULT else repr(name), then_vals[name], else_vals[name],
-                   ("local", name)) for name in assigned]
+        merges = [(_local_label(name), then_vals[name], else_vals[name], ("local", name)) for name in assigned]
         for key, (kind, target, name, before) in written.items():
             a, b = then_over.get(key, before), else_over[key]  # a key only `else` wrote: then-value `before`
             if kind == "box":
@@ -490,6 +489,19 @@ class ControlFlowMixin:
             self.speculate(test, node, frame, "branch")
         elif not self.truth(test):
             raise Unsupported("user-error", "assert statement fails", self.site)
+
+
+def _local_label(name):
+    """How a message names a local a conditional node merges (the generator's temporaries by
+    the expression they hold)."""
+    if name == RESULT:
+        return "the returned value"
+    if name.startswith(_IFEXP_PREFIX):
+        return "the value of a conditional expression (`a if test else b`, `a and b`, `a or b`)"
+    return repr(name)
+
+
+_IFEXP_PREFIX = "_janus_like_ifexp_"
 
 
 def _classes(value):

@@ -122,3 +122,4 @@ def test_and_or_values_on_graph_values_become_conditional_nodes():
     pairs = [(rng.standard_normal(3) * (1 + k % 3), rng.standard_normal(3)) for k in range(8)]
     jf = check(lambda: (gates, {}), [lambda s, k=k: pairs[k % 8] for k in range(24)], min_graph_calls=8)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+    assert "_janus_like" not in jf.explain() and "conditional expression" in jf.explain(), jf.explain()
