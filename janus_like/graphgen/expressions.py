@@ -296,6 +296,9 @@ class ExpressionsMixin:
             if over is not _MISSING:
                 return over
             target = obj.obj
+            fields = getattr(type(target), "_fields", None) if isinstance(target, tuple) else None
+            if fields is not None and name in fields:  # a namedtuple's field: its item
+                return self.getitem(obj, fields.index(name))
             if isinstance(target, (list, dict, tuple, collections.deque)):
                 return ContainerMethod(obj, name)
             inst = getattr(target, "__dict__", {})
@@ -431,6 +434,7 @@ class ExpressionsMixin:
 
     def compare(self, op, left, right):
         if isinstance(op, (ast.Is, ast.IsNot)):
+            self.pin_compared(left, right)
             same = _identity(left) is _identity(right)
             return same if isinstance(op, ast.Is) else not same
         if isinstance(op, (ast.In, ast.NotIn)):
@@ -449,9 +453,23 @@ class ExpressionsMixin:
                 found = _dict_key(left) in right
             return found if isinstance(op, ast.In) else not found
         if isinstance(left, ObjRef) or isinstance(right, ObjRef):
+            self.pin_compared(left, right)
             l, r = _identity(left), _identity(right)
             return _CMPOPS[type(op)](l, r)
         return self.lift(_CMPOPS[type(op)](left, right))
+
+    def pin_compared(self, left, right):
+        """An input object compared with an object of its own type (`mode is Mode.TRAIN`, two
+        enum members, `a == b`): the outcome depends on which object it is, and only its type
+        is guarded, so its identity is guarded too. (Compared with None or another type, the
+        guarded type decides the outcome: `cache is None` keeps no identity guard.)"""
+        objs = [v for v in (left, right) if isinstance(v, ObjRef)]
+        if not objs:
+            return
+        a, b = (_identity(v) for v in (left, right))
+        if type(a) is type(b):
+            for v in objs:
+                self.prog.check_identity(v.slot, self.site)
 
     def truth(self, v):
         if isinstance(v, Sym):
@@ -459,7 +477,10 @@ class ExpressionsMixin:
         if isinstance(v, ObjRef):
             if isinstance(v.obj, (list, tuple, dict)):
                 return len(self.materialize(v, self.site)) > 0
-            return bool(v.obj)  # object truthiness: the type is guarded
+            kind = type(v.obj)
+            if getattr(kind, "__bool__", None) is not None or getattr(kind, "__len__", None) is not None:
+                self.prog.check_identity(v.slot, self.site)  # its own truth: this very object
+            return bool(v.obj)  # a plain object is true: its type is guarded
         return bool(v)
 
 
