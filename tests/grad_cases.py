@@ -9,8 +9,8 @@ from hypothesis.extra import numpy as hnp
 from janus_like import F
 from janus_like.ops import P, bind
 
-from gradcheck import (ND_SHAPES, SHAPES, _arr, away_from_zero, axis_for, broadcast_shapes, distinct, interleaved,
-                       normal, positive)
+from gradcheck import (ND_SHAPES, SHAPES, _arr, _is_float_array, _projections, away_from_zero, axis_for,
+                       broadcast_shapes, distinct, interleaved, normal, positive)
 
 # ------------------------------------------------------------------ the table
 CASES = {}
@@ -307,36 +307,6 @@ def _(draw, rng):  # zeros around x: one width for all, a pair for all axes, or 
     return (lambda x: F.pad(x, width)), (normal(rng, shape),)
 
 
-@case("roll")
-def _(draw, rng):  # shifts past the length and negative ones wrap; axis None rolls the flat array
-    shape = draw(ND_SHAPES)
-    nd = len(shape)
-    shift, axis = draw(st.sampled_from([(3, None), (-1, 0), (5, -1), ((1, -2), (0, nd - 1)) if nd > 1 else (2, 0)]))
-    return (lambda x: F.roll(x, shift, axis)), (normal(rng, shape),)
-
-
-@case("flip")
-def _(draw, rng):
-    shape = draw(ND_SHAPES)
-    axis = draw(st.sampled_from([None, 0, -1] + ([(0, len(shape) - 1)] if len(shape) > 1 else [])))
-    return (lambda x: F.flip(x, axis) * 2.0), (normal(rng, shape),)
-
-
-@case("solve")
-def _(draw, rng):  # a well-conditioned square a; b a vector (NumPy 2), a matrix or a stack
-    n = draw(st.integers(1, 4))
-    a = normal(rng, (n, n)) * 0.3 + np.eye(n) * 2.0
-    b_shape = draw(st.sampled_from([(n,), (n, 2), (3, n, 1)]))
-    return (lambda a, b: F.solve(a, b)), (a, normal(rng, b_shape))
-
-
-@case("inv")
-def _(draw, rng):
-    n = draw(st.integers(1, 4))
-    stack = draw(st.sampled_from([(), (2,)]))
-    return (lambda a: F.inv(a)), (normal(rng, stack + (n, n)) * 0.3 + np.eye(n) * 2.0,)
-
-
 @case("add_at")
 def _(draw, rng):  # np.add.at: repeated rows add once per occurrence; a row broadcast to them too
     shape = draw(ND_SHAPES)
@@ -509,3 +479,12 @@ def _draw_case(data, name):
     return fn, args, tolerances
 
 
+def drawn_float_case(data, name):
+    """(fn, args, projections of fn's outputs, the indices of args that are float arrays) of a
+    drawn case, or None when no argument is a float array (nothing to differentiate)."""
+    fn, args, _ = _draw_case(data, name)
+    wrt = [i for i, a in enumerate(args) if _is_float_array(a)]
+    return (fn, args, _projections(fn, args, 0), wrt) if wrt else None
+
+
+import grad_cases_layout  # noqa: E402,F401  (registers the rearrangement and linear-system cases)

@@ -17,8 +17,8 @@ import janus_like as jl
 from janus_like import F
 from janus_like.ops import P, eager_vjp
 
-from grad_cases import CASES, _draw_case
-from gradcheck import _is_float_array, _projections, watched_grads
+from grad_cases import CASES, drawn_float_case
+from gradcheck import watched_grads
 
 
 def _same_bits(a, b):
@@ -30,11 +30,10 @@ def _same_bits(a, b):
 @settings(max_examples=5)
 @given(data=st.data())
 def test_one_source_gets_the_bits_of_the_full_gradient(name, data):
-    fn, args, _ = _draw_case(data, name)
-    wrt = [i for i, a in enumerate(args) if _is_float_array(a)]
-    if not wrt:
+    case = drawn_float_case(data, name)
+    if case is None:
         return
-    us = _projections(fn, args, 0)
+    fn, args, us, wrt = case
     full = watched_grads(fn, args, us, wrt)
     for k, i in enumerate(wrt):
         (alone,) = watched_grads(fn, args, us, [i])

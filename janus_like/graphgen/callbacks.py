@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import ast
 import functools
+import operator
 import types
 
+import numpy as np
+
+from .. import ir
+from ..ops.registry import REGISTRY
 from ..source import in_packages
 from .support import Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
-from .values import BoundMethod, LocalFunction, ObjRef, Unsupported
+from .values import BoundMethod, LocalFunction, ObjRef, Sym, Unsupported
 
 _NOT_HANDLED = object()
 
@@ -91,22 +96,26 @@ class CallbacksMixin:
         graph value that decides it too, which the graph cannot know: the items after one are
         built only when building them draws no random numbers and makes no effect (a print);
         computing them anyway changes nothing else."""
-        import operator
-
-        import numpy as np
-
-        from .values import Sym
-
-        acc = None
         builder = self.builder
-        for item in _pulled(self.iterate_lazily(iterable), self, acc_is_set=lambda: acc is not None):
+        items = iter(self.iterate_lazily(iterable))
+        acc = None
+        while True:
+            block, mark, effects = builder.block, len(builder.block), len(self.effects)
+            try:
+                item = next(items)
+            except StopIteration:
+                return (not is_any) if acc is None else acc
+            if acc is not None and (len(self.effects) != effects or builder.block is not block or any(
+                    n.op in ir.STATEFUL and n.op != ir.ASSERT or n.op in REGISTRY and REGISTRY[n.op].stateful
+                    for n in block[mark:])):
+                raise Unsupported("data-dependent-python", "any()/all() whose later items draw random numbers or "
+                                                           "print, after an item the graph computes", self.site)
             if isinstance(item, Sym):
                 truth = item if item.kind == "py" and item.dtype == np.bool_ else \
                     builder.py_op(operator.truth, self.one_truth(item))
                 acc = truth if acc is None else builder.py_op(operator.or_ if is_any else operator.and_, acc, truth)
             elif bool(self.truth(item)) == is_any:
                 return is_any
-        return (not is_any) if acc is None else acc
 
     # ---------------------------------------------------------------- the replayed builtins
     def _map(self, args, kwargs):
@@ -215,25 +224,3 @@ _HANDLERS = {
     functools.reduce: CallbacksMixin._reduce,
 }
 
-
-def _pulled(items, gen, acc_is_set):
-    """`items` pulled one by one; once a graph value has been seen (`acc_is_set()`), a pull that
-    draws random numbers or makes an effect raises Unsupported (see CallbacksMixin.any_all)."""
-    from .. import ir
-    from ..ops.registry import REGISTRY
-
-    it = iter(items)
-    while True:
-        block, mark, effects = gen.builder.block, len(gen.builder.block), len(gen.effects)
-        try:
-            item = next(it)
-        except StopIteration:
-            return
-        if acc_is_set():
-            added = block[mark:] if gen.builder.block is block else []
-            if len(gen.effects) != effects or gen.builder.block is not block or any(
-                    n.op in (ir.RANDOM, ir.COND, ir.LOOP) or (n.op in REGISTRY and REGISTRY[n.op].stateful)
-                    for n in added):
-                raise Unsupported("data-dependent-python", "any()/all() whose later items draw random numbers or "
-                                                           "print, after an item the graph computes", gen.site)
-        yield item

@@ -22,6 +22,7 @@ from .builder import GraphBuilder
 from .callbacks import CallbacksMixin
 from .calls import CallsMixin
 from .containers import ContainersMixin
+from .blocks import BlocksMixin
 from .control import ControlFlowMixin
 from .expressions import ExpressionsMixin
 from .comprehensions import ComprehensionsMixin
@@ -39,8 +40,8 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, LoopMixin, StatementsMixin, ExpressionsMixin,
-                ComprehensionsMixin, ContainersMixin):
+class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin, StatementsMixin,
+                ExpressionsMixin, ComprehensionsMixin, ContainersMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input

@@ -1,0 +1,92 @@
+"""`try`, `with` and `assert` statements (a mixin of the graph generator): a `try` runs as if
+its body raises nothing, a `with` enters a GradientTape or an np.errstate, an assert on a graph
+value is speculated."""
+from __future__ import annotations
+
+from ..source import site_key
+from .builder import SymbolicTape
+from .values import Sym, Unsupported
+from .support import ErrState, _Break, _Continue, _Return
+
+
+class BlocksMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def stmt_Try(self, node, frame):
+        """`try`: the body runs as if it raises nothing (when a graph op raises at run time, the
+        call falls back and eager's handler runs; after `regen_after` such calls the signature
+        goes eager), then `else`, then `finally` (also on a return, break or continue leaving the
+        body). Unless the handlers caught something every time the warm-up entered the `try`: it
+        is expected to raise again, and the signature stays eager. A handler that caught only some
+        times (a cache filled on its first miss, `except KeyError: cache[k] = ...`) is no bar. An
+        exception raised while generating the body is a generation failure, never handled here
+        (the graph must not take a handler eager would not): when a handler catches it, this call
+        runs eagerly and a later one generates again."""
+        if node.handlers:
+            if self.profile is None:
+                raise Unsupported("try", "a `try` with handlers in code the warm-up did not profile", self.site)
+            entered = self.profile.branch(site_key(frame.filename, node))[0]
+            n_caught = sum(self.profile.branch(site_key(frame.filename, h))[0] for h in node.handlers)
+            if n_caught and n_caught >= entered:
+                raise Unsupported("try", f"the handlers caught an exception each time the warm-up entered the "
+                                         f"`try` ({n_caught} of {entered})", self.site)
+            self.try_sites.append(self.site)
+        try:
+            try:
+                self.exec_block(node.body, frame)
+            except (_Return, _Break, _Continue):
+                raise
+            except Exception as exc:  # the user's code raised while generating: eager's handler may catch it
+                raised = getattr(exc, "original", None) if isinstance(exc, Unsupported) else exc
+                caught = tuple(t for h in node.handlers if h.type is not None
+                               for t in _classes(self.eval(h.type, frame)))
+                if raised is not None and (any(h.type is None for h in node.handlers) or isinstance(raised, caught)):
+                    err = Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
+                                      self.site)
+                    err.retry = True
+                    raise err from exc
+                raise
+            self.exec_block(node.orelse, frame)
+        except (_Return, _Break, _Continue):  # leaving through `finally`, as Python does
+            self.exec_block(node.finalbody, frame)
+            raise
+        self.exec_block(node.finalbody, frame)
+
+    def stmt_With(self, node, frame):
+        entered = []
+        for item in node.items:
+            ctx = self.eval(item.context_expr, frame)
+            if isinstance(ctx, SymbolicTape):
+                self.builder.tapes.append(ctx)
+                entered.append(ctx)
+                value = ctx
+            elif isinstance(ctx, ErrState):
+                self.builder.errstate.append({**(self.builder.errstate[-1] if self.builder.errstate else {}),
+                                              **ctx.settings})
+                entered.append(ctx)
+                value = ctx
+            else:
+                raise Unsupported("unsupported-syntax", f"with {type(ctx).__name__}", self.site)
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, value, frame)
+        try:
+            self.exec_block(node.body, frame)
+        finally:
+            for item in entered:
+                if isinstance(item, ErrState):
+                    self.builder.errstate.pop()
+                elif item in self.builder.tapes:
+                    self.builder.tapes.remove(item)
+
+    def stmt_Assert(self, node, frame):
+        test = self.eval(node.test, frame)
+        if isinstance(test, Sym):
+            self.speculate(test, node, frame, "branch")
+        elif not self.truth(test):
+            raise Unsupported("user-error", "assert statement fails", self.site)
+
+
+def _classes(value):
+    """The exception classes an `except` clause's expression names (a class or a tuple of them)."""
+    items = value if isinstance(value, tuple) else (value,)
+    return tuple(c for c in items if isinstance(c, type) and issubclass(c, BaseException))
