@@ -97,6 +97,9 @@ class Tensor(ArrayMethods):
     def __iter__(self):
         return (F.getitem(self, i) for i in range(len(self._data)))
 
+    def __contains__(self, value):  # as NumPy: (array == value).any(), whatever the rank
+        return value in self._data
+
     def __bool__(self):
         return bool(self._data)
 
@@ -383,6 +386,7 @@ _FUNCTIONS = {
     np.argsort: lambda a, axis=-1, kind=None, order=None, stable=None: F.argsort(a, axis),
     np.zeros_like: lambda a, dtype=None: F.zeros_like(a, dtype),
     np.ones_like: lambda a, dtype=None: F.ones_like(a, dtype),
+    np.full_like: lambda a, fill_value, dtype=None: F.full_like(a, fill_value, dtype),
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
     np.copy: lambda a, order="K": a.copy(), np.pad: lambda array, pad_width, mode="constant": F.pad(array, pad_width),
@@ -401,20 +405,21 @@ _SIGNATURES = {
     np.linalg.norm: (1, {"axis", "keepdims"}, {"ord": None}), np.linalg.solve: (2, set(), {}), np.linalg.inv: (1, set(), {}), np.any: (2, {"axis", "keepdims"}, {}),
     np.all: (2, {"axis", "keepdims"}, {}),
     np.dot: (2, set(), {}), np.matmul: (2, set(), {}), np.maximum: (2, set(), {}),
-    np.tensordot: (3, {"axes"}, {}), np.einsum: (3, set(), {}),
+    np.tensordot: (3, {"axes"}, {}), np.einsum: (27, set(), {}),
     np.clip: (4, {"a_min", "a_max", "min", "max", "out"}, {}), np.where: (3, set(), {}),
     np.reshape: (2, {"newshape", "shape"}, {"order": "C"}), np.transpose: (2, {"axes"}, {}),
     np.swapaxes: (3, set(), {}), np.expand_dims: (2, {"axis"}, {}), np.squeeze: (2, {"axis"}, {}),
     np.concatenate: (2, {"axis"}, {}), np.stack: (2, {"axis"}, {}), np.split: (3, {"axis"}, {}),
     np.broadcast_to: (2, {"shape"}, {}), np.take: (3, {"axis"}, {}), np.outer: (2, set(), {}),
     np.argmax: (2, {"axis", "keepdims"}, {}), np.argmin: (2, {"axis", "keepdims"}, {}),
-    np.zeros_like: (2, {"dtype"}, {}), np.ones_like: (2, {"dtype"}, {}), np.shape: (1, set(), {}),
+    np.zeros_like: (2, {"dtype"}, {}), np.ones_like: (2, {"dtype"}, {}),
+    np.full_like: (3, {"fill_value", "dtype"}, {"order": "K", "subok": True}), np.shape: (1, set(), {}),
     np.ndim: (1, set(), {}), np.size: (2, {"axis"}, {}), np.copy: (1, set(), {"order": "K"}),
     np.pad: (2, {"pad_width"}, {"mode": "constant"}), np.roll: (3, {"shift", "axis"}, {}), np.flip: (2, {"axis"}, {}),
     np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
 }
-_MIN_POSITIONAL = {np.where: 3, np.einsum: 3, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
-                   np.outer: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2, np.linalg.solve: 2}
+_MIN_POSITIONAL = {np.where: 3, np.einsum: 2, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
+                   np.outer: 2, np.full_like: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2, np.linalg.solve: 2}
 
 
 # func -> (fewest, most positional arguments, keywords): the common call is checked inline in

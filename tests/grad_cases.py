@@ -160,11 +160,19 @@ def _(draw, rng):
 @case("einsum")
 def _(draw, rng):
     subscripts = draw(st.sampled_from(["ij,jk->ik", "ij,ij->", "bij,bjk->bik", "i,j->ij", "ij,jk",
-                                       "ijk,j->ki", "ij,j->j", "ij,kj->ikj", "i,i"]))
+                                       "ijk,j->ki", "ij,j->j", "ij,kj->ikj", "i,i",
+                                       # one operand, three operands, '...' (broadcast included)
+                                       "ij->ji", "ijk->k", "bi,ij,bj->b", "i,ij,jk->k", "...ij,...jk->...ik",
+                                       "...j,j", "b...,b...->b..."]))
     sizes = {c: draw(st.integers(1, 3)) for c in "bijk"}
     ins = subscripts.split("->")[0].split(",")
-    a, b = (normal(rng, tuple(sizes[c] for c in sub)) for sub in ins)
-    return (lambda x, y: F.einsum(subscripts, x, y)), (a, b)
+    batch = [draw(st.sampled_from([(), (2,), (3, 2), (1, 2)])) for _ in ins]
+    if subscripts == "b...,b...->b...":  # the same trailing dims, one of them possibly broadcast
+        batch = [batch[0], tuple(1 if draw(st.booleans()) else d for d in batch[0])]
+    operands = [normal(rng, (batch[n] if sub.startswith("...") else ())
+                       + tuple(sizes[c] for c in sub.replace("...", ""))
+                       + (batch[n] if sub.endswith("...") else ())) for n, sub in enumerate(ins)]
+    return (lambda *xs: F.einsum(subscripts, *xs)), tuple(operands)
 
 
 @case("reshape")

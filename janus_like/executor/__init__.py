@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from .. import ir
+from ..ops.draws import restore, state_of
 from .codegen import compile_plan
 from .fused import MISS, Counts, fuse
 from .heap import graph_bytes, keep_for
@@ -111,7 +112,7 @@ class CompiledGraph:
         if slots.__class__ is int:
             return GUARD_FAILED, slots
         saved = np.random.get_state() if self.uses_rng else None
-        saved_gens = [g.bit_generator.state for g in self.generators] if self.generators else ()
+        saved_gens = [state_of(g) for g in self.generators] if self.generators else ()
         try:
             values = self.plan(slots) if self._direct else self.body(slots)
             prepared = self.outputs.prepare_effects(values, slots) if self.outputs.effects else []
@@ -132,7 +133,7 @@ class CompiledGraph:
         if saved is not None:
             np.random.set_state(saved)
         for g, state in zip(self.generators, saved_gens):
-            g.bit_generator.state = state
+            restore(g, state)
 
 
 __all__ = ["CompiledGraph", "Counts", "fp_errors_raise", "AssertFailed", "interpret", "compile_plan", "MISS", "OK", "GUARD_FAILED", "ASSERT_FAILED",

@@ -3,10 +3,10 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 """
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
 import logging
+import random
 import types
 
 import numpy as np
@@ -18,6 +18,7 @@ from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert, is_conversion
+from .draws import _SEARCHES
 from .early_returns import function_body
 from .py_numbers import is_number_call, number_call
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
@@ -58,6 +59,10 @@ class CallsMixin:
             if getattr(func, "__self__", None) is not None:
                 args = [self.pinned(func.__self__)] + list(args)
             func = inner
+        if func in _SEARCHES and len(args) == 2 and not kwargs:
+            return self.bisect(func, *args)
+        if isinstance(getattr(func, "__self__", None), random.Random) and callable(func):
+            return self.python_random(func, args, kwargs)
         if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType) \
                 and not isinstance(func.__self__, (Sym, SymbolicTape, type, types.ModuleType)):
             return self.inline(func.__func__, [self.pinned(func.__self__)] + list(args), kwargs)
@@ -298,36 +303,6 @@ class CallsMixin:
             return self.getattr(obj, name)
         except AttributeError:
             return default
-
-    def generator_draw(self, rng, method, args, kwargs):
-        """`rng.normal(0, 0.1, size=x.shape)`, `rng.random() < p`, `rng.permutation(n)` on a
-        Generator the function reaches through its inputs (its identity guarded): a draw node
-        that calls the method on that Generator when the graph runs, in program order with the
-        other draws; a run that fails puts the Generator's state back."""
-        if _any_abstract((args, kwargs)):
-            raise Unsupported("unsupported-call", f"Generator.{method} with graph-valued arguments", self.site)
-        from ..ops.registry import P
-
-        sample = getattr(copy.deepcopy(rng), method)(*args, **kwargs)  # (a copy: the Generator does not move)
-        if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)):
-            raise Unsupported("unsupported-call", f"Generator.{method} giving a {type(sample).__name__}", self.site)
-        drawn = np.asarray(sample)
-        out = self.builder.emit(P.generator_draw, (), dict(rng=rng, method=method, args=tuple(args), kwargs=dict(kwargs)),
-                                aval=(tuple(drawn.shape), drawn.dtype))
-        return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
-
-    def global_random(self, method, args, kwargs):
-        if _any_abstract((args, kwargs)):
-            raise Unsupported("unsupported-call", f"numpy.random.{method} with graph-valued arguments", self.site)
-        probe = np.random.RandomState()
-        probe.set_state(np.random.get_state())
-        drawn = getattr(probe, method)(*args, **kwargs)  # a copy of the global state: the RNG does not move
-        sample = np.asarray(drawn)
-        out = self.builder.random(method, tuple(args), dict(kwargs), (sample.shape, sample.dtype))
-        if sample.shape == () and not isinstance(drawn, np.ndarray):
-            out.kind = "py" if method in ("rand", "randn", "random", "random_sample", "uniform", "normal",
-                                          "randint", "choice") and not args else out.kind
-        return out
 
     def defer(self, fn, args, kwargs):
         if self.pure_depth:

@@ -22,6 +22,7 @@ from .builder import GraphBuilder
 from .callbacks import CallbacksMixin
 from .calls import CallsMixin
 from .containers import ContainersMixin
+from .draws import DrawsMixin
 from .blocks import BlocksMixin
 from .control import ControlFlowMixin
 from .expressions import ExpressionsMixin
@@ -40,7 +41,7 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-class Generator(CallsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin, StatementsMixin,
+class Generator(CallsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin, StatementsMixin,
                 ExpressionsMixin, ComprehensionsMixin, ContainersMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 

@@ -7,6 +7,7 @@ import ast
 import builtins
 import collections
 import operator
+import random
 import types
 
 import numpy as np
@@ -323,6 +324,9 @@ class ExpressionsMixin:
                 break
         else:
             raise AttributeError(name)
+        if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
+            self.prog.check_identity(obj.slot, self.site)  # from this very generator (calls.generator_draw)
+            return getattr(target, name)
         if isinstance(attr, types.FunctionType):
             return BoundMethod(attr, obj)
         if _is_jit(attr) and getattr(attr, "__self__", None) is None:  # @jit on a method
@@ -336,9 +340,6 @@ class ExpressionsMixin:
         if type(attr).__name__ == "member_descriptor":
             slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
             return self.classify(slot, self.site, key)
-        if isinstance(target, np.random.Generator) and callable(attr):  # rng.normal(...): draws from
-            self.prog.check_identity(obj.slot, self.site)  # this very Generator (calls.generator_draw)
-            return getattr(target, name)
         return attr  # a class-level constant (the object's type is guarded)
 
     def value_attribute(self, obj, name, key):
@@ -368,6 +369,8 @@ class ExpressionsMixin:
                     out.view = (obj, _unwrap_obj(index))
                     self._register_view(obj, out)
             return out
+        if isinstance(index, Sym) and index.kind == "py" and isinstance(obj, (ObjRef, list, tuple, dict)):
+            return self.table_lookup(obj, index)
         if isinstance(obj, ObjRef):
             key = _dict_key(index)
             pending = self.appends.get(id(obj.obj))
@@ -447,6 +450,11 @@ class ExpressionsMixin:
                 else:
                     found = key in right.obj
                     self.prog.check_contains(right.slot, key, found, self.site)
+            elif isinstance(right, Sym) and right.kind in ("array", "tensor") \
+                    and (isinstance(left, (int, float, bool)) or isinstance(left, Sym) and left.kind == "py"):
+                # `label in top_k`: NumPy's containment, (array == value).any(), as a Python bool
+                found = self.builder.to_py(F.any(operator.eq(_as_kind(right, "array"), left)), bool)
+                return found if isinstance(op, ast.In) else self.builder.py_op(operator.not_, found, sample=True)
             elif isinstance(right, Sym) or isinstance(left, Sym) and not isinstance(right, (list, tuple, set, dict)):
                 raise Unsupported("data-dependent-python", "`in` test on a graph value", self.site)
             else:

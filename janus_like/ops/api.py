@@ -74,6 +74,7 @@ def stop_gradient(x): return bind(P.stop_gradient, x)
 def square(x): return bind(P.mul, x, x)
 def zeros_like(x, dtype=None): return bind(P.zeros_like, x, dtype=dtype)
 def ones_like(x, dtype=None): return bind(P.ones_like, x, dtype=dtype)
+def full_like(x, value, dtype=None): return bind(P.full_like, x, value, dtype=dtype)
 
 
 def to_device(x, device, source=None):
@@ -190,8 +191,8 @@ def tensordot(a, b, axes=2):
     return bind(P.tensordot, a, b, axes=_frozen(axes))
 
 
-def einsum(subscripts, a, b):
-    return bind(P.einsum, a, b, subscripts=subscripts)
+def einsum(subscripts, *operands):
+    return bind(P.einsum, *operands, subscripts=subscripts)
 
 
 def outer(a, b):

@@ -1,11 +1,13 @@
 """Draws from an explicit `numpy.random.Generator` (never the global RNG): the uniform numbers
 of `F.dropout`, and any Generator method the graph generator meets on a Generator reached
-through the function's inputs (`rng.normal(0, 0.1, size=...)`, `rng.random()`). Both are
+through the function's inputs (`rng.normal(0, 0.1, size=...)`, `rng.random()`), or on a
+`random.Random` (the `random` module's functions draw from its hidden instance). Both are
 stateful: never folded or merged, kept in program order, and the executor saves and restores
-the Generators' states around a run that may fail."""
+the generators' states around a run that may fail (`state_of`, `restore`)."""
 from __future__ import annotations
 
 import copy
+import random
 
 import numpy as np
 
@@ -31,3 +33,15 @@ def _draw_aval(rng, method, args, kwargs):
 
 register("generator_draw", _draw, stateful=True, shape=_draw_aval,
          doc="a draw of Generator method `method` (a Python number or an array, as the method gives it)")
+
+
+def state_of(rng):
+    """The state of a numpy Generator or a `random.Random`, for `restore`."""
+    return rng.getstate() if isinstance(rng, random.Random) else rng.bit_generator.state
+
+
+def restore(rng, state):
+    if isinstance(rng, random.Random):
+        rng.setstate(state)
+    else:
+        rng.bit_generator.state = state

@@ -1,4 +1,5 @@
-"""Linear-algebra primitives: matmul, tensordot, dot and two-operand einsum, with gradients.
+"""Linear-algebra primitives: matmul, tensordot, dot, einsum (any number of operands) and linear
+systems, with gradients.
 
 Each gradient rule is written with `F` ops, so it runs on a tape and inside a graph alike.
 """
@@ -76,38 +77,54 @@ def _dot_vjp(g, out, a, b):
 register("dot", lambda xp, a, b: xp.dot(a, b), vjp=_dot_vjp)
 
 
-def _parse_einsum(subscripts):
+def _parse_einsum(subscripts, ndims):
+    """The operands' and the output's subscripts with '...' spelled out as letters (the same
+    letters for the same trailing broadcast dimensions of every operand), implicit output as
+    NumPy forms it (the letters used once, sorted, after the broadcast dimensions)."""
     subscripts = subscripts.replace(" ", "")
-    if "." in subscripts:
-        raise NotImplementedError("einsum gradients do not support '...' yet")
-    if "->" in subscripts:
-        ins, out = subscripts.split("->")
+    ins, out = subscripts.split("->") if "->" in subscripts else (subscripts, None)
+    ins = ins.split(",")
+    if len(ins) != len(ndims):
+        raise ValueError(f"einsum: {len(ins)} operand subscripts for {len(ndims)} operands")
+    spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in subscripts][::-1]
+    n_ell = max((nd - len(s.replace("...", "")) for s, nd in zip(ins, ndims) if "..." in s), default=0)
+    ell = "".join(spare[:n_ell])
+    ins = [s.replace("...", ell[n_ell - (nd - len(s.replace("...", ""))):] if n_ell else "")
+           for s, nd in zip(ins, ndims)]
+    if out is None:
+        letters = "".join(ins)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
     else:
-        ins = subscripts
-        letters = ins.replace(",", "")
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    a, b = ins.split(",")
-    return a, b, out
+        out = out.replace("...", ell)
+    return ins, out
 
 
-def _einsum_operand_grad(g, out_sub, other, other_sub, target, target_sub):
+def _einsum_operand_grad(g, subs, out_sub, operands, i):
+    target, target_sub = operands[i], subs[i]
     if len(set(target_sub)) != len(target_sub):
         raise NotImplementedError("einsum gradients do not support repeated indices in one operand")
-    kept = "".join(c for c in target_sub if c in out_sub or c in other_sub)
-    res = F.einsum(f"{out_sub},{other_sub}->{kept}", g, other)
+    others = [s for j, s in enumerate(subs) if j != i]
+    kept = "".join(c for c in target_sub if c in out_sub or any(c in s for s in others))
+    spec = ",".join([out_sub] + others) + "->" + kept
+    res = F.einsum(spec, g, *[o for j, o in enumerate(operands) if j != i])
     if kept != target_sub:  # indices summed only in the target: broadcast back
-        expand = tuple(i for i, c in enumerate(target_sub) if c not in kept)
+        expand = tuple(k for k, c in enumerate(target_sub) if c not in kept)
         res = F.broadcast_like(F.expand_dims(res, expand), target)
-    return res
+    return F.sum_to(res, target)  # '...' dimensions of size 1 broadcast against the others
 
 
-def _einsum_vjp(g, out, a, b, subscripts):
-    sa, sb, so = _parse_einsum(subscripts)
-    return (wants(0) and _einsum_operand_grad(g, so, b, sb, a, sa),
-            wants(1) and _einsum_operand_grad(g, so, a, sa, b, sb))
+def _einsum_vjp(g, out, *operands, subscripts):
+    subs, so = _parse_einsum(subscripts, [len(o.shape) for o in operands])
+    return tuple(wants(i) and _einsum_operand_grad(g, subs, so, operands, i) for i in range(len(operands)))
 
 
-register("einsum", lambda xp, a, b, subscripts: xp.einsum(subscripts, a, b), vjp=_einsum_vjp)
+def _einsum(xp, *operands, subscripts):
+    out = xp.einsum(subscripts, *operands)
+    # one operand: NumPy may give a view of it ("ij->ji", "ii->i"); ops give fresh arrays
+    return out.copy() if len(operands) == 1 and isinstance(out, xp.ndarray) else out
+
+
+register("einsum", _einsum, vjp=_einsum_vjp, doc="np.einsum of any number of operands, '...' included")
 
 
 # ------------------------------------------------------------------ linear systems

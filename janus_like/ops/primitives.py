@@ -192,6 +192,8 @@ register("argmax", lambda xp, x, axis=None, keepdims=False: xp.argmax(x, axis=ax
 register("argmin", lambda xp, x, axis=None, keepdims=False: xp.argmin(x, axis=axis, keepdims=keepdims))
 register("zeros_like", lambda xp, x, dtype=None: xp.zeros_like(x, dtype=dtype))
 register("ones_like", lambda xp, x, dtype=None: xp.ones_like(x, dtype=dtype))
+register("full_like", lambda xp, x, value, dtype=None: xp.full_like(x, value, dtype=dtype),
+         doc="an array shaped like x filled with value (a number, possibly one the graph computes)")
 
 
 # ------------------------------------------------------------------ reductions

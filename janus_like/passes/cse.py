@@ -14,7 +14,7 @@ from ..ops.registry import REGISTRY
 from .simplify import substitute
 
 
-_FRESH = {"copy", "zeros_like", "ones_like"}  # made to be written into: each call is its own buffer
+_FRESH = {"copy", "zeros_like", "ones_like", "full_like"}  # made to be written into: each call is its own buffer
 _CONST_MAX = 4096  # elements: equal constants up to this size are compared by their bytes
 
 

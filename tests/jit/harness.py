@@ -7,12 +7,14 @@ import contextlib
 import io
 import math
 import os
+import random
 import types
 
 import numpy as np
 
 import janus_like as jl
 from janus_like.executor import interpret
+from janus_like.ops.draws import restore, state_of
 from janus_like.tensor import Tensor
 
 
@@ -117,15 +119,16 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
     jit_options.setdefault("reassociate", False)  # bit-exact comparison; reassociation has its own tests
     jf = jl.jit(fn_j, **jit_options)
     np.random.seed(12345)
-    rng_e = rng_j = np.random.get_state()
+    random.seed(12345)
+    rng_e = rng_j = (np.random.get_state(), random.getstate())  # both global generators, per side
     for i, call in enumerate(calls):
         args_e, args_j = call(state_e), call(state_j)
-        np.random.set_state(rng_e)
+        _set_rngs(rng_e)
         out_e, err_e, text_e = _run(fn_e, args_e)
-        rng_e = np.random.get_state()
-        np.random.set_state(rng_j)
+        rng_e = (np.random.get_state(), random.getstate())
+        _set_rngs(rng_j)
         out_j, err_j, text_j = _run(jf, args_j)
-        rng_j = np.random.get_state()
+        rng_j = (np.random.get_state(), random.getstate())
         where = f"call {i}"
         assert (err_e is None) == (err_j is None), f"{where}: eager raised {err_e!r}, jit raised {err_j!r}"
         if err_e is not None:
@@ -141,8 +144,15 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
     return jf
 
 
+def _set_rngs(states):
+    np.random.set_state(states[0])
+    random.setstate(states[1])
+
+
 def _rng_equal(a, b, where):
-    assert a[0] == b[0] and np.array_equal(a[1], b[1]) and a[2:] == b[2:], f"{where}: global RNG state differs"
+    (na, pa), (nb, pb) = a, b
+    assert na[0] == nb[0] and np.array_equal(na[1], nb[1]) and na[2:] == nb[2:], f"{where}: global RNG state differs"
+    assert pa == pb, f"{where}: the random module's state differs"
 
 
 def _message(err, fn):
@@ -176,17 +186,17 @@ def check_plans_match_interpreter(jf, graphs=None):
         compared += 1
         # explicit Generators (F.dropout) advance when a graph runs: replay both from one state
         gens = list(getattr(g, "generators", ()))
-        saved, saved_gens = np.random.get_state(), [gen.bit_generator.state for gen in gens]
+        saved, saved_gens = np.random.get_state(), [state_of(gen) for gen in gens]
         # the slots hold the inputs of the last successful run, possibly written since by that
         # run's commit: a replay may then fail an assert — both executors must fail it alike
         ref, ref_err = _outcome(lambda: interpret(g.graph, g.last_slots))
         np.random.set_state(saved)
         for gen, st in zip(gens, saved_gens):
-            gen.bit_generator.state = st
+            restore(gen, st)
         fast, fast_err = _outcome(lambda: g.plan(g.last_slots))
         np.random.set_state(saved)
         for gen, st in zip(gens, saved_gens):
-            gen.bit_generator.state = st
+            restore(gen, st)
         assert type(ref_err) is type(fast_err), f"interpreter raised {ref_err!r}, plan raised {fast_err!r}"
         if ref_err is not None:
             continue

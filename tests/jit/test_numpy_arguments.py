@@ -26,7 +26,7 @@ CASES = [
     ("np.stack([x, x], 1, dtype=np.float64)", False), ("np.zeros_like(x, shape=(2, 2))", False),
     ("np.zeros_like(x, np.float64)", True), ("np.clip(x, -0.5, 0.5, dtype=np.float64)", False),
     ("np.clip(x, -0.5, 0.5)", True), ("np.where(x > 0)[0]", False), ("np.copy(x, order='F') @ x.T", False),
-    ("np.einsum('ij,ij,ij->i', x, x, x)", False), ("np.min(x, axis=1, where=x > 0, initial=9.0)", False),
+    ("np.einsum('ij,ij,ij->i', x, x, x)", True), ("np.min(x, axis=1, where=x > 0, initial=9.0)", False),
     ("x.sum(where=x > 0)", False), ("x.max(initial=9.0)", False), ("x.mean(dtype=np.float64)", False),
     ("x.sum(0, np.float64)", False), ("x.max(0, None, True)", False), ("x.max(0, keepdims=True)", True),
     ("x.reshape((-1,), order='F')", False), ("x.astype(np.float64, copy=False) * 2", False),
@@ -47,6 +47,9 @@ CASES = [
     ("np.linalg.norm(x)", True), ("np.linalg.norm(x, axis=1, keepdims=True)", True),
     ("np.linalg.norm(x, ord=None) * 2", True), ("np.linalg.norm(x, ord=2)", False),
     ("x if not np.isnan(np.sum(x)) else x * 0", True), ("not np.all(x > 0)", True),
+    # full_like: a fresh buffer per call, written into (label smoothing targets)
+    ("np.full_like(x, 0.25) + np.full_like(x, 2, dtype=np.int64)", True),
+    ("np.full_like(x, float(x[0, 0])) * x", True), ("np.full_like(x, 1.0, shape=(2,))", False),
 ]
 
 
@@ -63,6 +66,22 @@ def test_arguments_side_by_side(tmp_path, body, as_graph):
     if not as_graph:
         assert fallback_reasons(jf) == {"unsupported-call"}, jf.explain()
         assert "has no graph op" in jf.explain(), jf.explain()
+
+
+def test_full_like_buffers_are_not_shared():
+    """Two equal `np.full_like` calls are two buffers: a write into one (label smoothing's
+    `t[0, y] += 1 - eps`) leaves the other alone, as eagerly."""
+    def make():
+        def f(x, y):
+            t = np.full_like(x, 0.5)
+            u = np.full_like(x, 0.5)
+            t[0, y] += 1.0
+            return t * x, u
+
+        return f, {}
+
+    check(make, [lambda s, k=k: (np.random.default_rng(k).standard_normal((3, 4)), k % 4) for k in range(7)],
+          min_graph_calls=3)
 
 
 @pytest.mark.parametrize("body,reason", [
@@ -95,7 +114,8 @@ def test_the_reason_names_the_function_and_the_argument(tmp_path):
     lambda a: np.reshape(a, (-1,), order="F"), lambda a: np.take(a, [0, 9], axis=1, mode="clip"),
     lambda a: np.argmax(a, axis=1, keepdims=True), lambda a: np.concatenate([a, a], dtype=np.float32),
     lambda a: np.zeros_like(a, shape=(2, 2)), lambda a: np.where(a > 0),
-    lambda a: np.einsum("ij,ij,ij->i", a, a, a), lambda a: np.min(a, axis=1, initial=-9.0),
+    lambda a: np.einsum("ij,ij,ij->i", a, a, a), lambda a: np.min(a, axis=1, initial=-9.0), lambda a: 0.25 in a,
+    lambda a: 7.0 in a, lambda a: np.full_like(a, 3), lambda a: np.full_like(a, -0.0, dtype=np.int32),
 ])
 def test_a_tensor_computes_what_numpy_computes(call):
     data = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])

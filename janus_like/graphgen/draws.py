@@ -1,0 +1,107 @@
+"""Draws and lookups on Python-level values (a mixin of the graph generator): a draw from a
+numpy Generator, the NumPy global RNG or a `random.Random` becomes a stateful node drawn when
+the graph runs (the executor puts the generators back after a failed run); `bisect` of guarded
+milestones and a container read with a number the graph computes become PY_OP nodes on the same
+Python numbers eager uses.
+"""
+from __future__ import annotations
+
+import bisect
+import copy
+import functools
+
+import numpy as np
+
+from .support import _any_abstract, _any_objref, _as_kind
+from .values import ObjRef, Sym, Unsupported
+
+_SEARCHES = {bisect.bisect_left: lambda x, *items: bisect.bisect_left(items, x),
+             bisect.bisect_right: lambda x, *items: bisect.bisect_right(items, x)}
+
+# `random.Random` methods that draw numbers (not `shuffle`, which permutes its argument in place,
+# nor `choice`/`sample`, which return the caller's objects)
+_RANDOM_DRAWS = frozenset(("random", "uniform", "randint", "randrange", "gauss", "normalvariate", "expovariate",
+                           "betavariate", "gammavariate", "lognormvariate", "triangular", "vonmisesvariate",
+                           "paretovariate", "weibullvariate", "getrandbits", "binomialvariate"))
+
+
+class DrawsMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def generator_draw(self, rng, method, args, kwargs):
+        """`rng.normal(0, 0.1, size=x.shape)`, `rng.random() < p`, `rng.permutation(n)` on a
+        Generator the function reaches through its inputs (its identity guarded): a draw node
+        that calls the method on that Generator when the graph runs, in program order with the
+        other draws; a run that fails puts the Generator's state back."""
+        if _any_abstract((args, kwargs)):
+            raise Unsupported("unsupported-call", f"Generator.{method} with graph-valued arguments", self.site)
+        from ..ops.registry import P
+
+        sample = getattr(copy.deepcopy(rng), method)(*args, **kwargs)  # (a copy: the Generator does not move)
+        if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)):
+            raise Unsupported("unsupported-call", f"Generator.{method} giving a {type(sample).__name__}", self.site)
+        drawn = np.asarray(sample)
+        out = self.builder.emit(P.generator_draw, (), dict(rng=rng, method=method, args=tuple(args), kwargs=dict(kwargs)),
+                                aval=(tuple(drawn.shape), drawn.dtype))
+        return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
+
+    def bisect(self, func, seq, x):
+        """`bisect.bisect(milestones, epoch)` with `epoch` or the milestones numbers the graph
+        computes (an input list's elements are guarded or, once they changed, read): the same
+        search on the same Python numbers, as a PY_OP."""
+        items = self.materialize(seq, self.site) if isinstance(seq, ObjRef) else seq
+        if not isinstance(items, (list, tuple)) or _any_objref((items, x)) \
+                or any(isinstance(v, Sym) and v.kind != "py" for v in list(items) + [x]):
+            raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", self.site)
+        if not _any_abstract((items, x)):
+            return func(items, x)
+        return self.builder.py_op(_SEARCHES[func], x, *items)
+
+    def python_random(self, method, args, kwargs):
+        """`random.random() < p`, `random.uniform(a, b)`, `rng.randint(0, 9)` with `rng` a
+        `random.Random` reached through the inputs (its identity guarded where it was read): a
+        draw node, as for a numpy Generator, for the methods that give a number and leave
+        their arguments alone."""
+        if method.__name__ not in _RANDOM_DRAWS:
+            raise Unsupported("unsupported-call", f"random.{method.__name__}() in a graph", self.site)
+        return self.generator_draw(method.__self__, method.__name__, args, kwargs)
+
+    def global_random(self, method, args, kwargs):
+        if _any_abstract((args, kwargs)):
+            raise Unsupported("unsupported-call", f"numpy.random.{method} with graph-valued arguments", self.site)
+        probe = np.random.RandomState()
+        probe.set_state(np.random.get_state())
+        drawn = getattr(probe, method)(*args, **kwargs)  # a copy of the global state: the RNG does not move
+        sample = np.asarray(drawn)
+        out = self.builder.random(method, tuple(args), dict(kwargs), (sample.shape, sample.dtype))
+        if sample.shape == () and not isinstance(drawn, np.ndarray):
+            out.kind = "py" if method in ("rand", "randn", "random", "random_sample", "uniform", "normal",
+                                          "randint", "choice") and not args else out.kind
+        return out
+
+    def table_lookup(self, obj, key):
+        """`class_weight[int(y[i])]`, `sizes[k]` with the key a Python number the graph computes
+        and the container's values Python numbers of one type (an input container's keys and
+        values guarded like any it reads): the lookup as a PY_OP on the same numbers. A key it
+        lacks raises when the graph runs, and the eager re-run raises it for the user."""
+        items = self.materialize(obj, self.site) if isinstance(obj, ObjRef) else obj
+        if isinstance(items, (list, tuple)) and not (isinstance(obj, ObjRef) and id(obj.obj) in self.appends):
+            keys, values = None, tuple(items)
+        elif isinstance(items, dict) and all(type(k) in (int, bool, str) for k in items):
+            keys, values = tuple(items), tuple(items.values())
+        else:
+            keys = values = None
+        kinds = {bool if isinstance(v, Sym) and v.dtype.kind == "b" else int if isinstance(v, Sym) and v.dtype.kind in "iu"
+                 else float if isinstance(v, Sym) else type(v) for v in values or ()}
+        if not values or len(kinds) != 1 or kinds - {int, float, bool} \
+                or any(isinstance(v, Sym) and v.kind != "py" for v in values):
+            raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
+        sample = values[0] if not isinstance(values[0], Sym) else kinds.pop()()
+        return self.builder.py_op(functools.partial(_lookup, keys), key, *values, sample=sample)
+
+
+def _lookup(keys, key, *values):
+    """values[key] of a list or tuple (keys None), else the value of key in the dict keys -> values."""
+    if keys is None:
+        return values[key]
+    return dict(zip(keys, values))[key]

@@ -1,0 +1,98 @@
+"""The standard library's `random` and `bisect` in a step: `random.random() < p` (teacher
+forcing, augmentation coin flips), `rng.uniform(a, b)` on a `random.Random` the function reaches
+through its inputs, and `bisect.bisect(milestones, epoch)` for a step-wise learning rate. Each
+runs in the graph, draws the same numbers as eager in the same order, and a run that fails an
+assumption after drawing puts the generator back (the harness compares the `random` module's
+state after every call, as it does NumPy's).
+"""
+import bisect
+import random
+
+import numpy as np
+import pytest
+
+import janus_like as jl
+from janus_like import F
+
+from .harness import check, fallback_reasons, random_array
+
+
+def _model():
+    r = np.random.default_rng(0)
+    return {"w": jl.Variable(r.standard_normal((4, 3)) * 0.3), "step": 0, "milestones": [4, 9],
+            "rng": random.Random(7)}
+
+
+def _calls(n, flip=None):
+    return [lambda s, i=i: (s["m"], random_array(i, (5, 4)) * (-1.0 if flip and i in flip else 1.0))
+            for i in range(n)]
+
+
+def test_module_random_draws_as_eager():
+    def step(m, x):
+        with jl.GradientTape() as tape:
+            h = x @ m["w"]
+            if random.random() < 0.5:  # a coin flip per call: a conditional node on the draw
+                h = h * 0.5
+            loss = F.mean(h * h) + random.uniform(0.0, 0.1) + random.gauss(0.0, 1.0)
+        m["w"].assign_sub(0.1 * tape.gradient(loss, m["w"]))
+        return loss
+
+    jf = check(lambda: (step, {"m": _model()}), _calls(16), min_graph_calls=10)
+    assert not fallback_reasons(jf), jf.explain()
+
+
+def test_input_random_instance_restored_after_a_failed_assumption():
+    """Draws from the model's own `random.Random`, then a branch speculated on the data fails
+    (calls 9 and 13): the eager re-run must see the generator as it was before the graph ran."""
+    def step(m, x):
+        k = m["rng"].randint(0, 2)
+        scale = m["rng"].random()
+        if float(np.sum(x)) > 0:  # speculated: positive sums in warm-up
+            y = x * scale + k
+        else:
+            y = x - scale
+        m["step"] += 1
+        return y @ m["w"]
+
+    jf = check(lambda: (step, {"m": _model()}), _calls(16, flip={9, 13}), min_graph_calls=8)
+    assert "assumption" in fallback_reasons(jf), jf.explain()
+
+
+def test_shuffle_stays_eager_and_agrees():
+    """`random.shuffle` permutes its argument in place: no draw node, the call runs eagerly."""
+    def step(m, x):
+        order = list(range(5))
+        random.shuffle(order)
+        return x[order] @ m["w"]
+
+    jf = check(lambda: (step, {"m": _model()}), _calls(6), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0
+
+
+@pytest.mark.parametrize("search", [bisect.bisect, bisect.bisect_left])
+def test_bisect_milestones_of_a_counter(search):
+    def step(m, x):
+        lr = 0.1 * 0.5 ** search(m["milestones"], m["step"])
+        with jl.GradientTape() as tape:
+            loss = F.mean((x @ m["w"]) ** 2)
+        m["w"].assign_sub(lr * tape.gradient(loss, m["w"]))
+        m["step"] += 1
+        return loss, lr
+
+    jf = check(lambda: (step, {"m": _model()}), _calls(14), min_graph_calls=9)
+    assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
+
+
+def test_bisect_of_changed_milestones_regenerates():
+    """The milestones are guarded: a list changed between calls is not read from the old graph."""
+    def step(m, x):
+        m["step"] += 1
+        return x * bisect.bisect(m["milestones"], m["step"])
+
+    def call(s, i):
+        if i == 8:
+            s["m"]["milestones"][0] = 1
+        return s["m"], random_array(i, (2,))
+
+    check(lambda: (step, {"m": _model()}), [lambda s, i=i: call(s, i) for i in range(12)], min_graph_calls=6)
