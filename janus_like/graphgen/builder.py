@@ -59,6 +59,7 @@ class GraphBuilder:
         self.site = ""
         self._consts: dict[tuple, tuple] = {}
         self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
+        self._view_bases: dict = {}  # id -> the base itself, kept alive: an id is never reused for another Sym
         # ids of gradient nodes that eager leaves None after some branch outcomes (cond_grad.py)
         self.maybe_none_grads: set = set()
         self.uses_rng = False
@@ -132,7 +133,7 @@ class GraphBuilder:
         if kind == "array" and op.name in _VIEW_OPS and isinstance(args[0], Sym):
             # NumPy returns a view: an in-place write through it (or to its base) is not modelled
             out.view = (OPAQUE, args[0])
-            self.views.setdefault(id(args[0]), []).append(out)
+            self.alias(args[0], out)
         for tape in self.tapes:
             tape.record(op, args, params, out)
         return out
@@ -218,6 +219,14 @@ class GraphBuilder:
 
     def assert_(self, cond_sym, expect, assumption):
         self.add(ir.Node(ir.ASSERT, (cond_sym.node,), {"expect": expect, "assumption": assumption}))
+
+    def alias(self, base, view):
+        """Record that `view` aliases `base`'s buffer (see statements.refresh_views). Keyed by the
+        base's id, so the base is kept alive until generation ends: a Sym freed while a view of
+        it lives on must not hand its id to a new array, whose in-place writes would then mark
+        the old view stale (a spurious eager fallback that depended on memory reuse)."""
+        self._view_bases[id(base)] = base
+        self.views.setdefault(id(base), []).append(view)
 
     def random(self, method, args, kwargs, aval):
         self.uses_rng = True

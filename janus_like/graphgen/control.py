@@ -196,7 +196,7 @@ class ControlFlowMixin:
             out.view = (OPAQUE, None)
             for pre in originals:
                 if isinstance(pre, Sym):
-                    self.builder.views.setdefault(id(pre), []).append(out)
+                    self.builder.alias(pre, out)
             self.branch_result(dest, out, frame)
         if grad is not None:
             grad.finish(pred.node, [then_block, else_block], [outs_then, outs_else], results)

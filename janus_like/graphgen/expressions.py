@@ -412,7 +412,7 @@ class ExpressionsMixin:
         return obj[index]
 
     def _register_view(self, base, view):
-        self.builder.views.setdefault(id(base), []).append(view)
+        self.builder.alias(base, view)
 
     def eval_elts(self, elts, frame):
         out = []

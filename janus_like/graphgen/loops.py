@@ -156,7 +156,7 @@ class LoopMixin:
         value in place, cannot be modelled (the same rule as a conditional's merged values)."""
         if isinstance(entry, Sym) and not isinstance(entry, VarRef):
             out.view = (OPAQUE, None)
-            self.builder.views.setdefault(id(entry), []).append(out)
+            self.builder.alias(entry, out)
         return out
 
     def carried_initial(self, name, v):

@@ -403,3 +403,28 @@ def test_in_place_write_after_a_loop_that_may_not_run():
     for m in (make, make_entry):
         jf = check(m, _limits([1.0, 10.0, 1.0, 40.0, 1.0, 3.0, 1.0]), min_graph_calls=0)
         assert "view-write" in fallback_reasons(jf), jf.explain()
+
+
+def test_a_freed_loop_entry_does_not_lend_its_id_to_a_written_array():
+    """A loop node's result aliases its entry value, recorded by the entry's id. The entry here
+    is a temporary, freed after the loop; forty fresh arrays written in place follow, one of
+    which got its id, and its write marked the loop's result stale: the signature ran eagerly
+    ('view-write'), depending on memory reuse. The entry is now kept alive while generating."""
+    def make():
+        def f(x, n):
+            s = x.sum() * 1.0
+            k = 0
+            while k < n:
+                s = s * 0.5
+                k += 1
+            out = 0.0
+            for j in range(40):
+                t = x * float(j)
+                t[0] = 1.0
+                out = out + t
+            return s, out
+
+        return f, {}
+
+    jf = check(make, [lambda st, k=k: (np.arange(3.0) + k, k % 3 + 1) for k in range(12)], min_graph_calls=8)
+    assert "view-write" not in fallback_reasons(jf), jf.explain()
