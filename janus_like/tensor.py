@@ -402,10 +402,10 @@ _SIGNATURES = {
     np.sum: (5, {"axis", "dtype", "out", "keepdims"}, {}), np.mean: (2, {"axis", "out", "keepdims"}, {}),
     np.max: _MAX_KEEPDIMS, np.amax: _MAX_KEEPDIMS, np.min: _MAX_KEEPDIMS, np.amin: _MAX_KEEPDIMS,
     np.var: (2, {"axis", "out", "ddof", "keepdims"}, {}), np.std: (2, {"axis", "out", "ddof", "keepdims"}, {}),
-    np.linalg.norm: (1, {"axis", "keepdims"}, {"ord": None}), np.linalg.solve: (2, set(), {}), np.linalg.inv: (1, set(), {}), np.any: (2, {"axis", "keepdims"}, {}),
-    np.all: (2, {"axis", "keepdims"}, {}),
+    np.linalg.norm: (1, {"axis", "keepdims"}, {"ord": None}), np.linalg.solve: (2, set(), {}),
+    np.linalg.inv: (1, set(), {}), np.any: (2, {"axis", "keepdims"}, {}), np.all: (2, {"axis", "keepdims"}, {}),
     np.dot: (2, set(), {}), np.matmul: (2, set(), {}), np.maximum: (2, set(), {}),
-    np.tensordot: (3, {"axes"}, {}), np.einsum: (27, set(), {}),
+    np.tensordot: (3, {"axes"}, {}), np.einsum: (27, set(), {}),  # einsum: subscripts + 26 operands
     np.clip: (4, {"a_min", "a_max", "min", "max", "out"}, {}), np.where: (3, set(), {}),
     np.reshape: (2, {"newshape", "shape"}, {"order": "C"}), np.transpose: (2, {"axes"}, {}),
     np.swapaxes: (3, set(), {}), np.expand_dims: (2, {"axis"}, {}), np.squeeze: (2, {"axis"}, {}),
@@ -419,7 +419,8 @@ _SIGNATURES = {
     np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 2, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
-                   np.outer: 2, np.full_like: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2, np.linalg.solve: 2}
+                   np.outer: 2, np.full_like: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2,
+                   np.linalg.solve: 2}
 
 
 # func -> (fewest, most positional arguments, keywords): the common call is checked inline in

@@ -40,8 +40,9 @@ _INPLACE = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_div
             "abs": "abs", "sin": "sin", "cos": "cos"}
 # ops whose result is always a new buffer owned by the graph (never a view of, or identical to,
 # an input): only such values may be overwritten once dead
-_FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate", "zeros_like", "ones_like", "full_like", "copy",
-                          "index_update", "index_add", "getitem_grad", "sigmoid", "relu", "clip", "where", "pow", "cast"}
+_FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate", "zeros_like", "ones_like",
+                          "full_like", "copy", "index_update", "index_add", "getitem_grad", "sigmoid", "relu", "clip",
+                          "where", "pow", "cast"}
 
 
 def _refs_of(n):

@@ -223,4 +223,3 @@ _HANDLERS = {
     max: lambda self, args, kwargs: self._extreme(max, args, kwargs),
     functools.reduce: CallbacksMixin._reduce,
 }
-

@@ -61,7 +61,7 @@ class CallsMixin:
             func = inner
         if func in _SEARCHES and len(args) == 2 and not kwargs:
             return self.bisect(func, *args)
-        if isinstance(getattr(func, "__self__", None), random.Random) and callable(func):
+        if isinstance(getattr(func, "__self__", None), random.Random):
             return self.python_random(func, args, kwargs)
         if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType) \
                 and not isinstance(func.__self__, (Sym, SymbolicTape, type, types.ModuleType)):

@@ -91,8 +91,7 @@ class DrawsMixin:
             keys, values = tuple(items), tuple(items.values())
         else:
             keys = values = None
-        kinds = {bool if isinstance(v, Sym) and v.dtype.kind == "b" else int if isinstance(v, Sym) and v.dtype.kind in "iu"
-                 else float if isinstance(v, Sym) else type(v) for v in values or ()}
+        kinds = {v.py_type if isinstance(v, Sym) else type(v) for v in values or ()}
         if not values or len(kinds) != 1 or kinds - {int, float, bool} \
                 or any(isinstance(v, Sym) and v.kind != "py" for v in values):
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)

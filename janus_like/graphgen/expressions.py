@@ -367,7 +367,7 @@ class ExpressionsMixin:
                 out = _as_kind(out, "array")
                 if _is_basic_index(index):
                     out.view = (obj, _unwrap_obj(index))
-                    self._register_view(obj, out)
+                    self.builder.alias(obj, out)
             return out
         if isinstance(index, Sym) and index.kind == "py" and isinstance(obj, (ObjRef, list, tuple, dict)):
             return self.table_lookup(obj, index)
@@ -410,9 +410,6 @@ class ExpressionsMixin:
         if isinstance(obj, dict):
             return obj[_dict_key(index)]
         return obj[index]
-
-    def _register_view(self, base, view):
-        self.builder.alias(base, view)
 
     def eval_elts(self, elts, frame):
         out = []

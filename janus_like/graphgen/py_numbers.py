@@ -38,7 +38,7 @@ def number_call(builder, func, module, args, site):
         if not args:
             raise Unsupported("op-error", f"{func.__name__}() of an empty sequence", site)
     if module == "math":  # a one-element array goes in as the Python number math converts it to
-        args = tuple(builder.to_py(a, _python_type(a)) if isinstance(a, Sym) and a.kind != "py" else a for a in args)
+        args = tuple(builder.to_py(a, a.py_type) if isinstance(a, Sym) and a.kind != "py" else a for a in args)
     sample = py_sample(func, args, site)
     if type(sample) not in _NUMBER_TYPES:  # math.frexp's tuple: not a Python number the graph can hold
         raise Unsupported("data-dependent-python", f"{getattr(func, '__name__', func)}() of a graph value "
@@ -48,9 +48,4 @@ def number_call(builder, func, module, args, site):
 
 def _number(a) -> bool:
     return isinstance(a, _NUMBER_TYPES) or isinstance(a, Sym) and a.kind == "py"
-
-
-def _python_type(sym):
-    kind = sym.dtype.kind
-    return bool if kind == "b" else int if kind in "iu" else float
 

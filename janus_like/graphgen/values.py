@@ -138,8 +138,13 @@ class Sym(ArrayMethods):
         if self.size != 1 or self.dtype.kind not in "biuf":
             raise Unsupported("data-dependent-python", f".item() of a graph value of {self.size} elements "
                                                        f"({self.dtype})")
+        return _builder().to_py(self, self.py_type)
+
+    @property
+    def py_type(self):
+        """The Python number type of this value's dtype (bool, int or float)."""
         kind = self.dtype.kind
-        return _builder().to_py(self, bool if kind == "b" else int if kind in "iu" else float)
+        return bool if kind == "b" else int if kind in "iu" else float
 
     def __array_function__(self, func, types, args, kwargs):
         from ..tensor import _FUNCTIONS, unimplemented_arguments
