@@ -477,6 +477,7 @@ COVERED_PRIMITIVES = {
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
     "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp", "roll", "flip", "solve", "inv",
+    "recursion",  # a staged recursive function: tests/jit/test_recursion_regions.py (finite differences)
 }
 
 

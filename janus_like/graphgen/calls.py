@@ -20,6 +20,7 @@ from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert, is_conversion
 from .draws import _SEARCHES
 from .early_returns import function_body
+from .recursion import self_recursive
 from .py_numbers import is_number_call, number_call
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
@@ -338,6 +339,11 @@ class CallsMixin:
                 fn_ast = function_ast(func)
             except NoSource as exc:
                 raise Unsupported("no-source", f"{func.__qualname__}: {exc}", self.site) from None
+            if self.regions and self_recursive(func, fn_ast):
+                try:
+                    return self.recursion_region(func, args, kwargs)
+                except Unsupported as exc:  # inlined, as without regions
+                    self.region_failures.append(exc)
             frame = Frame(func, func.__globals__, func.__code__.co_filename)
             if func.__closure__:
                 for name, cell in zip(func.__code__.co_freevars, func.__closure__):

@@ -28,6 +28,7 @@ from .control import ControlFlowMixin
 from .expressions import ExpressionsMixin
 from .comprehensions import ComprehensionsMixin
 from .loops import LoopMixin
+from .recursion import RecursionMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
 from .support import MAX_UNROLL, _is_immutable, _is_jit
@@ -42,15 +43,17 @@ class GeneratedGraph:
 
 
 class Generator(CallsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin, StatementsMixin,
-                ExpressionsMixin, ComprehensionsMixin, ContainersMixin):
+                ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input
     containers; this class holds the state they share and the input/output ends."""
 
     def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL, unknown_dims=None,
-                 reassociate=False, split=None):
+                 reassociate=False, split=None, regions=False):
         self.fn = fn
+        self.regions = regions  # stage self-recursive callees as recursion regions (recursion.py)
+        self.region_failures: list = []  # why a self-recursive callee was inlined instead
         # branches generated once per outcome (control.stmt_If): site key -> the outcome this
         # graph takes, or None for the one the profile saw more often; `forced` records the choices
         self.split = dict(split or {})

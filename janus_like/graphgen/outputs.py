@@ -19,7 +19,8 @@ from ..tensor import Tensor, _next_id, _wrap
 from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 _ALIASING_OPS = {ir.INPUT, ir.CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
-                 "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get"}
+                 "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get",
+                 "recursion"}
 
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)

@@ -90,6 +90,25 @@ class FailuresMixin:
         self._note(entry.eager_reason)
         return True
 
+    def _region_graph(self, entry, args):
+        """Graphs were made and not reused (tree shapes that never repeat): once, a graph that
+        stages the function's self-recursive callees as recursion regions (graphgen/recursion.py),
+        which walk any tree at run time. Kept only when it holds one; None otherwise."""
+        self._regions = True
+        try:
+            g = self._generate(entry, args)
+        except Exception:  # noqa: BLE001 - the call runs eagerly as it would have without regions
+            if os.environ.get("JANUS_LIKE_DEBUG"):
+                raise
+            g = None
+        if g is not None and any(n.op == "recursion" for n in g.graph.all_nodes()):
+            self._log("regen", "staged the recursive functions as recursion regions: one graph for every tree")
+            return g
+        if g is not None:
+            entry.graphs.remove(g)
+        self._regions = False
+        return None
+
     def _count_failure(self, entry, g, assumption):
         assumption.failures += 1
         self._note(Fallback("assumption", assumption.failure_text(), assumption.site))

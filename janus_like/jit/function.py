@@ -104,6 +104,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         self._hot_peers: list = []  # the graphs of _hot's signature (its entry's list, live)
         self._hints: dict = {}  # ids of a call's arguments -> (the graph that accepted them, its peers)
         self._relaxed_values: set = set()  # values relaxed in any signature: varying in all (failures.py)
+        self._regions = None  # recursion regions: None untried, then whether graphs stage them (_region_graph)
         self._counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                               graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
@@ -259,6 +260,10 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             if self._guard_failed(entry, *guard_failure, args):
                 return self._eager(args)
         full = self._cache_full()
+        if full is not None and self._regions is None and full.startswith(f"{FREE_GRAPHS} or more"):
+            g = self._region_graph(entry, args)
+            if g is not None:
+                return self._first_run(entry, g, args, *g.try_run(args))
         if full is not None:
             c["fallbacks"] += 1
             fb = Fallback("max-graphs", full)
@@ -326,7 +331,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         the outcomes of split branches it takes, see variants.py)."""
         gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed | self._relaxed_values),
                         unknown_dims=dims,
-                        reassociate=self.reassociate, split={**entry.split, **(forced or {})}).generate(args)
+                        reassociate=self.reassociate, split={**entry.split, **(forced or {})},
+                        regions=bool(self._regions)).generate(args)
         optimize(gen.graph, self.reassociate)
         gen.outputs.plan_copies()
         return gen

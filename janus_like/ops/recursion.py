@@ -1,0 +1,155 @@
+"""The run-time half of a recursion region (graphgen/recursion.py makes the other half).
+
+A `Region` holds the generated forward function of a self-recursive user function (its host
+code kept as Python, each array operation a registry kernel) and one generated backward function
+per return site. A forward run appends one record per call (the return site taken, every value
+that site's backward reads, the record indices of its recursive calls), children before their
+parent, so the backward pass walks the records last to first: each record's cotangent is known
+(from its parent) before it is processed, and the per-op rules run in the eager tape's reverse
+order. Contributions to the captured arrays are summed at the end, three ways:
+
+* rows gathered by a Python int (`emb[node.word]`): one `np.add.at` of every row's cotangent;
+* a vector times a captured matrix (`x @ w`): one matrix product of the stacked vectors and their
+  cotangents (the per-call outer products summed in another order: floating-point
+  reassociation, as the graph passes' gradient folding);
+* anything else: summed in the order eager's tape would sum it.
+
+Two ops reach it from a graph: `recursion(root, *arrays, region)` and
+`recursion_grad(g, out, root, *arrays, region, index)`, the cotangent of `arrays[index]` (the
+first one to run computes them all for this forward run). A value the generation did not
+assume (a non-int index, an array where the forward expected a host value) raises `AssertFailed`:
+the call runs eagerly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import REGISTRY, register
+
+
+class Mismatch(Exception):
+    """Raised by generated region code; the executor turns it into an assert failure."""
+
+
+class Region:
+    """One staged recursive function: `forward(root, arrays)`, then `grads(g, index)`."""
+
+    def __init__(self, name, site, make_forward, backwards, aval, kind, n_arrays, float_arrays):
+        self.name, self.site = name, site
+        self.make_forward = make_forward  # (arrays, records) -> fwd(root) -> (value, record index)
+        self.backwards = backwards  # per return site: (rec, g, cot, acc, arrays) -> None
+        self.aval = aval  # (shape, dtype) every call returns
+        self.kind = kind  # "tensor" or "array": what eager's calls return
+        self.n_arrays = n_arrays
+        self.float_arrays = float_arrays  # indices of the captured arrays that take gradients
+        self._records = None
+        self._arrays = None
+        self._run = 0
+        self._grads_run = -1
+        self._grads = None
+
+    def __repr__(self):
+        return f"Region({self.name})"
+
+    def forward(self, root, arrays):
+        records = []
+        fwd = self.make_forward(arrays, records)
+        try:
+            value, _ = fwd(root)
+        except Mismatch as exc:
+            raise _failed(self, str(exc)) from None
+        self._records, self._arrays = records, arrays
+        self._run += 1
+        return value
+
+    def forget(self):
+        """Drop the last run's records (a trial run's, at generation)."""
+        self._records = self._arrays = None
+        self._run += 1
+
+    def grads(self, g, index):
+        if self._grads_run != self._run:
+            self._grads = self._backward(g)
+            self._grads_run = self._run
+        out = self._grads[index]
+        if out is None:  # eager's tape gives None here (e.g. a one-leaf tree never reads `w`)
+            raise _failed(self, f"a gradient for captured array {index}")
+        return out
+
+    def _backward(self, g):
+        records, arrays = self._records, self._arrays
+        cot = [None] * len(records)
+        cot[-1] = g
+        acc = _Accumulators(len(arrays))
+        backwards = self.backwards
+        for i in range(len(records) - 1, -1, -1):
+            gi = cot[i]
+            if gi is not None:
+                rec = records[i]
+                backwards[rec[0]](rec, gi, cot, acc, arrays)
+        return [acc.total(j, arrays[j]) if j in self.float_arrays else None for j in range(len(arrays))]
+
+
+class _Accumulators:
+    """Per captured array: plain contributions (in order), gathered rows, folded products."""
+
+    __slots__ = ("plain", "rows", "rows_at", "xs", "gs")
+
+    def __init__(self, n):
+        self.plain = [[] for _ in range(n)]
+        self.rows = [[] for _ in range(n)]
+        self.rows_at = [[] for _ in range(n)]
+        self.xs = [[] for _ in range(n)]
+        self.gs = [[] for _ in range(n)]
+
+    def total(self, j, array):
+        parts = []
+        if self.plain[j]:
+            total = self.plain[j][0]
+            for c in self.plain[j][1:]:
+                total = total + c
+            parts.append(total)
+        if self.xs[j]:
+            parts.append(np.matmul(np.stack(self.xs[j]).T, np.stack(self.gs[j])).astype(array.dtype, copy=False))
+        if self.rows[j]:
+            dense = np.zeros(array.shape, self.rows[j][0].dtype)
+            np.add.at(dense, np.asarray(self.rows_at[j], np.intp), np.stack(self.rows[j]))
+            parts.append(dense)
+        if not parts:
+            return None
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        return total
+
+
+def _failed(region, what):
+    from ..executor.interpreter import AssertFailed
+    from ..jit.assumptions import Assumption
+
+    return AssertFailed(Assumption("recursion", region.site, what, region.name))
+
+
+def _forward(xp, root, *arrays, region):
+    return region.forward(root, arrays)
+
+
+def _grad(xp, g, out, root, *arrays, region, index):
+    return region.grads(g, index)
+
+
+def _vjp(g, out, root, *arrays, region):
+    """In a graph (the only place a region runs): one `recursion_grad` node per float array."""
+    from .registry import _builder
+
+    emit = _builder[0].emit
+    grad = REGISTRY["recursion_grad"]
+    return (None,) + tuple(
+        emit(grad, (g, out, root) + arrays, {"region": region, "index": j}, aval=(tuple(a.shape), a.dtype))
+        if j in region.float_arrays else None for j, a in enumerate(arrays))
+
+
+register("recursion", _forward, shape=lambda *a, region, **k: region.aval, vjp=_vjp,
+         doc="a staged self-recursive function over a tree of Python objects (see ops/recursion.py)")
+register("recursion_grad", _grad, shape=lambda *a, region, index, **k: None,
+         doc="the cotangent of a recursion region's captured array `index`")
