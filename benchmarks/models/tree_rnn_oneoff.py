@@ -1,9 +1,10 @@
 """The TreeRNN of `tree_rnn.py` on trees that do not repeat: 3,000 random trees, as in a treebank
 whose sentences all parse differently (the benchmark `tree_rnn` cycles through 8 shapes).
 
-A graph is specialized to one tree shape, so here the jit makes graphs for the first few shapes,
-sees that none is reused and runs the rest eagerly (`jit/function.py`, FREE_GRAPHS): its time is
-eager's. JAX would compile a program per tree; it is left out (no `jax_step`).
+A graph is specialized to one tree shape, so here the jit makes graphs for the first 8 shapes,
+sees that none is reused (`jit/function.py`, FREE_GRAPHS) and then generates one graph that stages
+`encode` as a recursion region, which walks each tree at run time (`graphgen/recursion.py`).
+JAX would compile a program per tree; it is left out (no `jax_step`).
 """
 from __future__ import annotations
 
