@@ -106,6 +106,8 @@ class FailuresMixin:
             return g
         if g is not None:
             entry.graphs.remove(g)
+        self._log("regen", "no self-recursive function could be staged as a recursion region; "
+                           "new shapes run eagerly")
         self._regions = False
         return None
 

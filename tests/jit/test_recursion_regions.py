@@ -111,6 +111,7 @@ def test_an_unconvertible_recursive_function_stays_inlined():
 
     jf = side_by_side(make, calls([tree(s) for s in range(16)]))
     assert not _regions(jf)
+    assert any("no self-recursive function could be staged" in text for _, _, text in jf.events)
 
 
 def test_self_recursion_is_detected_by_the_name_the_function_calls():
