@@ -339,17 +339,17 @@ class CallsMixin:
                 fn_ast = function_ast(func)
             except NoSource as exc:
                 raise Unsupported("no-source", f"{func.__qualname__}: {exc}", self.site) from None
-            if self.regions and self_recursive(func, fn_ast):
-                try:
-                    return self.recursion_region(func, args, kwargs)
-                except Unsupported as exc:  # inlined, as without regions
-                    self.region_failures.append(exc)
             frame = Frame(func, func.__globals__, func.__code__.co_filename)
             if func.__closure__:
                 for name, cell in zip(func.__code__.co_freevars, func.__closure__):
                     frame.cells[name] = cell
         if has_yield(fn_ast):
             raise Unsupported("generator", f"{func.__qualname__} is a generator", self.site)
+        if self.regions and not isinstance(func, LocalFunction) and self_recursive(func, fn_ast):
+            try:
+                return self.recursion_region(func, fn_ast, frame, args, kwargs)
+            except Unsupported:  # inlined, as without regions
+                pass
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.depth -= 1

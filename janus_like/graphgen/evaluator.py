@@ -53,7 +53,6 @@ class Generator(CallsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, Blocks
                  reassociate=False, split=None, regions=False):
         self.fn = fn
         self.regions = regions  # stage self-recursive callees as recursion regions (recursion.py)
-        self.region_failures: list = []  # why a self-recursive callee was inlined instead
         # branches generated once per outcome (control.stmt_If): site key -> the outcome this
         # graph takes, or None for the one the profile saw more often; `forced` records the choices
         self.split = dict(split or {})

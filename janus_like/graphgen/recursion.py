@@ -23,9 +23,8 @@ import numpy as np
 
 from .. import backend, ir
 from ..ops.registry import REGISTRY
-from ..source import NoSource, function_ast, has_yield, local_names
+from ..source import local_names
 from .region_code import Translator
-from .support import Frame
 from .values import ObjRef, Sym, Unsupported
 
 
@@ -48,21 +47,13 @@ def self_recursive(func, fn_ast) -> bool:
 class RecursionMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
-    def recursion_region(self, func, args, kwargs):
-        """The region node for `func(root)`, or Unsupported (the caller inlines instead)."""
+    def recursion_region(self, func, fn_ast, frame, args, kwargs):
+        """The region node for `func(root)` (`frame`: the scope inlining would read its free
+        names from), or Unsupported (the caller inlines instead)."""
         if kwargs or len(args) != 1 or not isinstance(args[0], ObjRef):
             raise Unsupported("unsupported-call", "a recursion region takes one input object", self.site)
         if self.builder.block is not self.builder.graph.nodes:
             raise Unsupported("unsupported-call", "a recursion region inside a conditional or loop node", self.site)
-        try:
-            fn_ast = function_ast(func)
-        except NoSource as exc:
-            raise Unsupported("no-source", str(exc), self.site) from None
-        if has_yield(fn_ast):
-            raise Unsupported("generator", f"{func.__qualname__} is a generator", self.site)
-        frame = Frame(func, func.__globals__, func.__code__.co_filename)
-        if func.__closure__:
-            frame.cells.update(zip(func.__code__.co_freevars, func.__closure__))
         free = {}
         for name in sorted(_free_names(fn_ast)):
             free[name] = self.load_name(name, frame)
@@ -71,7 +62,6 @@ class RecursionMixin:
         root = Sym(self.input_node(args[0].slot, np.empty((), object)), "array")
         out = self.builder.emit(REGISTRY["recursion"], (root, *captured), {"region": region}, aval=region.aval)
         return Sym(out.node, region.kind)
-
 
     def try_region(self, region, root, captured):
         """Run the region once on the generating call's tree (its arrays as they are now): a

@@ -11,12 +11,15 @@ gradient rules, last first, through another scratch builder, and is emitted the 
 from __future__ import annotations
 
 import ast
+import copy
 import functools
+import operator
 
 import numpy as np
 
 from .. import ir
 from ..executor.codegen import _DIRECT, _Emitter
+from ..ops.indexing import _SLOT
 from ..ops.recursion import Mismatch, Region
 from ..ops.registry import REGISTRY, _builder
 from ..source import local_names
@@ -25,7 +28,7 @@ from .builder import GraphBuilder
 from .values import ObjRef, Sym, Unsupported
 
 _HOST_CALLS = (len, isinstance)  # builtins a host expression may call
-_ROW = ((("slot", 0),), True)  # getitem's index parameter for `a[i]`, i a run-time int
+_ROW = (((_SLOT, 0),), True)  # getitem's index template (ops/indexing.py) for `a[i]`, i a run-time int
 
 
 class _Path:
@@ -47,7 +50,9 @@ class Translator:
         self.param = a.args[0].arg
         self.mini = GraphBuilder("region")
         self.lines: list[str] = []
-        self.consts: dict[str, object] = {"Mismatch": Mismatch}
+        self.own = local_names(fn_ast)
+        self.em = _Emitter()  # the plan's expressions, and the constants of all generated code
+        self.em.globals["Mismatch"] = Mismatch
         self.captured: list = []  # the graph values of the captured arrays, in argument order
         self.captured_names: list[str] = []  # their placeholders' names in the generated code
         self.placeholders: dict[int, tuple] = {}  # placeholder node id -> ("array", j) | ("call",) | ("host",)
@@ -63,7 +68,6 @@ class Translator:
                 raise self.unsupported(f"the free name {name!r} (an input object)")
             else:
                 self.free[name] = ("const", value)
-        self.em = _Emitter()
         self.backs: list[GraphBuilder] = []
         self.aval = None
         self.kind = None
@@ -98,8 +102,7 @@ class Translator:
             exec(compile(text, f"<janus_like region {self.name} backward {k}>", "exec"), benv)
             backwards.append(benv["back"])
         floats = frozenset(j for j, s in enumerate(self.captured) if np.dtype(s.node.aval[1]).kind == "f")
-        region = Region(self.name, self.site, env["make"], backwards, self.aval, self.kind, len(self.captured),
-                        floats)
+        region = Region(self.name, self.site, env["make"], backwards, self.aval, self.kind, floats)
         region.source = src + "".join(back_src)
         return region, self.captured
 
@@ -205,7 +208,7 @@ class Translator:
             return ("host",)
         if name in path.env:
             return path.env[name]
-        if name in local_names(self.fn_ast):
+        if name in self.own:
             raise self.unsupported(f"{name!r} read where it may be unbound")
         return self.free[name]
 
@@ -217,18 +220,10 @@ class Translator:
             def visit_Name(self, n):
                 tag = me.name_tag(n.id, path)
                 if tag[0] == "const":
-                    return ast.copy_location(ast.Name(me.const(tag[1]), ast.Load()), n)
+                    return ast.copy_location(ast.Name(me.em.const(tag[1]), ast.Load()), n)
                 return ast.copy_location(ast.Name(f"u_{n.id}", ast.Load()), n)
 
-        return ast.unparse(Rename().visit(_copy(e)))
-
-    def const(self, value):
-        for k, v in self.consts.items():
-            if v is value:
-                return k
-        key = f"K{len(self.consts)}"
-        self.consts[key] = value
-        return key
+        return ast.unparse(Rename().visit(copy.deepcopy(e)))
 
     # ------------------------------------------------------------------ array expressions
     def array(self, e, path, depth):
@@ -329,7 +324,7 @@ class Translator:
         (the generator guards every constant it read), or Unsupported."""
         if not all(self.name_tag(n.id, path)[0] == "const" for n in ast.walk(e) if isinstance(n, ast.Name)):
             raise self.unsupported(f"a call of `{ast.unparse(e)}`, not a function fixed at generation")
-        return eval(self.host(e, path), dict(self.consts))  # noqa: S307 (our own unparsed AST of constants)
+        return eval(self.host(e, path), dict(self.em.globals))  # noqa: S307 (our own unparsed AST of constants)
 
     def flush(self, path, depth):
         """Forward lines for the scratch builder's new op nodes (in the order they were made)."""
@@ -358,9 +353,8 @@ class Translator:
         return _var(x) if isinstance(x, ir.Node) else self.em.const(x)
 
     def env(self):
-        """Globals of the generated functions: the emitter's constants, the graph constants."""
+        """Globals of the generated functions: the emitter's constants, the scratch graphs' constants."""
         env = dict(self.em.globals)
-        env.update(self.consts)
         for b in (self.mini, *self.backs):
             env.update((_var(c), c.params["value"]) for c in b.prelude if c.op == ir.CONST)
         return env
@@ -481,11 +475,7 @@ def _var(node):
     return f"v{node.id}"
 
 
-def _copy(e):
-    return ast.parse(ast.unparse(e), mode="eval").body
-
-
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Div: lambda a, b: a / b, ast.MatMult: lambda a, b: a @ b, ast.Pow: lambda a, b: a ** b}
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.MatMult: operator.matmul, ast.Pow: operator.pow}
 
 __all__ = ["Translator"]

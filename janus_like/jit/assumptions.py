@@ -22,6 +22,7 @@ KINDS = {
     "contains": "the result of an `in` test on an input container",
     "branch": "the outcome of an `if` on a value computed in the graph",
     "trip_count": "the number of iterations of a `while` loop on a graph value",
+    "recursion": "a value inside a recursion region's tree walk (an int index, a gradient eager gives)",
 }
 
 

@@ -34,19 +34,19 @@ class Mismatch(Exception):
 class Region:
     """One staged recursive function: `forward(root, arrays)`, then `grads(g, index)`."""
 
-    def __init__(self, name, site, make_forward, backwards, aval, kind, n_arrays, float_arrays):
+    def __init__(self, name, site, make_forward, backwards, aval, kind, float_arrays):
         self.name, self.site = name, site
         self.make_forward = make_forward  # (arrays, records) -> fwd(root) -> (value, record index)
         self.backwards = backwards  # per return site: (rec, g, cot, acc, arrays) -> None
         self.aval = aval  # (shape, dtype) every call returns
         self.kind = kind  # "tensor" or "array": what eager's calls return
-        self.n_arrays = n_arrays
         self.float_arrays = float_arrays  # indices of the captured arrays that take gradients
         self._records = None
         self._arrays = None
         self._run = 0
         self._grads_run = -1
         self._grads = None
+        self.source = ""  # the generated code, for reading (graphgen/region_code.py sets it)
 
     def __repr__(self):
         return f"Region({self.name})"
