@@ -69,6 +69,14 @@ def random_trees(rng, cfg, vocab, classes):
     return [(t,) for t in trees]
 
 
+def one_off(state, cfg, seed):
+    """`state` (a tree model's, its configuration `cfg`) training on cfg["n_trees"] trees that do
+    not repeat, drawn from another seed than the model's."""
+    state["batches"] = random_trees(np.random.default_rng(seed + 1000), cfg, cfg["vocab"], cfg["classes"])
+    state["config"] = cfg
+    return state
+
+
 def make(seed, quick=False):
     cfg = QUICK if quick else FULL
     rng = np.random.default_rng(seed)

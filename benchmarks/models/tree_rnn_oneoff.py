@@ -8,9 +8,8 @@ JAX would compile a program per tree; it is left out (no `jax_step`).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import tree_rnn as _base
+from .tree_rnn import one_off
 
 FULL = dict(_base.FULL, n_trees=3000)
 QUICK = dict(_base.QUICK, n_trees=200)
@@ -23,7 +22,4 @@ torch_step = _base.torch_step
 
 def make(seed, quick=False):
     cfg = QUICK if quick else FULL
-    state = _base.make(seed, quick=quick)
-    state["batches"] = _base.random_trees(np.random.default_rng(seed + 1000), cfg, cfg["vocab"], cfg["classes"])
-    state["config"] = cfg
-    return state
+    return one_off(_base.make(seed, quick=quick), cfg, seed)

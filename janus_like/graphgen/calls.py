@@ -329,7 +329,8 @@ class CallsMixin:
             return {k: self.snapshot_for_effect(x) for k, x in v.items()}
         return v
 
-    def inline(self, func, args, kwargs):
+    def function_frame(self, func):
+        """(AST, Frame) of a user function to inline: the scope its free names are read from."""
         if isinstance(func, LocalFunction):  # defined in jitted code: its scope is the defining frame
             fn_ast, outer = func.node, func.frame
             frame = Frame(func, outer.globals, outer.filename, outer, local_names(fn_ast))
@@ -345,7 +346,11 @@ class CallsMixin:
                     frame.cells[name] = cell
         if has_yield(fn_ast):
             raise Unsupported("generator", f"{func.__qualname__} is a generator", self.site)
-        if self.regions and not isinstance(func, LocalFunction) and self_recursive(func, fn_ast):
+        return fn_ast, frame
+
+    def inline(self, func, args, kwargs):
+        fn_ast, frame = self.function_frame(func)
+        if self.regions and not isinstance(func, LocalFunction) and self_recursive(func, fn_ast, args):
             try:
                 return self.recursion_region(func, fn_ast, frame, args, kwargs)
             except Unsupported:  # inlined, as without regions

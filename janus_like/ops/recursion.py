@@ -34,12 +34,20 @@ class Mismatch(Exception):
 class Region:
     """One staged recursive function: `forward(root, arrays)`, then `grads(g, index)`."""
 
-    def __init__(self, name, site, make_forward, backwards, aval, kind, float_arrays):
+    def __init__(self, name, site, make_forward, backwards, aval, kind, float_arrays, elems=None):
         self.name, self.site = name, site
         self.make_forward = make_forward  # (arrays, records) -> fwd(root) -> (value, record index)
         self.backwards = backwards  # per return site: (rec, g, cot, acc, arrays) -> None
-        self.aval = aval  # (shape, dtype) every call returns
-        self.kind = kind  # "tensor" or "array": what eager's calls return
+        self.kind = kind  # "tensor" or "array": what eager's calls return (a tuple of them: `elems`)
+        # elems: None, or the (shape, dtype) of each item of the tuple every call returns; the
+        # node's value is then the items raveled one after the other (the graph slices them)
+        self.elems = elems
+        if elems is None:
+            self.aval = aval  # (shape, dtype) every call returns
+        else:
+            sizes = [int(np.prod(shape, dtype=np.int64)) for shape, _ in elems]
+            self.bounds = np.cumsum([0] + sizes).tolist()
+            self.aval = ((self.bounds[-1],), elems[0][1])
         self.float_arrays = float_arrays  # indices of the captured arrays that take gradients
         self._records = None
         self._arrays = None
@@ -60,6 +68,8 @@ class Region:
             raise _failed(self, str(exc)) from None
         self._records, self._arrays = records, arrays
         self._run += 1
+        if self.elems is not None:
+            return np.concatenate([np.ravel(v) for v in value])
         return value
 
     def forget(self):
@@ -79,7 +89,11 @@ class Region:
     def _backward(self, g):
         records, arrays = self._records, self._arrays
         cot = [None] * len(records)
-        cot[-1] = g
+        if self.elems is None:
+            cot[-1] = g
+        else:
+            b = self.bounds
+            cot[-1] = [g[b[k]:b[k + 1]].reshape(shape) for k, (shape, _) in enumerate(self.elems)]
         acc = _Accumulators(len(arrays))
         backwards = self.backwards
         for i in range(len(records) - 1, -1, -1):
@@ -88,6 +102,14 @@ class Region:
                 rec = records[i]
                 backwards[rec[0]](rec, gi, cot, acc, arrays)
         return [acc.total(j, arrays[j]) if j in self.float_arrays else None for j in range(len(arrays))]
+
+
+def set_cotangent(cot, i, k, n, value):
+    """Item k of record i's cotangent (a call returning a tuple of n arrays)."""
+    c = cot[i]
+    if c is None:
+        c = cot[i] = [None] * n
+    c[k] = value
 
 
 class _Accumulators:
