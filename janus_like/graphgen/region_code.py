@@ -14,11 +14,13 @@ import ast
 import copy
 import functools
 import operator
+import re
 
 import numpy as np
 
 from .. import ir
 from ..executor.codegen import _DIRECT, _Emitter
+from ..ops.indexing import _SLICE
 from ..ops.recursion import Mismatch, Region, set_cotangent
 from ..ops.registry import REGISTRY, _builder
 from ..source import local_names
@@ -29,6 +31,7 @@ from .region_calls import CallsMixin, _Path, _Scope, _target_names, _var
 from .values import BoundMethod, ObjRef, Sym, Unsupported
 
 _HOST_CALLS = (len, isinstance)  # builtins a host expression may call
+_JOINABLE = ("sigmoid", "tanh", "exp", "neg", "relu")  # element-wise ops of one operand (joined_gates)
 
 
 class Translator(CallsMixin, BackwardMixin):
@@ -359,10 +362,49 @@ class Translator(CallsMixin, BackwardMixin):
         """Forward lines for the scratch builder's new op nodes (in the order they were made)."""
         nodes = self.mini.graph.nodes
         pad = "    " * depth
+        joined = self.joined_gates(nodes[self.emitted:]) if self.reassociate else {}
         for n in nodes[self.emitted:]:
-            self.lines.append(pad + self.line(n))
+            self.lines.append(pad + (joined[n.id] if n.id in joined else self.line(n)))
             path.nodes.append(n)
         self.emitted = len(nodes)
+
+    def joined_gates(self, nodes):
+        """{node id: line} for one op applied to adjacent slices of one vector (a split's gates:
+        `F.sigmoid(i), F.sigmoid(f), F.sigmoid(o)`): the op runs once on their union, each
+        node's value a view of the result. The same element-wise values from fewer calls; only
+        where the graph may reassociate, as the other regrouping."""
+        groups = {}
+        for n in nodes:
+            x = n.inputs[0] if n.op in _JOINABLE and len(n.inputs) == 1 and not n.params else None
+            index = x.params.get("index") if isinstance(x, ir.Node) and x.op == "getitem" and len(x.inputs) == 1 else None
+            if index and len(index[0]) == 1 and index[0][0][0] == _SLICE and index[0][0][3] in (None, 1) \
+                    and isinstance(x.inputs[0], ir.Node) and len(x.inputs[0].aval[0]) == 1:
+                base = x.inputs[0]
+                lo = (index[0][0][1] or 0) % max(base.aval[0][0], 1)
+                groups.setdefault((n.op, base.id), []).append((lo, lo + x.aval[0][0], n, base))
+        out = {}
+        for (op, _), members in groups.items():
+            members.sort(key=lambda m: m[0])
+            runs, run = [], [members[0]]
+            for m in members[1:]:
+                if m[0] == run[-1][1]:
+                    run.append(m)
+                else:
+                    runs.append(run)
+                    run = [m]
+            runs.append(run)
+            for run in (r for r in runs if len(r) > 1):
+                lo, hi, base = run[0][0], run[-1][1], run[0][3]
+                first = min((m[2] for m in run), key=nodes.index)
+                t = f"t{first.id}"
+                expr = self.line(first).split(" = ", 1)[1]  # the op on its slice, then on the union
+                if re.fullmatch(rf"[\w.]+\({_var(first.inputs[0])}\)", expr) is None:
+                    continue  # not a plain call of its operand (shapes written into it)
+                expr = expr.replace(f"({_var(first.inputs[0])})", f"({_var(base)}[{lo}:{hi}])")
+                for a, b, n, _ in run:
+                    out[n.id] = f"{_var(n)} = {t}[{a - lo}:{b - lo}]"
+                out[first.id] = f"{t} = {expr}; {out[first.id]}"
+        return out
 
     def line(self, n):
         """`v<id> = <expression>` for op node n: the executor plan's NumPy expression where it has

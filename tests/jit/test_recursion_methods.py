@@ -3,6 +3,8 @@ call helper methods and functions, as a TreeLSTM is written: side by side with e
 trees, on calls that break the region's assumptions, and against finite differences."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -95,6 +97,9 @@ def test_tree_lstm_with_folded_weight_gradients_within_rounding(cls):
     assert jf.stats()["graph_calls"] >= 12
     joined = region.source.count(", ))")  # `np.concatenate((v1, v2, ))`: joined slice gradients
     assert joined == (2 if cls is TreeLSTM else 1)  # the leaf's and the combination's / the leaf's
+    # the gates' sigmoids run once on the adjacent slices: i, o of a leaf, i, f_l, f_r, o of a node
+    spans = re.findall(r"t\d+ = SIGMOID\(v\d+\[0:(\d+)\]\)", region.source)
+    assert sorted(map(int, spans)) == [2 * H, 4 * H]
 
 
 def test_tree_lstm_calls_that_break_the_region_assumptions_run_eagerly():
