@@ -177,11 +177,12 @@ def run_model(name, args, jit):
         return record
     stats_after_warmup = {s: _safe_stats(steppers[s]) for s in steppers}
 
-    # steps per block: enough for `block_s` seconds of the slowest system's last warm-up call
+    # steps per block: enough for `block_s` seconds of the slowest system's warm-up calls (the
+    # fastest of its last three: one of them may have generated a graph, as on one-off trees)
     if args.steps:
         steps = args.steps
     else:
-        slowest = max(results[s]["warmup_calls_ms"][-1] for s in steppers) / 1e3
+        slowest = max(min(results[s]["warmup_calls_ms"][-3:]) for s in steppers) / 1e3
         steps = int(min(200, max(1, round(args.block_s / max(slowest, 1e-6)))))
     blocks = {s: [] for s in steppers}
     work = {s: [] for s in steppers}  # units of work per step in each block (None: not counted)
