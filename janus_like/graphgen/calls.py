@@ -20,7 +20,7 @@ from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert, is_conversion
 from .draws import _SEARCHES
 from .early_returns import function_body
-from .recursion import self_recursive
+from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
@@ -350,9 +350,10 @@ class CallsMixin:
 
     def inline(self, func, args, kwargs):
         fn_ast, frame = self.function_frame(func)
-        if self.regions and not isinstance(func, LocalFunction) and self_recursive(func, fn_ast, args):
+        kind = recursion_kind(func, fn_ast, args) if self.regions and not isinstance(func, LocalFunction) else None
+        if kind is not None:
             try:
-                return self.recursion_region(func, fn_ast, frame, args, kwargs)
+                return self.recursion_region(func, fn_ast, frame, args, kwargs, kind)
             except Unsupported:  # inlined, as without regions
                 pass
         self.depth += 1

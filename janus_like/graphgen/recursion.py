@@ -70,10 +70,11 @@ def recursion_kind(func, fn_ast, args=()):
 class RecursionMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
-    def recursion_region(self, func, fn_ast, frame, args, kwargs):
-        """The region node for `func(root)` or a method's `obj.func(root)` (`frame`: the scope
-        inlining would read its free names from), or Unsupported (the caller inlines instead)."""
-        method = recursion_kind(func, fn_ast, args) == "method"
+    def recursion_region(self, func, fn_ast, frame, args, kwargs, kind):
+        """The region node for `func(root)` or a method's `obj.func(root)` (`kind`, as
+        recursion_kind says; `frame`: the scope inlining would read its free names from), or
+        Unsupported (the caller inlines instead)."""
+        method = kind == "method"
         if kwargs or len(args) != 1 + method or not all(isinstance(a, ObjRef) for a in args):
             raise Unsupported("unsupported-call", "a recursion region takes one input object", self.site)
         if self.builder.block is not self.builder.graph.nodes:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import _SLICE, _SLOT
+from ..ops.indexing import _SLOT
 from ..ops.registry import REGISTRY, _builder
 from .builder import GraphBuilder
+from .region_calls import _var, first_axis_slice
 from .values import Sym, Unsupported
 
 _ROW = (((_SLOT, 0),), True)  # getitem's index template (ops/indexing.py) for `a[i]`, i a run-time int
@@ -113,14 +114,13 @@ class BackwardMixin:
         order, one copy instead of a zero-filled array per slice and their sums. The same values
         but for the sign of a zero (0.0 + -0.0 is 0.0), so only where the graph may reassociate."""
         def pieces(n):
-            if n.op == "getitem_grad" and len(n.inputs) == 2 and n.params.get("index", ((),))[0][:1] \
-                    and len(n.params["index"][0]) == 1 and n.params["index"][0][0][0] == _SLICE:
+            if n.op == "getitem_grad" and len(n.inputs) == 2:
                 g, x = n.inputs
-                _, lo, hi, step = n.params["index"][0][0]
-                if isinstance(g, ir.Node) and step in (None, 1) and g.aval[1] == x.aval[1] \
-                        and g.aval[0][1:] == x.aval[0][1:] and len(g.aval[0]) >= 1:
-                    start = min(max((lo or 0) + (x.aval[0][0] if (lo or 0) < 0 else 0), 0), x.aval[0][0])
-                    return [(start, start + g.aval[0][0], g, x)]  # its extent: the cotangent's length
+                if isinstance(g, ir.Node) and g.aval[1] == x.aval[1] and len(g.aval[0]) >= 1 \
+                        and g.aval[0][1:] == x.aval[0][1:]:
+                    start = first_axis_slice(n.params.get("index"), x.aval[0][0])
+                    if start is not None:
+                        return [(start, start + g.aval[0][0], g, x)]  # its extent: the cotangent's length
                 return None
             if n.op == "add" and not n.params and all(isinstance(x, ir.Node) for x in n.inputs):
                 parts = [pieces(x) for x in n.inputs]
@@ -172,7 +172,3 @@ class BackwardMixin:
                 or len(a.aval[0]) != 2 or np.dtype(x.aval[1]) != np.dtype(a.aval[1]):
             return None
         return tag[1]
-
-
-def _var(node):
-    return f"v{node.id}"

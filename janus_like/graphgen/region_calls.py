@@ -9,6 +9,7 @@ import types
 import numpy as np
 
 from .. import ir
+from ..ops.indexing import _SLICE
 from ..source import local_names
 from ..tensor import _FUNCTIONS, _UFUNCS
 from .values import Sym
@@ -44,6 +45,16 @@ def _target_names(t):
     if isinstance(t, (ast.Tuple, ast.List)) and all(isinstance(x, ast.Name) for x in t.elts):
         return [x.id for x in t.elts]
     return None
+
+
+def first_axis_slice(index, n):
+    """The start of a getitem template (ops/indexing.py) that is one slice of the first axis
+    `x[a:b]` (step 1) of an axis of length n, else None."""
+    items = index[0] if index else ()
+    if len(items) != 1 or type(items[0]) is not tuple or items[0][0] != _SLICE or items[0][3] not in (None, 1):
+        return None
+    lo = items[0][1] or 0
+    return min(max(lo + n if lo < 0 else lo, 0), n)
 
 
 class CallsMixin:
@@ -146,9 +157,10 @@ class CallsMixin:
         prefix = f"u{self.helpers}_"
         env = {}
         for name, arg in zip(params[bound:], e.args):  # evaluated in the caller's scope
-            if self.is_host(arg, path) and self.all_const(arg, path):
+            host = self.is_host(arg, path)
+            if host and self.all_const(arg, path):
                 env[name] = ("const", self.static(arg, path))
-            elif self.is_host(arg, path):
+            elif host:
                 self.flush(path, depth)
                 self.lines.append("    " * depth + f"{prefix}{name} = {self.host(arg, path)}")
                 env[name] = ("host", f"{prefix}{name}")
@@ -159,8 +171,8 @@ class CallsMixin:
         self.scope = _Scope(local_names(fn_ast), self.free_tags(free), prefix, params[0] if bound else None)
         try:
             for st in fn_ast.body:
-                if isinstance(st, (ast.Pass, ast.Expr)) and (isinstance(st, ast.Pass) or isinstance(st.value, ast.Constant)):
-                    continue
+                if isinstance(st, ast.Pass) or isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+                    continue  # a docstring
                 if isinstance(st, ast.Assign) and len(st.targets) == 1:
                     self.assign(st.targets[0], st.value, sub, depth)
                 elif isinstance(st, ast.Return) and st.value is not None and not self.is_host(st.value, sub):

@@ -20,14 +20,13 @@ import numpy as np
 
 from .. import ir
 from ..executor.codegen import _DIRECT, _Emitter
-from ..ops.indexing import _SLICE
 from ..ops.recursion import Mismatch, Region, set_cotangent
 from ..ops.registry import REGISTRY, _builder
 from ..source import local_names
 from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
 from .region_backward import BackwardMixin
-from .region_calls import CallsMixin, _Path, _Scope, _target_names, _var
+from .region_calls import CallsMixin, _Path, _Scope, _target_names, _var, first_axis_slice
 from .values import BoundMethod, ObjRef, Sym, Unsupported
 
 _HOST_CALLS = (len, isinstance)  # builtins a host expression may call
@@ -172,7 +171,7 @@ class Translator(CallsMixin, BackwardMixin):
             raise self.unsupported(f"an assignment to `{ast.unparse(target)}`")
         if self.is_host(value, path):
             self.flush(path, depth)
-            line = f"{self.host(value, path)}"
+            line = self.host(value, path)
             for name in names:
                 path.env[name] = ("host", f"{self.scope.prefix}{name}")
             self.lines.append("    " * depth + f"{self.host(target, path)} = {line}")
@@ -376,11 +375,12 @@ class Translator(CallsMixin, BackwardMixin):
         groups = {}
         for n in nodes:
             x = n.inputs[0] if n.op in _JOINABLE and len(n.inputs) == 1 and not n.params else None
-            index = x.params.get("index") if isinstance(x, ir.Node) and x.op == "getitem" and len(x.inputs) == 1 else None
-            if index and len(index[0]) == 1 and index[0][0][0] == _SLICE and index[0][0][3] in (None, 1) \
-                    and isinstance(x.inputs[0], ir.Node) and len(x.inputs[0].aval[0]) == 1:
-                base = x.inputs[0]
-                lo = (index[0][0][1] or 0) % max(base.aval[0][0], 1)
+            if not (isinstance(x, ir.Node) and x.op == "getitem" and len(x.inputs) == 1
+                    and isinstance(x.inputs[0], ir.Node) and len(x.inputs[0].aval[0]) == 1):
+                continue
+            base = x.inputs[0]
+            lo = first_axis_slice(x.params.get("index"), base.aval[0][0])
+            if lo is not None:
                 groups.setdefault((n.op, base.id), []).append((lo, lo + x.aval[0][0], n, base))
         out = {}
         for (op, _), members in groups.items():

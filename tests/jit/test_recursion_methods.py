@@ -161,3 +161,30 @@ def test_tree_lstm_region_gradients_match_finite_differences():
         got = [g.numpy() for g in jf(root)]
     assert _regions(jf) and jf.stats()["graph_calls"] >= 2
     assert_finite_differences(params, got, lambda: loss_of(root))
+
+
+def test_items_and_slices_of_one_vector_in_a_region():
+    """A leaf reading single items (`z[3]`) beside slices of one vector: only the slices are
+    grouped (an item's index is not a slice; it once stopped the region with a TypeError)."""
+    def make():
+        emb = jl.Variable(np.random.default_rng(2).standard_normal((V, H)).astype(np.float32), name="emb")
+        w = jl.Variable(np.full((H, H // 2), 0.1, np.float32), name="w")
+
+        def encode(node):
+            if node.is_leaf:
+                z = emb[node.word]
+                return F.sigmoid(z[0:2]) * F.sigmoid(z[2:4]) + F.sigmoid(z[3]) + F.sigmoid(z[2])
+            return np.tanh(np.concatenate([encode(node.left), encode(node.right)]) @ w)
+
+        def step(root, label):
+            with jl.GradientTape() as tape:
+                loss = F.sum(encode(root))
+            (g,) = tape.gradient(loss, [emb])
+            emb.assign_sub(0.1 * g)
+            return loss
+
+        return step, {"emb": emb, "w": w}
+
+    with within(1e-5, 1e-6):
+        jf = side_by_side(make, calls([tree(s) for s in range(20)]), reassociate=True)
+    assert _regions(jf) and jf.stats()["graph_calls"] >= 8
