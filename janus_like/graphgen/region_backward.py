@@ -36,7 +36,7 @@ class BackwardMixin:
         avals = self.elems if self.elems is not None else (self.aval,)
         g_nodes = [ir.Node(ir.INPUT, (), {"slot": -1, "name": "g"}, aval) for aval in avals]
         grads = {}
-        actions = []  # (statement with {} for the value, value)
+        actions = []  # (what is done with the value: "cot" | "rows" | "xs" | "plain", its details, value)
         previous = _builder[0]
         _builder[0] = back
         try:
@@ -49,18 +49,15 @@ class BackwardMixin:
                     continue
                 if n.id in self.placeholders:  # a recursive call's result (an item of it)
                     _, var, k, count = self.placeholders[n.id]
-                    code = f"cot[{var}] = {{}}" if self.elems is None else f"SETCOT(cot, {var}, {k}, {count}, {{}})"
-                    actions.append((code, gn))
+                    actions.append(("cot", (var, k, count), gn))
                     continue
                 row = self._row_of(n)
                 if row is not None:
-                    actions.append((f"acc.rows[{row}].append({{}}); acc.rows_at[{row}].append({_var(n.inputs[1])})",
-                                    gn))
+                    actions.append(("rows", (row, _var(n.inputs[1])), gn))
                     continue
                 folded = self._folded(n)
                 if folded is not None:
-                    actions.append((f"acc.xs[{folded}].append({_var(n.inputs[0])}); acc.gs[{folded}].append({{}})",
-                                    gn))
+                    actions.append(("xs", (folded, _var(n.inputs[0])), gn))
                 ins = [Sym(x, "tensor") if isinstance(x, ir.Node) else x for x in n.inputs]
                 in_grads = REGISTRY[n.op].vjp(gn, Sym(n, "tensor"), *ins, **n.params)
                 for i, (x, gx) in enumerate(zip(n.inputs, in_grads)):
@@ -68,7 +65,7 @@ class BackwardMixin:
                         continue
                     tag = self.placeholders.get(x.id)
                     if tag is not None and tag[0] == "array":
-                        actions.append((f"acc.plain[{tag[1]}].append({{}})", gx))
+                        actions.append(("plain", tag[1], gx))
                     else:
                         grads[x.id] = gx if x.id not in grads else grads[x.id] + gx
         except Unsupported:
@@ -78,7 +75,8 @@ class BackwardMixin:
         finally:
             _builder[0] = previous
         joined = self._joined_slices(back.graph.nodes) if self.reassociate else {}
-        live = self._live([v for _, v in actions], joined)
+        live = self._live([v for *_, v in actions], joined)
+        self.back_parts.append((g_nodes, [n for n in back.graph.nodes if n.id in live], joined, actions))
         lines = ["def back(rec, g, cot, acc, arrays):", f"    _k, {', '.join(self.saved(path))} = rec"]
         if self.elems is None:
             lines.append(f"    {_var(g_nodes[0])} = g")
@@ -92,8 +90,20 @@ class BackwardMixin:
         lines += ["    " + (self.line(n) if n.id not in joined else
                             f"{_var(n)} = np.concatenate(({''.join(_var(p) + ', ' for p in joined[n.id])}))")
                   for n in back.graph.nodes if n.id in live]
-        lines += ["    " + code.format(self.operand(v.node if isinstance(v, Sym) else v)) for code, v in actions]
+        lines += ["    " + self.action(kind, info, self.operand(v.node if isinstance(v, Sym) else v))
+                  for kind, info, v in actions]
         return "\n".join(lines) + "\n"
+
+    def action(self, kind, info, value):
+        """The statement that hands a cotangent on (one call's record)."""
+        if kind == "cot":
+            var, k, count = info
+            return f"cot[{var}] = {value}" if self.elems is None else f"SETCOT(cot, {var}, {k}, {count}, {value})"
+        if kind == "rows":
+            return f"acc.rows[{info[0]}].append({value}); acc.rows_at[{info[0]}].append({info[1]})"
+        if kind == "xs":
+            return f"acc.xs[{info[0]}].append({info[1]}); acc.gs[{info[0]}].append({value})"
+        return f"acc.plain[{info}].append({value})"
 
     @staticmethod
     def _live(values, joined):

@@ -138,7 +138,9 @@ class CallsMixin:
             self.placeholders[node.id] = ("call", var, k, len(nodes))
             path.nodes.append(node)
         names = "".join(f"{_var(n)}, " for n in nodes) if self.elems is not None else _var(nodes[0])
-        self.lines.append("    " * depth + f"({names}), {var} = fwd({self.host(e.args[0], path)})")
+        arg = self.host(e.args[0], path)
+        self.lines.append("    " * depth + f"({names}), {var} = fwd({arg})")
+        self.wlines.append("    " * depth + f"{var} = walk({arg})")
         items = tuple(Sym(n, kind) for n, kind in zip(nodes, kinds))
         return items if self.elems is not None else items[0]
 
@@ -162,7 +164,7 @@ class CallsMixin:
                 env[name] = ("const", self.static(arg, path))
             elif host:
                 self.flush(path, depth)
-                self.lines.append("    " * depth + f"{prefix}{name} = {self.host(arg, path)}")
+                self.both(depth, f"{prefix}{name} = {self.host(arg, path)}")
                 env[name] = ("host", f"{prefix}{name}")
             else:
                 env[name] = ("array", self.array(arg, path, depth))
@@ -190,9 +192,8 @@ class CallsMixin:
         node.hint = None
         self.placeholders[node.id] = ("host",)
         path.nodes.append(node)
-        pad = "    " * depth
-        self.lines.append(pad + f"{_var(node)} = {self.host(e, path)}")
-        self.lines.append(pad + f"if {_var(node)}.__class__ is not int: raise Mismatch('an int at line {e.lineno}')")
+        self.both(depth, f"{_var(node)} = {self.host(e, path)}")
+        self.both(depth, f"if {_var(node)}.__class__ is not int: raise Mismatch('an int at line {e.lineno}')")
         return Sym(node, "py")
 
     def static(self, e, path):

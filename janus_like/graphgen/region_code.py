@@ -26,6 +26,7 @@ from ..source import local_names
 from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
 from .region_backward import BackwardMixin
+from .region_batch import BatchMixin
 from .region_calls import CallsMixin, _Path, _Scope, _target_names, _var, first_axis_slice
 from .values import BoundMethod, ObjRef, Sym, Unsupported
 
@@ -33,7 +34,7 @@ _HOST_CALLS = (len, isinstance)  # builtins a host expression may call
 _JOINABLE = ("sigmoid", "tanh", "exp", "neg", "relu")  # element-wise ops of one operand (joined_gates)
 
 
-class Translator(CallsMixin, BackwardMixin):
+class Translator(CallsMixin, BackwardMixin, BatchMixin):
     def __init__(self, func, fn_ast, free, site, reassociate=False, obj=None, gen=None):
         self.func, self.fn_ast, self.site = func, fn_ast, site
         self.reassociate = reassociate  # the weight gradients may be folded into one product
@@ -45,6 +46,7 @@ class Translator(CallsMixin, BackwardMixin):
         self.param = a.args[-1].arg
         self.mini = GraphBuilder("region")
         self.lines: list[str] = []
+        self.wlines: list[str] = []  # the host walk of the batched form (region_batch.py): host code alone
         self.em = _Emitter()  # the plan's expressions, and the constants of all generated code
         self.em.globals["Mismatch"] = Mismatch
         self.em.globals["SETCOT"] = set_cotangent
@@ -55,6 +57,7 @@ class Translator(CallsMixin, BackwardMixin):
         self.helpers = 0
         self.scope = _Scope(local_names(fn_ast), self.free_tags(free), "u_", a.args[0].arg if obj is not None else None)
         self.backs: list[GraphBuilder] = []
+        self.back_parts: list[tuple] = []  # per return site: what its backward computes (region_batch.py)
         self.aval = None  # what every call returns: (shape, dtype), or a tuple of them (`elems`)
         self.kind = None  # "tensor" | "array", or a tuple of kinds
         self.elems = None
@@ -122,6 +125,10 @@ class Translator(CallsMixin, BackwardMixin):
         floats = frozenset(j for j, s in enumerate(self.captured) if np.dtype(s.node.aval[1]).kind == "f")
         region = Region(self.name, self.site, env["make"], backwards, self.aval, self.kind, floats, self.elems)
         region.source = src + "".join(back_src)
+        region.batched = self.batched()
+        region.batch_reason = self.batch_reason
+        if region.batched is not None:
+            region.batch_source = self.batch_source
         return region, self.captured
 
     def block(self, stmts, path, depth) -> bool:
@@ -146,11 +153,11 @@ class Translator(CallsMixin, BackwardMixin):
 
     def stmt_if(self, st, path, depth) -> bool:
         self.flush(path, depth)
-        self.lines.append("    " * depth + f"if {self.host(st.test, path)}:")
+        self.both(depth, f"if {self.host(st.test, path)}:")
         ends = []
         for i, body in enumerate((st.body, st.orelse)):
             if i == 1:
-                self.lines.append("    " * depth + "else:")
+                self.both(depth, "else:")
             branch = _Path(path.nodes, path.env)
             returns = self.block(body, branch, depth + 1)
             if not returns:
@@ -161,7 +168,7 @@ class Translator(CallsMixin, BackwardMixin):
                     raise self.unsupported("an array computed in an `if` branch that does not return")
                 for k, v in branch.env.items():  # host names bound in the branch stay host names
                     path.env.setdefault(k, v)
-            self.lines.append("    " * (depth + 1) + "pass")
+            self.both(depth + 1, "pass")
             ends.append(returns)
         return all(ends)
 
@@ -174,7 +181,7 @@ class Translator(CallsMixin, BackwardMixin):
             line = self.host(value, path)
             for name in names:
                 path.env[name] = ("host", f"{self.scope.prefix}{name}")
-            self.lines.append("    " * depth + f"{self.host(target, path)} = {line}")
+            self.both(depth, f"{self.host(target, path)} = {line}")
             return
         out = self.array(value, path, depth)
         if isinstance(target, ast.Name):
@@ -212,6 +219,26 @@ class Translator(CallsMixin, BackwardMixin):
         self.lines.append(pad + f"R.append(({k}, {', '.join(self.saved(path))}))")
         value = "".join(f"{_var(x.node)}, " for x in items) if many else _var(items[0].node)
         self.lines.append(pad + f"return ({value}), len(R) - 1")
+        hosts, calls = self.site_inputs(path)
+        level = "0" if not calls else f"max({', '.join(f'R[{c}][1]' for c in calls)}, 0) + 1"
+        self.wlines.append(pad + f"R.append(({k}, {level}, {''.join(h + ', ' for h in hosts + calls)}))")
+        self.wlines.append(pad + "return len(R) - 1")
+
+    def both(self, depth, text):
+        """A line of host code: in the forward and in the host walk."""
+        self.lines.append("    " * depth + text)
+        self.wlines.append("    " * depth + text)
+
+    def site_inputs(self, path):
+        """(host numbers, recursive calls) a return site's array code reads: their names."""
+        hosts, calls = [], []
+        for n in path.nodes:
+            tag = self.placeholders.get(n.id, ("",))
+            if tag[0] == "host":
+                hosts.append(_var(n))
+            elif tag[0] == "call" and tag[1] not in calls:
+                calls.append(tag[1])
+        return hosts, calls
 
     def saved(self, path):
         names = []

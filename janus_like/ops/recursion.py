@@ -54,16 +54,23 @@ class Region:
         self._run = 0
         self._grads_run = -1
         self._grads = None
+        self.batched = None  # the batched form (ops/recursion_batch.py), where the region has one
+        self.batch_reason = None  # else why not
         self.source = ""  # the generated code, for reading (graphgen/region_code.py sets it)
+        self.batch_source = ""  # the batched form's
 
     def __repr__(self):
         return f"Region({self.name})"
 
     def forward(self, root, arrays):
         records = []
-        fwd = self.make_forward(arrays, records)
         try:
-            value, _ = fwd(root)
+            if self.batched is not None:
+                value, records = self.batched.forward(root, arrays)
+                if self.elems is None:
+                    value = value[0]
+            else:
+                value, _ = self.make_forward(arrays, records)(root)
         except Mismatch as exc:
             raise _failed(self, str(exc)) from None
         self._records, self._arrays = records, arrays
@@ -88,19 +95,26 @@ class Region:
 
     def _backward(self, g):
         records, arrays = self._records, self._arrays
-        cot = [None] * len(records)
         if self.elems is None:
-            cot[-1] = g
+            g_items = g
         else:
             b = self.bounds
-            cot[-1] = [g[b[k]:b[k + 1]].reshape(shape) for k, (shape, _) in enumerate(self.elems)]
-        acc = _Accumulators(len(arrays))
+            g_items = [g[b[k]:b[k + 1]].reshape(shape) for k, (shape, _) in enumerate(self.elems)]
+        acc = _Accumulators(len(arrays), self.batched is not None)
+        if self.batched is not None:
+            self.batched.backward(records, [g] if self.elems is None else g_items, acc, arrays)
+            return self._totals(acc, arrays)
+        cot = [None] * len(records)
+        cot[-1] = g_items
         backwards = self.backwards
         for i in range(len(records) - 1, -1, -1):
             gi = cot[i]
             if gi is not None:
                 rec = records[i]
                 backwards[rec[0]](rec, gi, cot, acc, arrays)
+        return self._totals(acc, arrays)
+
+    def _totals(self, acc, arrays):
         return [acc.total(j, arrays[j]) if j in self.float_arrays else None for j in range(len(arrays))]
 
 
@@ -115,9 +129,10 @@ def set_cotangent(cot, i, k, n, value):
 class _Accumulators:
     """Per captured array: plain contributions (in order), gathered rows, folded products."""
 
-    __slots__ = ("plain", "rows", "rows_at", "xs", "gs")
+    __slots__ = ("plain", "rows", "rows_at", "xs", "gs", "join")
 
-    def __init__(self, n):
+    def __init__(self, n, batched=False):
+        self.join = np.concatenate if batched else np.stack  # blocks of calls, or one call's values
         self.plain = [[] for _ in range(n)]
         self.rows = [[] for _ in range(n)]
         self.rows_at = [[] for _ in range(n)]
@@ -132,10 +147,12 @@ class _Accumulators:
                 total = total + c
             parts.append(total)
         if self.xs[j]:
-            parts.append(np.matmul(np.stack(self.xs[j]).T, np.stack(self.gs[j])).astype(array.dtype, copy=False))
+            parts.append(np.matmul(self.join(self.xs[j]).T, self.join(self.gs[j])).astype(array.dtype, copy=False))
         if self.rows[j]:
             dense = np.zeros(array.shape, self.rows[j][0].dtype)
-            np.add.at(dense, np.asarray(self.rows_at[j], np.intp), np.stack(self.rows[j]))
+            at = self.rows_at[j]  # ints, or (batched) arrays of them
+            np.add.at(dense, np.asarray(self.join(at) if at[0].__class__ is np.ndarray else at, np.intp),
+                      self.join(self.rows[j]))
             parts.append(dense)
         if not parts:
             return None

@@ -1,0 +1,237 @@
+"""The batched form of a recursion region (ops/recursion_batch.py runs it): the calls of one
+return site at one height of the tree run as one call of that site's code on stacked values.
+
+A host walk (the region's host code alone: attribute reads, tests, the recursive calls) first
+records, for every call, its return site, its height (one more than its highest child's; a leaf's
+is 0), the host numbers its array code reads (`node.word`) and its children. The calls of one
+(height, site) group are independent, so each array value of the site gains a leading axis, one
+row per call: `x @ w` on a (64,) vector becomes one (n, 64) @ (64, 192) product, `emb[word]` one
+gather, `z[0:64]` the slice `z[:, 0:64]`. The backward runs the groups in reverse, each
+site's gradient code batched the same way; a weight gradient becomes one product of all the
+calls' stacked vectors and cotangents (as the per-call form folds it).
+
+Sums run in another order than eager's (over the calls of a group first), so a region is
+batched only where the graph may reassociate; each op has a batching rule here, and a region
+with an op that has none keeps the per-call form (region_code.py), as does one where a call's
+result reaches its parent's return with no cotangent (the per-call form skips such a subtree's
+gradient code; the batched form would run it on zeros).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..executor.codegen import _DIRECT
+from ..ops.indexing import index_source
+from ..ops.recursion_batch import Batched
+from .region_backward import _ROW
+from .region_calls import _var
+from .values import Sym, Unsupported
+
+_ELEMENTWISE = {op: f"np.{name}" for op, name in _DIRECT.items() if op not in ("matmul", "dot")}
+_ELEMENTWISE["sigmoid"] = "SIGMOID"
+_REDUCE = {"sum": "add", "max": "maximum", "min": "minimum"}
+# ops whose first input is the value, the second only gives a shape
+_SHAPED_LIKE = ("broadcast_like", "reshape_like", "zeros_like", "ones_like", "getitem_grad", "sum_to")
+
+
+class BatchMixin:
+    """Methods of region_code.Translator."""
+
+    def batched(self):
+        """The batched form of the region (a Batched), or None, with the reason in `batch_reason`."""
+        self.batch_reason = None
+        if not self.reassociate:
+            self.batch_reason = "the graph may not reassociate (batched sums run in another order)"
+            return None
+        try:
+            sources = self.batch_sources()
+        except Unsupported as exc:
+            self.batch_reason = exc.detail
+            return None
+        env = self.env()
+        exec(compile(sources, f"<janus_like region {self.name} batched>", "exec"), env)
+        sites = [(env[f"site{k}"], env[f"back{k}"]) for k in range(len(self.paths))]
+        items = self.elems if self.elems is not None else (self.aval,)
+        self.batch_source = sources
+        return Batched(env["make_walk"], sites, items, [len(self.site_inputs(p)[1]) for p in self.paths])
+
+    def batch_sources(self):
+        captured = f"    {', '.join(self.captured_names)}, = arrays\n" if self.captured else ""
+        src = ["def make_walk(R):", f"    def walk(u_{self.param}):"]
+        src += ["    " + line for line in self.wlines]
+        src += ["    return walk", ""]
+        for k, (path, part) in enumerate(zip(self.paths, self.back_parts)):
+            batched = set()
+            src += self.batched_site(k, path, batched, captured)
+            src += self.batched_back(k, path, part, batched, captured)
+        return "\n".join(src) + "\n"
+
+    def batched_site(self, k, path, batched, captured):
+        hosts, calls = self.site_inputs(path)
+        lines = [f"def site{k}(n, H, C, OUT, arrays):"]
+        if captured:
+            lines.append(captured.rstrip("\n"))
+        if hosts:
+            lines.append(f"    {''.join(h + ', ' for h in hosts)}= H")
+        if calls:
+            lines.append(f"    {''.join(c + ', ' for c in calls)}= C")
+        for n in path.nodes:
+            tag = self.placeholders.get(n.id, ("",))
+            if tag[0] == "host":
+                batched.add(n.id)
+            elif tag[0] == "call":
+                batched.add(n.id)
+                lines.append(f"    {_var(n)} = OUT[{tag[2]}][{tag[1]}]")
+            elif tag[0] != "array":
+                lines += ["    " + line for line in self.batched_lines(n, batched)]
+        outs = []
+        for x in path.env["out"]:
+            shape = tuple(x.node.aval[0])
+            outs.append(_var(x.node) if x.node.id in batched else f"np.broadcast_to({_var(x.node)}, (n, *{shape!r}))")
+        saved = "".join(s + ", " for s in self.saved(path))
+        lines.append(f"    return ({k}, {saved}), ({''.join(o + ', ' for o in outs)})")
+        return lines
+
+    def batched_back(self, k, path, part, batched, captured):
+        g_nodes, nodes, joined, actions = part
+        _, calls = self.site_inputs(path)
+        reached = {info[0] for kind, info, _ in actions if kind == "cot"}
+        if set(calls) - reached:
+            raise self.unsupported("a recursive call whose result gets no cotangent (batched)")
+        lines = [f"def back{k}(rec, G, COT, acc, arrays):", f"    _k, {', '.join(self.saved(path))} = rec"]
+        lines.append(f"    {''.join(_var(g) + ', ' for g in g_nodes)}= G")
+        batched.update(g.id for g in g_nodes)
+        if captured:
+            lines.append(captured.rstrip("\n"))
+        for n in nodes:
+            if n.id in joined:  # the slices' cotangents side by side (BackwardMixin._joined_slices)
+                parts = joined[n.id]
+                if not all(p.id in batched for p in parts):
+                    raise self.unsupported("a joined slice gradient of values that are not batched")
+                batched.add(n.id)
+                lines.append(f"    {_var(n)} = np.concatenate(({''.join(_var(p) + ', ' for p in parts)}), axis=1)")
+            else:
+                lines += ["    " + line for line in self.batched_lines(n, batched)]
+        for kind, info, v in actions:
+            node = v.node if isinstance(v, Sym) else None
+            if node is None or node.id not in batched:
+                raise self.unsupported("a cotangent that is the same for every call (batched)")
+            value = _var(node)
+            if kind == "cot":
+                lines.append(f"    COT[{info[1]}][{info[0]}] = {value}")
+            elif kind == "rows":
+                lines.append(f"    acc.rows[{info[0]}].append({value}); acc.rows_at[{info[0]}].append({info[1]})")
+            elif kind == "xs":
+                if not any(_var(n) == info[1] and n.id in batched for n in path.nodes):
+                    raise self.unsupported("a folded product of a vector that is the same for every call")
+                lines.append(f"    acc.xs[{info[0]}].append({info[1]}); acc.gs[{info[0]}].append({value})")
+            else:
+                lines.append(f"    acc.plain[{info}].append(np.add.reduce({value}, 0))")
+        lines.append("")
+        return lines
+
+    # ------------------------------------------------------------------ batching rules
+    def batched_lines(self, n, batched):
+        """Lines computing node n for all the calls of a group: the per-call line where no input
+        differs between calls, else n's op with a leading axis on every value that does."""
+        ins = [isinstance(x, ir.Node) and x.id in batched for x in n.inputs]
+        if not any(ins) or n.op in _SHAPED_LIKE and not ins[0]:  # (a value broadcast like a batched one)
+            return [self.line(n)]
+        batched.add(n.id)
+        v, op, rank = _var(n), n.op, len(n.aval[0])
+        if op in _ELEMENTWISE and not n.params:
+            args = [self.expanded(x, b, rank) for x, b in zip(n.inputs, ins)]
+            return [f"{v} = {_ELEMENTWISE[op]}({', '.join(args)})"]
+        if op == "matmul" and not n.params:
+            return [f"{v} = {self.batched_matmul(n, ins)}"]
+        if op == "getitem":
+            return [f"{v} = {self.batched_getitem(n, ins)}"]
+        if op == "getitem_grad" and len(n.inputs) == 2:
+            g = _var(n.inputs[0])
+            return [f"{v} = np.zeros(({g}.shape[0], *{tuple(n.aval[0])!r}), {self.em.const(np.dtype(n.aval[1]))})",
+                    f"{v}[:, {self.plain_index(n.params['index'])}] = {g}"]
+        if op == "concatenate" and all(ins) and set(n.params) <= {"axis"}:
+            axis = n.params.get("axis", 0) % rank + 1
+            return [f"{v} = np.concatenate(({''.join(_var(x) + ', ' for x in n.inputs)}), axis={axis})"]
+        x = _var(n.inputs[0])
+        if op == "transpose" and ins == [True] and set(n.params) <= {"axes"}:
+            axes = n.params.get("axes")
+            axes = range(rank - 1, -1, -1) if axes is None else [a % rank for a in axes]
+            return [f"{v} = {x}.transpose({(0, *(a + 1 for a in axes))!r})"]
+        if op == "expand_dims" and ins == [True] and set(n.params) == {"axis"}:
+            axis = n.params["axis"]
+            new = sorted(a % rank + 1 for a in (axis if isinstance(axis, (tuple, list)) else (axis,)))
+            return [f"{v} = np.expand_dims({x}, {tuple(new)!r})"]
+        if op in ("broadcast_to", "broadcast_like") and ins[0] and set(n.params) <= {"shape"}:
+            return [f"{v} = np.broadcast_to({self.expanded(n.inputs[0], True, rank)}, ({x}.shape[0], "
+                    f"*{tuple(n.aval[0])!r}))"]
+        if op in ("reshape_like", "squeeze") and ins[0] and set(n.params) <= {"axis"}:
+            return [f"{v} = {x}.reshape(({x}.shape[0], *{tuple(n.aval[0])!r}))"]
+        if op == "reshape" and ins == [True] and set(n.params) == {"shape"}:
+            return [f"{v} = {x}.reshape(({x}.shape[0], *{tuple(n.params['shape'])!r}))"]
+        if op == "cast" and ins == [True] and set(n.params) == {"dtype"}:
+            return [f"{v} = {x}.astype({self.em.const(np.dtype(n.params['dtype']))})"]
+        if op in ("zeros_like", "ones_like") and ins[0] and not n.params:
+            return [f"{v} = np.{op}({x})"]
+        if op in (*_REDUCE, "mean") and ins == [True] and set(n.params) <= {"axis", "keepdims", "dtype"} \
+                and n.params.get("dtype") is None:
+            shape = n.inputs[0].aval[0]
+            axis = n.params.get("axis")
+            axes = range(len(shape)) if axis is None else \
+                [a % len(shape) for a in (axis if isinstance(axis, (tuple, list)) else (axis,))]
+            keep = bool(n.params.get("keepdims", False))
+            expr = f"np.{_REDUCE.get(op, 'add')}.reduce({x}, {tuple(a + 1 for a in axes)!r}, None, None, {keep!r})"
+            if op == "mean":
+                expr += f" / {max(int(np.prod([shape[a] for a in axes], dtype=np.int64)), 1)}"
+            return [f"{v} = {expr}"]
+        if op == "sum_to" and ins[0] and len(n.inputs) == 2 and isinstance(n.inputs[1], ir.Node):
+            gshape, shape = tuple(n.inputs[0].aval[0]), tuple(n.inputs[1].aval[0])
+            lead = len(gshape) - len(shape)
+            axes = list(range(lead)) + [lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1]
+            if not axes:
+                return [f"{v} = {x}"]
+            return [f"{v} = np.add.reduce({x}, {tuple(a + 1 for a in axes)!r}, None, None, True)"
+                    f".reshape(({x}.shape[0], *{shape!r}))"]
+        raise self.unsupported(f"the operation {op!r} on values that differ between calls (batched)")
+
+    def expanded(self, x, is_batched, rank):
+        """An operand of an element-wise op: a batched value of lower rank than the result gets
+        the axes broadcasting would give it in each call, after its leading one."""
+        if not isinstance(x, ir.Node):
+            return self.em.const(x)
+        if is_batched and len(x.aval[0]) < rank:
+            return f"{_var(x)}[:, {'None, ' * (rank - len(x.aval[0]))}]"
+        return _var(x)
+
+    def batched_matmul(self, n, ins):
+        (a, b), (ba, bb) = n.inputs, ins
+        ra, rb = len(a.aval[0]) if isinstance(a, ir.Node) else np.ndim(a), len(b.aval[0]) if isinstance(b, ir.Node) \
+            else np.ndim(b)
+        x, y = self.operand(a), self.operand(b)
+        if ba and not bb and rb == 2 and ra in (1, 2):
+            return f"np.matmul({x}, {y})"
+        if not ba and bb and ra == 2 and rb == 1:
+            return f"np.matmul({y}, {x}.T)"
+        if not ba and bb and ra == 2 and rb == 2 or ba and bb and ra == 2 and rb == 2:
+            return f"np.matmul({x}, {y})"
+        if ba and bb and ra == 1 and rb == 2:
+            return f"np.matmul({x}[:, None, :], {y})[:, 0]"
+        if ba and bb and ra == 2 and rb == 1:
+            return f"np.matmul({x}, {y}[:, :, None])[:, :, 0]"
+        raise self.unsupported(f"a matrix product of ranks {ra} and {rb} (batched)")
+
+    def batched_getitem(self, n, ins):
+        template = n.params["index"]
+        base = _var(n.inputs[0])
+        if ins[0] and len(n.inputs) == 1:
+            return f"{base}[:, {self.plain_index(template)}]"
+        if not ins[0] and len(n.inputs) == 2 and ins[1] and template == _ROW:
+            return f"{base}[{_var(n.inputs[1])}]"  # one row per call: a gather
+        raise self.unsupported("an index that differs between calls, other than a row by an int (batched)")
+
+    def plain_index(self, template):
+        if any(type(i) is tuple and i[0] != "s" for i in template[0]):
+            raise self.unsupported("an array index (batched)")
+        return index_source(template, None, self.em.const)
+

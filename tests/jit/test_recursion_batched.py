@@ -1,0 +1,166 @@
+"""The batched form of recursion regions (graphgen/region_batch.py, ops/recursion_batch.py): the
+calls at one height of a tree run as one call on stacked values. Side by side with eager on
+one-off trees (within rounding: the graph reassociates), and the batched form against the
+region's own per-call form on generated trees, including chains and single leaves."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import janus_like as jl
+from janus_like import F, optim
+from janus_like.executor.interpreter import AssertFailed
+
+from .harness import side_by_side, within
+from .test_recursion_methods import LeftCell, TreeLSTM, make_tree_lstm
+from .test_recursion_regions import H, V, Node, _regions, calls, make_tree_rnn, tree
+
+
+def make_mixed():
+    """A region of many ops: a matrix times a vector, per-call scalars broadcast over vectors,
+    a reversed slice, reshape and transpose, a mean, a bias of another shape summed back."""
+    rng = np.random.default_rng(1)
+
+    def var(shape, name, scale=0.4):
+        return jl.Variable((rng.standard_normal(shape) * scale).astype(np.float32), name=name)
+
+    emb, w, m, s = var((V, H), "emb", 1.0), var((2 * H, H), "w"), var((H, H), "m"), var((H,), "s")
+    b2, w_out = var((1, H), "b2"), var((H, 3), "w_out")
+    params = {"emb": emb, "w": w, "m": m, "s": s, "b2": b2, "w_out": w_out}
+    opt = optim.SGD(0.1)
+
+    def encode(node):
+        if node.is_leaf:
+            x = emb[node.word]
+            return np.tanh(m @ x) * s
+        a = encode(node.left)
+        b = encode(node.right)
+        y = F.sigmoid(np.concatenate([a, b]) @ w)
+        k = F.sum(a * b) * 0.1 + F.mean(a)
+        z = F.reshape(F.reshape(y, (2, H // 2)).T, (H,))
+        return z * k + y[::-1] * 0.5 + F.reshape(F.exp(b2) * y, (H,))
+
+    def step(root, label):
+        with jl.GradientTape() as tape:
+            logits = F.reshape(encode(root) @ w_out, (1, -1))
+            loss = F.cross_entropy(logits, label)
+        params_ = list(params.values())
+        opt.apply_gradients(zip(tape.gradient(loss, params_), params_))
+        return loss
+
+    return step, params
+
+
+def _region(jf):
+    (region,) = {n.params["region"] for n in _regions(jf)}
+    return region
+
+
+@pytest.mark.parametrize("make", [make_tree_rnn, make_mixed, make_tree_lstm(cls=TreeLSTM),
+                                  make_tree_lstm(cls=LeftCell)], ids=["tree_rnn", "mixed", "tree_lstm", "left_cell"])
+def test_batched_regions_side_by_side_with_eager(make):
+    trees = [tree(s) for s in range(20)] + [tree(50, leaves=1), tree(51, leaves=9)]
+    with within(1e-5, 1e-6):
+        jf = side_by_side(make, calls(trees), reassociate=True)
+    region = _region(jf)
+    assert region.batched is not None, region.batch_reason
+    assert "def site1(" in region.batch_source
+    assert jf.stats()["graph_calls"] >= 10
+
+
+def test_without_reassociation_the_region_runs_call_by_call():
+    jf = side_by_side(make_tree_rnn, calls([tree(s) for s in range(20)]), reassociate=False)
+    region = _region(jf)
+    assert region.batched is None and "reassociate" in region.batch_reason
+
+
+def _chain(words, left=True):
+    node = Node(word=words[0])
+    for w in words[1:]:
+        node = Node(left=node, right=Node(word=w)) if left else Node(left=Node(word=w), right=node)
+    return node
+
+
+def _trees():
+    leaf = st.integers(0, V - 1).map(lambda w: Node(word=w))
+    random = st.recursive(leaf, lambda kids: st.tuples(kids, kids).map(lambda p: Node(left=p[0], right=p[1])),
+                          max_leaves=14)
+    chain = st.tuples(st.lists(st.integers(0, V - 1), min_size=1, max_size=10), st.booleans()).map(
+        lambda a: _chain(*a))
+    return st.one_of(random, chain)
+
+
+def _run(region, root, arrays, g, batched):
+    saved = region.batched
+    region.batched = batched
+    try:
+        out = region.forward(root, arrays)
+        grads = [_grad(region, g, j) if j in region.float_arrays else None for j in range(len(arrays))]
+    finally:
+        region.batched = saved
+    return out, grads
+
+
+def _grad(region, g, j):
+    try:
+        return region.grads(g, j)
+    except AssertFailed:  # no call read this array (a one-leaf tree never reads `w`): eager's None
+        return None
+
+
+@pytest.fixture(scope="module", params=["tree_rnn", "mixed", "tree_lstm"])
+def staged(request):
+    make = {"tree_rnn": make_tree_rnn, "mixed": make_mixed, "tree_lstm": make_tree_lstm(cls=TreeLSTM)}[request.param]
+    step, _ = make()
+    jf = jl.jit(step)
+    for t in [tree(s) for s in range(14)]:
+        jf(t, np.array([1]))
+    region = _region(jf)
+    assert region.batched is not None, region.batch_reason
+    return region, region._arrays
+
+
+@settings(max_examples=40, deadline=None)
+@given(root=_trees(), seed=st.integers(0, 2 ** 16))
+def test_batched_form_against_the_per_call_form(staged, root, seed):
+    """The same values and gradients as the region's per-call form, within rounding, for every
+    tree shape: one leaf, chains leaning either way (one call per height), random trees."""
+    region, arrays = staged
+    g = np.random.default_rng(seed).standard_normal(region.aval[0]).astype(region.aval[1])
+    want, want_grads = _run(region, root, arrays, g, None)
+    got, got_grads = _run(region, root, arrays, g, region.batched)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert [x is None for x in got_grads] == [x is None for x in want_grads]
+    for a, b in zip(got_grads, want_grads):
+        if a is not None:
+            assert a.shape == b.shape and a.dtype == b.dtype
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_call_whose_result_gets_no_cotangent_keeps_the_per_call_form():
+    """The per-call form never runs the gradient code of a subtree no cotangent reaches; the
+    batched form would run it on zeros (not the same when a value is inf or nan): refused."""
+    rng = np.random.default_rng(2)
+    emb = jl.Variable(rng.standard_normal((V, H)).astype(np.float32), name="emb")
+    w = jl.Variable((rng.standard_normal((H, H)) * 0.3).astype(np.float32), name="w")
+
+    def encode(node):
+        if node.is_leaf:
+            return emb[node.word]
+        _, left = encode(node.right), encode(node.left)  # the right one computed, never read
+        return np.tanh(left @ w)
+
+    def make():
+        def step(root):
+            with jl.GradientTape() as tape:
+                loss = F.sum(encode(root))
+            return tape.gradient(loss, [emb, w])
+
+        return step, {"emb": emb, "w": w}
+
+    with within(1e-5, 1e-6):
+        jf = side_by_side(make, [lambda s, t=t: (t,) for t in [tree(s) for s in range(16)]], reassociate=True)
+    region = _region(jf)
+    assert region.batched is None and "no cotangent" in region.batch_reason
