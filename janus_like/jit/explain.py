@@ -26,6 +26,8 @@ def describe(jf) -> str:
             transfers = sum(1 for n in g.graph.all_nodes() if n.op == "to_device")
             lines.append(f"    devices: {on_gpu} nodes on the GPU, {transfers} transfers "
                          "(run with CuPy kernels through the interpreter)")
+        for region in dict.fromkeys(n.params["region"] for n in g.graph.all_nodes() if n.op == "recursion"):
+            lines.append(f"    {region.describe()}")
         for a in g.assumptions[:40]:
             lines.append(f"    assume {a.describe()}" + (f"  [failed {a.failures}x]" if a.failures else ""))
         if len(g.assumptions) > 40:

@@ -22,6 +22,8 @@ the call runs eagerly.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from .registry import REGISTRY, register
@@ -56,23 +58,43 @@ class Region:
         self._grads = None
         self.batched = None  # the batched form (ops/recursion_batch.py), where the region has one
         self.batch_reason = None  # else why not
+        self.form = None  # "batched" or "call" to force a form; None: the cheaper by measured cost
+        self.choice = _Choice()
+        self._batched = False  # the form of the last run
         self.source = ""  # the generated code, for reading (graphgen/region_code.py sets it)
         self.batch_source = ""  # the batched form's
 
     def __repr__(self):
         return f"Region({self.name})"
 
+    def describe(self):
+        """One line for explain(): which form ran the trees, or why there is no batched one."""
+        if self.batched is None:
+            return f"recursion region {self.name}: call by call ({self.batch_reason})"
+        runs = self.choice.runs
+        return f"recursion region {self.name}: {runs[True]} trees batched by height, {runs[False]} call by call"
+
     def forward(self, root, arrays):
+        self.choice.flush()
         records = []
+        start = time.perf_counter()
+        batched = False
         try:
-            if self.batched is not None:
-                value, records = self.batched.forward(root, arrays)
+            if self.batched is not None and self.form != "call":
+                walked = self.batched.walk(root)
+                groups = len(walked[1])
+                batched = self.form == "batched" or self.choice.batched(len(walked[0]), groups)
+            if batched:
+                value, records = self.batched.forward(walked, arrays)
                 if self.elems is None:
                     value = value[0]
             else:
                 value, _ = self.make_forward(arrays, records)(root)
         except Mismatch as exc:
             raise _failed(self, str(exc)) from None
+        if self.batched is not None:
+            self.choice.start(batched, groups if batched else len(records), time.perf_counter() - start)
+        self._batched = batched
         self._records, self._arrays = records, arrays
         self._run += 1
         if self.elems is not None:
@@ -100,10 +122,17 @@ class Region:
         else:
             b = self.bounds
             g_items = [g[b[k]:b[k + 1]].reshape(shape) for k, (shape, _) in enumerate(self.elems)]
-        acc = _Accumulators(len(arrays), self.batched is not None)
-        if self.batched is not None:
+        start = time.perf_counter()
+        acc = _Accumulators(len(arrays), self._batched)
+        if self._batched:
             self.batched.backward(records, [g] if self.elems is None else g_items, acc, arrays)
-            return self._totals(acc, arrays)
+            totals = self._totals(acc, arrays)
+        else:
+            totals = self._call_by_call(records, g_items, acc, arrays)
+        self.choice.add(time.perf_counter() - start)
+        return totals
+
+    def _call_by_call(self, records, g_items, acc, arrays):
         cot = [None] * len(records)
         cot[-1] = g_items
         backwards = self.backwards
@@ -116,6 +145,45 @@ class Region:
 
     def _totals(self, acc, arrays):
         return [acc.total(j, arrays[j]) if j in self.float_arrays else None for j in range(len(arrays))]
+
+
+class _Choice:
+    """Which form of a batched region runs a tree. Measured, as the region runs: the time of a
+    run (forward and backward) per call in the per-call form and per (height, site) group in
+    the batched form. The first runs alternate between the forms; then a tree runs batched when
+    its groups times the batched cost is below its calls times the per-call cost (a chain, one
+    call per height, runs call by call when the batched form's per-group overhead outweighs)."""
+
+    SAMPLES = 5  # runs measured in each form before choosing; the latest ones decide
+
+    def __init__(self):
+        self.costs = {True: [], False: []}
+        self.runs = {True: 0, False: 0}  # runs batched, call by call
+        self.pending = None  # [form, units, seconds] of the run whose backward has not run yet
+
+    def batched(self, calls, groups):
+        per_group, per_call = self.costs[True], self.costs[False]
+        if len(per_group) < self.SAMPLES or len(per_call) < self.SAMPLES:
+            return len(per_group) <= len(per_call)
+        return groups * sorted(per_group)[len(per_group) // 2] < calls * sorted(per_call)[len(per_call) // 2]
+
+    def start(self, batched, units, seconds):
+        self.pending = [batched, units, seconds]
+        self.runs[batched] += 1
+
+    def add(self, seconds):
+        if self.pending is not None:
+            self.pending[2] += seconds
+            self.flush()
+
+    def flush(self):
+        if self.pending is not None:
+            batched, units, seconds = self.pending
+            costs = self.costs[batched]
+            costs.append(seconds / max(units, 1))
+            if len(costs) > 2 * self.SAMPLES - 1:
+                del costs[0]
+            self.pending = None
 
 
 def set_cotangent(cot, i, k, n, value):

@@ -21,8 +21,8 @@ class Batched:
         self.items = tuple(items)  # (shape, dtype) of each item a call returns
         self.calls = calls  # per return site: how many recursive calls it records
 
-    def forward(self, root, arrays):
-        """(the root's items, what `backward` needs)."""
+    def walk(self, root):
+        """The calls the region makes on this tree: (records, {(height, site): record indices})."""
         records = []
         self.make_walk(records)(root)
         groups = {}
@@ -32,6 +32,11 @@ class Batched:
                 groups[key].append(i)
             else:
                 groups[key] = [i]
+        return records, groups
+
+    def forward(self, walked, arrays):
+        """(the root's items, what `backward` needs), from what `walk` found."""
+        records, groups = walked
         total = len(records)
         position = [0] * total
         order = sorted(groups)

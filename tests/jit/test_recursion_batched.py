@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import janus_like as jl
 from janus_like import F, optim
 from janus_like.executor.interpreter import AssertFailed
+from janus_like.ops.recursion import _Choice
 
 from .harness import side_by_side, within
 from .test_recursion_methods import LeftCell, TreeLSTM, make_tree_lstm
@@ -74,6 +75,7 @@ def test_without_reassociation_the_region_runs_call_by_call():
     jf = side_by_side(make_tree_rnn, calls([tree(s) for s in range(20)]), reassociate=False)
     region = _region(jf)
     assert region.batched is None and "reassociate" in region.batch_reason
+    assert "call by call (the graph may not reassociate" in jf.explain()
 
 
 def _chain(words, left=True):
@@ -92,14 +94,14 @@ def _trees():
     return st.one_of(random, chain)
 
 
-def _run(region, root, arrays, g, batched):
-    saved = region.batched
-    region.batched = batched
+def _run(region, root, arrays, g, form):
+    region.form = form
     try:
         out = region.forward(root, arrays)
         grads = [_grad(region, g, j) if j in region.float_arrays else None for j in range(len(arrays))]
+        assert region._batched == (form == "batched")
     finally:
-        region.batched = saved
+        region.form = None
     return out, grads
 
 
@@ -129,8 +131,8 @@ def test_batched_form_against_the_per_call_form(staged, root, seed):
     tree shape: one leaf, chains leaning either way (one call per height), random trees."""
     region, arrays = staged
     g = np.random.default_rng(seed).standard_normal(region.aval[0]).astype(region.aval[1])
-    want, want_grads = _run(region, root, arrays, g, None)
-    got, got_grads = _run(region, root, arrays, g, region.batched)
+    want, want_grads = _run(region, root, arrays, g, "call")
+    got, got_grads = _run(region, root, arrays, g, "batched")
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert [x is None for x in got_grads] == [x is None for x in want_grads]
     for a, b in zip(got_grads, want_grads):
@@ -164,3 +166,32 @@ def test_a_call_whose_result_gets_no_cotangent_keeps_the_per_call_form():
         jf = side_by_side(make, [lambda s, t=t: (t,) for t in [tree(s) for s in range(16)]], reassociate=True)
     region = _region(jf)
     assert region.batched is None and "no cotangent" in region.batch_reason
+
+
+def test_the_form_is_chosen_by_measured_cost():
+    """The first runs alternate between the forms; then the cheaper one for the tree's shape:
+    with a group costing 3 calls, a tree of 31 calls in 8 groups runs batched, a chain of 31
+    calls in 16 heights call by call."""
+    choice = _Choice()
+    forms = []
+    for _ in range(2 * _Choice.SAMPLES):
+        forms.append(choice.batched(31, 8))
+        choice.start(forms[-1], 8 if forms[-1] else 31, 0.0)
+        choice.add(3e-5 * 8 if forms[-1] else 1e-5 * 31)  # the backward's time completes the run's
+    assert forms == [True, False] * _Choice.SAMPLES
+    assert choice.batched(31, 8) and not choice.batched(31, 16)
+    for _ in range(2 * _Choice.SAMPLES):  # the chosen form keeps being measured: its latest runs decide
+        choice.start(True, 8, 8 * 1e-4)
+        choice.flush()
+    assert not choice.batched(31, 8)
+
+
+def test_regions_choose_between_the_forms_as_they_run():
+    with within(1e-5, 1e-6):
+        jf = side_by_side(make_tree_lstm(cls=TreeLSTM), calls([tree(s) for s in range(30)]), reassociate=True,
+                          check_interpreter=False)
+    region = _region(jf)
+    assert region.form is None and all(len(c) >= _Choice.SAMPLES for c in region.choice.costs.values())
+    runs = region.choice.runs
+    assert f"{runs[True]} trees batched by height, {runs[False]} call by call" in jf.explain()
+    assert min(runs.values()) >= _Choice.SAMPLES
