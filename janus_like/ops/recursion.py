@@ -102,8 +102,9 @@ class Region:
         return value
 
     def forget(self):
-        """Drop the last run's records (a trial run's, at generation)."""
+        """Drop the last run's records (a trial run's, at generation) and its measurement."""
         self._records = self._arrays = None
+        self.choice.drop()
         self._run += 1
 
     def grads(self, g, index):
@@ -175,6 +176,11 @@ class _Choice:
         if self.pending is not None:
             self.pending[2] += seconds
             self.flush()
+
+    def drop(self):
+        if self.pending is not None:
+            self.runs[self.pending[0]] -= 1
+            self.pending = None
 
     def flush(self):
         if self.pending is not None:

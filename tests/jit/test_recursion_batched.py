@@ -195,3 +195,5 @@ def test_regions_choose_between_the_forms_as_they_run():
     runs = region.choice.runs
     assert f"{runs[True]} trees batched by height, {runs[False]} call by call" in jf.explain()
     assert min(runs.values()) >= _Choice.SAMPLES
+    (graph,) = [g for g in jf.graphs() if any(n.op == "recursion" for n in g.graph.all_nodes())]
+    assert sum(runs.values()) == graph.runs  # the trial run at generation is not counted
