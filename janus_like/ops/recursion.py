@@ -14,6 +14,10 @@ order. Contributions to the captured arrays are summed at the end, three ways:
   reassociation, as the graph passes' gradient folding);
 * anything else: summed in the order eager's tape would sum it.
 
+A region may also have a batched form (ops/recursion_batch.py: the calls of one height of the
+tree run as one call on stacked values); which form runs a tree is chosen by measured cost
+(`_Choice`).
+
 Two ops reach it from a graph: `recursion(root, *arrays, region)` and
 `recursion_grad(g, out, root, *arrays, region, index)`, the cotangent of `arrays[index]` (the
 first one to run computes them all for this forward run). A value the generation did not
