@@ -116,6 +116,23 @@ def check_grads(fn, *args, order=1, eps=1e-6, rtol=1e-5, atol=1e-6, seed=0):
         np.testing.assert_allclose(a.numpy(), n, rtol=rtol, atol=atol, err_msg=f"gradient of argument {i}")
 
 
+def assert_variable_gradients(variables, grads, loss, eps=1e-6, atol=1e-6):
+    """Each gradient against central differences of `loss()` in each element of its Variable
+    (each Variable bumped in place, then put back)."""
+    for var, g in zip(variables, grads):
+        base = var.numpy().copy()
+        numeric = np.zeros_like(base)
+        for index in np.ndindex(base.shape):
+            for sign in (1.0, -1.0):
+                bumped = base.copy()
+                bumped[index] += sign * eps
+                var.assign(bumped)
+                numeric[index] += sign * float(loss()) / (2 * eps)
+        var.assign(base)
+        np.testing.assert_allclose(g.numpy() if isinstance(g, jl.Tensor) else g, numeric, rtol=1e-5, atol=atol,
+                                   err_msg=var.name)
+
+
 # ------------------------------------------------------------------ value generators
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
 ND_SHAPES = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)

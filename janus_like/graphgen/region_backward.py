@@ -53,11 +53,11 @@ class BackwardMixin:
                     continue
                 row = self._row_of(n)
                 if row is not None:
-                    actions.append(("rows", (row, _var(n.inputs[1])), gn))
+                    actions.append(("rows", (row, n.inputs[1]), gn))
                     continue
                 folded = self._folded(n)
                 if folded is not None:
-                    actions.append(("xs", (folded, _var(n.inputs[0])), gn))
+                    actions.append(("xs", (folded, n.inputs[0]), gn))
                 ins = [Sym(x, "tensor") if isinstance(x, ir.Node) else x for x in n.inputs]
                 in_grads = REGISTRY[n.op].vjp(gn, Sym(n, "tensor"), *ins, **n.params)
                 for i, (x, gx) in enumerate(zip(n.inputs, in_grads)):
@@ -100,9 +100,9 @@ class BackwardMixin:
             var, k, count = info
             return f"cot[{var}] = {value}" if self.elems is None else f"SETCOT(cot, {var}, {k}, {count}, {value})"
         if kind == "rows":
-            return f"acc.rows[{info[0]}].append({value}); acc.rows_at[{info[0]}].append({info[1]})"
+            return f"acc.rows[{info[0]}].append({value}); acc.rows_at[{info[0]}].append({_var(info[1])})"
         if kind == "xs":
-            return f"acc.xs[{info[0]}].append({info[1]}); acc.gs[{info[0]}].append({value})"
+            return f"acc.xs[{info[0]}].append({_var(info[1])}); acc.gs[{info[0]}].append({value})"
         return f"acc.plain[{info}].append({value})"
 
     @staticmethod

@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
-from ..executor.codegen import _DIRECT
-from ..ops.indexing import index_source
+from ..executor.codegen import _DIRECT, _REDUCE
+from ..ops.indexing import index_source, is_basic
 from ..ops.recursion_batch import Batched
 from .region_backward import _ROW
 from .region_calls import _var
@@ -30,7 +30,6 @@ from .values import Sym, Unsupported
 
 _ELEMENTWISE = {op: f"np.{name}" for op, name in _DIRECT.items() if op not in ("matmul", "dot")}
 _ELEMENTWISE["sigmoid"] = "SIGMOID"
-_REDUCE = {"sum": "add", "max": "maximum", "min": "minimum"}
 # ops whose first input is the value, the second only gives a shape
 _SHAPED_LIKE = ("broadcast_like", "reshape_like", "zeros_like", "ones_like", "getitem_grad", "sum_to")
 
@@ -121,11 +120,11 @@ class BatchMixin:
             if kind == "cot":
                 lines.append(f"    COT[{info[1]}][{info[0]}] = {value}")
             elif kind == "rows":
-                lines.append(f"    acc.rows[{info[0]}].append({value}); acc.rows_at[{info[0]}].append({info[1]})")
+                lines.append(f"    acc.rows[{info[0]}].append({value}); acc.rows_at[{info[0]}].append({_var(info[1])})")
             elif kind == "xs":
-                if not any(_var(n) == info[1] and n.id in batched for n in path.nodes):
+                if info[1].id not in batched:
                     raise self.unsupported("a folded product of a vector that is the same for every call")
-                lines.append(f"    acc.xs[{info[0]}].append({info[1]}); acc.gs[{info[0]}].append({value})")
+                lines.append(f"    acc.xs[{info[0]}].append({_var(info[1])}); acc.gs[{info[0]}].append({value})")
             else:
                 lines.append(f"    acc.plain[{info}].append(np.add.reduce({value}, 0))")
         lines.append("")
@@ -231,7 +230,7 @@ class BatchMixin:
         raise self.unsupported("an index that differs between calls, other than a row by an int (batched)")
 
     def plain_index(self, template):
-        if any(type(i) is tuple and i[0] != "s" for i in template[0]):
+        if not is_basic(template):
             raise self.unsupported("an array index (batched)")
         return index_source(template, None, self.em.const)
 

@@ -229,7 +229,7 @@ class _Accumulators:
         if self.rows[j]:
             dense = np.zeros(array.shape, self.rows[j][0].dtype)
             at = self.rows_at[j]  # ints, or (batched) arrays of them
-            np.add.at(dense, np.asarray(self.join(at) if at[0].__class__ is np.ndarray else at, np.intp),
+            np.add.at(dense, np.asarray(self.join(at) if self.join is np.concatenate else at, np.intp),
                       self.join(self.rows[j]))
             parts.append(dense)
         if not parts:

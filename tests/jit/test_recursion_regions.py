@@ -11,6 +11,8 @@ from janus_like import F, optim
 from janus_like.graphgen.recursion import self_recursive
 from janus_like.source import function_ast
 
+from gradcheck import assert_variable_gradients
+
 from .harness import side_by_side, within
 
 H, V = 4, 12
@@ -182,19 +184,5 @@ def test_region_gradients_match_finite_differences():
     for _ in range(3):
         got = [g.numpy() for g in jf(root)]
     assert _regions(jf) and jf.stats()["graph_calls"] >= 2
-    assert_finite_differences(list(params.values()), got, lambda: loss_of(root))
+    assert_variable_gradients(list(params.values()), got, lambda: loss_of(root))
 
-
-def assert_finite_differences(variables, grads, loss):
-    """Each gradient against central differences of `loss()` in each element of its Variable."""
-    for var, g in zip(variables, grads):
-        base = var.numpy().copy()
-        numeric = np.zeros_like(base)
-        for i in np.ndindex(base.shape):
-            for sign in (1, -1):
-                x = base.copy()
-                x[i] += sign * 1e-6
-                var.assign(x)
-                numeric[i] += sign * float(loss().numpy()) / 2e-6
-        var.assign(base)
-        np.testing.assert_allclose(g, numeric, rtol=1e-5, atol=1e-6, err_msg=var.name)
