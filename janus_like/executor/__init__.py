@@ -79,7 +79,7 @@ class CompiledGraph:
         if len(self.plan.parts[0]) > INLINE_PLAN_LINES:
             # a long plan is called, not pasted: compiling its text a second time cost as much
             # as its first compile (14 ms of the LSTM step's first call), a frame ~0.1 µs a call
-            return fuse(self, ([], "PLAN(S)", {"PLAN": self.plan}))
+            return fuse(self, ([], "PLAN(S, True)" if self.plan.inplace else "PLAN(S)", {"PLAN": self.plan}))
         return fuse(self, self.plan.parts)
 
     def body(self, slots):

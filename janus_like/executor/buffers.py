@@ -44,6 +44,9 @@ _FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate",
                           "full_like", "copy", "index_update", "index_add", "getitem_grad", "sigmoid", "relu", "clip",
                           "where", "pow", "cast"}
 
+# ops whose result never shares memory with an operand (any other op may return a view of one)
+COPYING = _FRESH | {"sum", "mean", "max", "min", "argmax", "argmin", ir.ASSERT, ir.TO_PY, ir.PY_OP}
+
 
 def _refs_of(n):
     refs = [i for i in n.inputs if isinstance(i, ir.Node)]
@@ -100,8 +103,7 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
         for r in _refs_of(n):
             last_use[r.id] = max(pos, last_use.get(r.id, -1))
     # a buffer that some node may hold a view of (getitem, transpose, reshape, ...) stays untouched
-    copying = _FRESH | {"sum", "mean", "max", "min", "argmax", "argmin", ir.ASSERT, ir.TO_PY, ir.PY_OP}
-    viewed = {i.id for n in graph.all_nodes() if n.op not in copying for i in n.inputs if isinstance(i, ir.Node)}
+    viewed = {i.id for n in graph.all_nodes() if n.op not in COPYING for i in n.inputs if isinstance(i, ir.Node)}
     # a conditional's (or loop's) result may be an outer value itself (`h0 = h1` in one branch, a
     # body that returns a value unchanged): that value's buffer lives as long as the result
     viewed |= {o.id for n in graph.all_nodes() if n.op in (ir.COND, ir.LOOP)

@@ -26,7 +26,7 @@ from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
 from .plan_helpers import PY_FORMS, _broadcast_copy, _in_dtype, _mean, copy_is_exact, out_buffer
-from . import rows, scalars
+from . import blas, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -59,6 +59,7 @@ class _Emitter:
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
         self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
         self.packed, self.unread, self.rows = {}, set(), {}  # scalars.packed_numbers, rows.sparse_updates
+        self.inplace, self.inplace_products = {}, set()  # weight updates written in place (_emit_updates)
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -329,11 +330,12 @@ class _Emitter:
         reuse = reuse or {}
         pending = {}  # position of first use -> futures to collect there
         async_nodes = getattr(self, "async_nodes", {}) if indent == 4 else {}
+        inplace = self.inplace if indent == 4 else {}
         for pos, n in enumerate(nodes):
             for fid in pending.pop(pos, ()):
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
-            if n.id in self.unread:
-                continue
+            if n.id in self.unread or n.id in inplace or n.id in self.inplace_products:
+                continue  # (weight updates written in place: after the loop)
             if n.id in self.rows:  # an SGD step on gathered rows, where the scatter was (rows.py)
                 self.lines.append(" " * indent + rows.code(self, n))
                 continue
@@ -350,6 +352,8 @@ class _Emitter:
         for fids in pending.values():  # used only by the outputs
             for fid in fids:
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
+        if inplace:
+            blas.emit_updates(self, [n for n in nodes if n.id in inplace], reuse)
 
     def _emit_one(self, n, indent, reuse):
         pad = " " * indent
@@ -480,6 +484,12 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em.rows, skip = rows.sparse_updates(graph, read) if em.static_shapes else ({}, set())
     em.unread, em.globals["SGD_ROWS"] = em.unread | skip, rows.sgd_rows
     async_nodes = plan_async(graph) if parallel else {}
+    em.graph = graph
+    em.inplace = {} if parallel else {i: n for n in graph.nodes if (i := n.id) in graph.inplace}
+    em.inplace_products = {m.id for i in em.inplace for m in graph.inplace[i][2]}
+    last = {n.id for n in graph.nodes[len(graph.nodes) - len(em.inplace) - len(em.inplace_products):]}
+    if last != set(em.inplace) | em.inplace_products:  # not last in the graph: the buffer plan would
+        em.inplace, em.inplace_products = {}, set()  # count their operands dead too early
     busy = {}  # the operands of a product on the worker stay untouched until it is collected
     for n in graph.nodes:
         if n.id in async_nodes:
@@ -491,10 +501,12 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em.emit(graph.nodes, 4, plan_reuse(graph, busy) if reuse_buffers else {})
     em.lines = _bind_numpy(em.lines, em.globals)
     outs = ", ".join(em.arg(o) for o in graph.outputs)
-    src = "def plan(S):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
+    # `_own`: the caller owns the slots (executor/fused.py) and weights may be written in place
+    src = "def plan(S, _own=False):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
     code = compile(src, f"<janus_like plan {graph.name}>", "exec")
     exec(code, em.globals)
     plan = em.globals["plan"]
     plan.source = src
+    plan.inplace = bool(em.inplace)
     plan.parts = (list(em.lines), f"[{outs}]", em.globals)  # for executor/fused.py
     return plan

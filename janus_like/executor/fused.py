@@ -101,9 +101,15 @@ def fuse(cg, body):
     owner = cg.owner_counts
     if owner is not None:  # the JitFunction's graph calls, so that its __call__ need not count
         cells.update(_calls=owner.calls, _calls_s=owner.seconds)
-    src = ["def call(args):", f"    nonlocal {', '.join(cells)}", "    t0 = _pc()", "    try:"]
+    own = getattr(cg.plan, "inplace", False) and body_lines is cg.plan.parts[0] or body_ret == "PLAN(S, True)"
+    src = ["def call(args):", f"    nonlocal {', '.join(cells)}", "    t0 = _pc()"]
+    if own:  # the last run's slots would hold the weights the plan may write in place (blas.py)
+        src.append("    _slots = None")
+    src.append("    try:")
     src += ["        " + _GUARD_EXIT.sub(": return MISS", line) for line in guard_lines]
     src += [f"        S = {guard_ret}", "    except Exception:", "        return MISS", "    try:"]
+    if own:
+        src.append("        _own = True")
     src += ["    " + line for line in local(body_lines, "S")]
     src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception:", "        return MISS",
             "    _slots = S"]

@@ -26,6 +26,7 @@ from ..executor.fused import MISS as _MISS
 from ..graphgen.evaluator import Generator
 from ..graphgen.values import Unsupported
 from ..passes import optimize
+from ..passes.inplace import inplace_updates
 from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
@@ -335,6 +336,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                         regions=bool(self._regions)).generate(args)
         optimize(gen.graph, self.reassociate)
         gen.outputs.plan_copies()
+        if self.reassociate:
+            inplace_updates(gen)
         return gen
 
     def _generate(self, entry, args, forced=None):
