@@ -101,7 +101,8 @@ def fuse(cg, body):
     owner = cg.owner_counts
     if owner is not None:  # the JitFunction's graph calls, so that its __call__ need not count
         cells.update(_calls=owner.calls, _calls_s=owner.seconds)
-    own = getattr(cg.plan, "inplace", False) and body_lines is cg.plan.parts[0] or body_ret == "PLAN(S, True)"
+    # a plan with weight updates written in place (executor/blas.py) may write them from here
+    own = body_ret == "PLAN(S, True)" or any("_own" in line for line in body_lines)
     src = ["def call(args):", f"    nonlocal {', '.join(cells)}", "    t0 = _pc()"]
     if own:  # the last run's slots would hold the weights the plan may write in place (blas.py)
         src.append("    _slots = None")

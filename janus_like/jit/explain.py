@@ -26,6 +26,11 @@ def describe(jf) -> str:
             transfers = sum(1 for n in g.graph.all_nodes() if n.op == "to_device")
             lines.append(f"    devices: {on_gpu} nodes on the GPU, {transfers} transfers "
                          "(run with CuPy kernels through the interpreter)")
+        updates = [n for n in g.graph.nodes if n.id in g.graph.inplace]
+        if updates and g.plan is not None:
+            names = ", ".join(f"{g.gen.slots[n.inputs[0].params['slot']].parent.text} {n.inputs[0].aval[0]}"
+                              for n in updates)
+            lines.append(f"    updates written into the weight's own array when only the executor sees it: {names}")
         for region in dict.fromkeys(n.params["region"] for n in g.graph.all_nodes() if n.op == "recursion"):
             lines.append(f"    {region.describe()}")
         for a in g.assumptions[:40]:

@@ -338,6 +338,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         gen.outputs.plan_copies()
         if self.reassociate:
             inplace_updates(gen)
+        for slot in gen.slots:  # the values read at generation: kept, they would pin a weight array
+            slot.value = None  # (and the batch) of that call for the graph's whole life
         return gen
 
     def _generate(self, entry, args, forced=None):
