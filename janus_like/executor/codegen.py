@@ -59,7 +59,7 @@ class _Emitter:
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
         self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
         self.packed, self.unread, self.rows = {}, set(), {}  # scalars.packed_numbers, rows.sparse_updates
-        self.inplace, self.inplace_products = {}, set()  # weight updates written in place (_emit_updates)
+        self.inplace, self.inplace_products = {}, set()  # weight updates written in place (blas.emit_updates)
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
