@@ -98,20 +98,36 @@ def writable(w, a, b) -> bool:
 
 def gemm_sub(w, a, b, scale=1.0):
     """w -= scale * (a @ b) in w's buffer, for operands `writable` accepted; returns w."""
+    return _gemm_sub(GEMM, w, a, b, scale)
+
+
+def _gemm_sub(fns, w, a, b, scale=1.0):
+    """gemm_sub through the GEMM functions `fns` ({dtype: function})."""
     (m, k), n = a.shape, b.shape[1]
     ta, lda = _layout(a)
     tb, ldb = _layout(b)
-    GEMM[w.dtype](_ROW, ta, tb, m, n, k, -float(scale), a.ctypes.data, lda, b.ctypes.data, ldb, 1.0, w.ctypes.data, n)
+    fns[w.dtype](_ROW, ta, tb, m, n, k, -float(scale), a.ctypes.data, lda, b.ctypes.data, ldb, 1.0, w.ctypes.data, n)
     return w
 
 
-def emit_updates(em, updates, reuse):
-    """The plan's lines for the weight updates of passes/inplace.py (`updates`, the last nodes),
-    written by codegen's emitter `em`: the plan's locals that may be views of a weight dropped
-    (each would count as someone else seeing it); whether each update may be written into its
-    weight (only when the fused call runs the plan, `_own`); the others' ordinary product,
-    scaling and subtraction; then the writes, so that nothing which can fail runs after the
-    first write.
+def planned_updates(graph):
+    """(the update nodes of `graph.inplace`, the ids of every node they replace), or empty when
+    they are not the graph's last nodes (the buffer plan would count their operands dead too
+    early)."""
+    updates = [n for n in graph.nodes if n.id in graph.inplace]
+    replaced = {n.id for n in updates} | {m.id for n in updates for m in graph.inplace[n.id][2]}
+    if {n.id for n in graph.nodes[len(graph.nodes) - len(replaced):]} != replaced:
+        return [], set()
+    return updates, replaced
+
+
+def emit_updates(em, reuse):
+    """The plan's lines for the weight updates of passes/inplace.py (`em.updates`, the last
+    nodes), written by codegen's emitter `em`: the plan's locals that may be views of a weight
+    dropped (each would count as someone else seeing it); whether each update may be written
+    into its weight (only when the fused call runs the plan, `_own`); the others' ordinary
+    product, scaling and subtraction; then the writes, so that nothing which can fail runs after
+    the first write.
 
         v49 = None                                   # w2's transpose from the backward pass
         _w61 = _own and WRITABLE(v3, v58, v76)
@@ -123,7 +139,7 @@ def emit_updates(em, updates, reuse):
     from .. import ir
     from .buffers import COPYING, _refs_of
 
-    graph = em.graph
+    graph, updates = em.graph, em.updates
     em.globals.update(WRITABLE=writable, GEMM_SUB=gemm_sub)
     needed = set(em.outputs)
     for n in updates:
@@ -137,25 +153,24 @@ def emit_updates(em, updates, reuse):
             if m.id not in views and m.op not in COPYING and any(i.id in views for i in _refs_of(m)):
                 views.add(m.id)
                 grew = True
-    drop = sorted(views - needed - set(em.inplace) - em.inplace_products)
+    drop = sorted(views - needed - em.replaced)
     if drop:
         em.lines.append("    " + " = ".join(f"v{i}" for i in drop) + " = None")
-    operands = []
+    writes = []
     for n in updates:
         product, scale, _ = graph.inplace[n.id]
-        args = [em.arg(x) for x in (n.inputs[0], *product.inputs)]
-        operands.append(", ".join(args + ([em.arg(scale)] if scale is not None else [])))
-        em.lines.append(f"    _w{n.id} = _own and WRITABLE({', '.join(args)})")
+        args = ", ".join(em.arg(x) for x in (n.inputs[0], *product.inputs))
+        writes.append(f"    if _w{n.id}: v{n.id} = GEMM_SUB({args}{'' if scale is None else ', ' + em.arg(scale)})")
+        em.lines.append(f"    _w{n.id} = _own and WRITABLE({args})")
     for n in updates:
         em.lines.append(f"    if not _w{n.id}:")
         for m in graph.inplace[n.id][2]:
             em._emit_one(m, 8, reuse)
         em._emit_one(n, 8, reuse)
-    for n, args in zip(updates, operands):
-        em.lines.append(f"    if _w{n.id}: v{n.id} = GEMM_SUB({args})")
+    em.lines += writes
 
 
-def _count(w, a, b):
+def _count(w):
     return _getrefcount(w)
 
 
@@ -166,25 +181,22 @@ def _private_refs() -> int:
     s4 = holder._data  # the guard's local
     S = (s4,)  # the slot tuple
     v3 = S[0]  # the plan's local
-    return _count(v3, None, None)
+    return _count(v3)
 
 
 def _checked(fns):
     """`fns` when a small product through them has np.matmul's values, else None."""
     if fns is None:
         return None
-    global GEMM
-    GEMM = fns
     rng = np.random.default_rng(0)
     for dt in fns:
         a, b = rng.standard_normal((5, 3)).astype(dt), rng.standard_normal((4, 5)).astype(dt)
         w = rng.standard_normal((3, 4)).astype(dt)
         want = w - a.T @ b.T
-        if gemm_sub(w, a.T, b.T) is not w or not np.allclose(w, want, rtol=1e-5, atol=1e-6):
+        if _gemm_sub(fns, w, a.T, b.T) is not w or not np.allclose(w, want, rtol=1e-5, atol=1e-6):
             return None
     return fns
 
 
-GEMM = None
 GEMM = _checked(_bind())
 PRIVATE_REFS = _private_refs()

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import re
 
 import numpy as np
 
@@ -25,7 +24,7 @@ from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_t
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import PY_FORMS, _broadcast_copy, _in_dtype, _mean, copy_is_exact, out_buffer
+from .plan_helpers import PY_FORMS, _broadcast_copy, _in_dtype, _mean, bind_numpy, copy_is_exact, out_buffer
 from . import blas, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -59,7 +58,8 @@ class _Emitter:
         self._zero_d: dict = {}  # (dtype, number) -> name of its 0-d array
         self.scalar_nodes: set = set()  # one-element values held as NumPy scalars (scalars.scalar_pairs)
         self.packed, self.unread, self.rows = {}, set(), {}  # scalars.packed_numbers, rows.sparse_updates
-        self.inplace, self.inplace_products = {}, set()  # weight updates written in place (blas.emit_updates)
+        # weight updates written in place (blas.py): the update nodes, and every node they replace
+        self.updates, self.replaced = [], set()
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -330,12 +330,11 @@ class _Emitter:
         reuse = reuse or {}
         pending = {}  # position of first use -> futures to collect there
         async_nodes = getattr(self, "async_nodes", {}) if indent == 4 else {}
-        inplace = self.inplace if indent == 4 else {}
         for pos, n in enumerate(nodes):
             for fid in pending.pop(pos, ()):
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
-            if n.id in self.unread or n.id in inplace or n.id in self.inplace_products:
-                continue  # (weight updates written in place: after the loop)
+            if n.id in self.unread or n.id in self.replaced:  # (weight updates: after the loop)
+                continue
             if n.id in self.rows:  # an SGD step on gathered rows, where the scatter was (rows.py)
                 self.lines.append(" " * indent + rows.code(self, n))
                 continue
@@ -352,8 +351,8 @@ class _Emitter:
         for fids in pending.values():  # used only by the outputs
             for fid in fids:
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
-        if inplace:
-            blas.emit_updates(self, [n for n in nodes if n.id in inplace], reuse)
+        if indent == 4 and self.updates:
+            blas.emit_updates(self, reuse)
 
     def _emit_one(self, n, indent, reuse):
         pad = " " * indent
@@ -447,27 +446,6 @@ def _mean_axes(n, x):
     return axis, axes, nd
 
 
-_NUMPY_NAME = re.compile(r"\bnp\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
-
-
-def _bind_numpy(lines, env):
-    """`np.add(...)` -> `NP_add(...)`, `np.add.reduce` -> `NP_add_reduce`, with the function
-    itself in the plan's globals: one dictionary lookup per call instead of a global lookup and
-    one attribute lookup per dot (~50 ns each; a small graph's plan makes dozens per call)."""
-    def bind(m):
-        obj = np
-        try:
-            for part in m.group(1).split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            return m.group(0)
-        name = "NP_" + m.group(1).replace(".", "_")
-        if env.setdefault(name, obj) != obj:  # `np.add.reduce` is a new (equal) object each time
-            return m.group(0)
-        return name
-    return [_NUMPY_NAME.sub(bind, line) for line in lines]
-
-
 def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | None = None):
     """Compile `graph` to a Python function `plan(slots) -> list of output values`.
 
@@ -485,11 +463,8 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em.unread, em.globals["SGD_ROWS"] = em.unread | skip, rows.sgd_rows
     async_nodes = plan_async(graph) if parallel else {}
     em.graph = graph
-    em.inplace = {} if parallel else {i: n for n in graph.nodes if (i := n.id) in graph.inplace}
-    em.inplace_products = {m.id for i in em.inplace for m in graph.inplace[i][2]}
-    last = {n.id for n in graph.nodes[len(graph.nodes) - len(em.inplace) - len(em.inplace_products):]}
-    if last != set(em.inplace) | em.inplace_products:  # not last in the graph: the buffer plan would
-        em.inplace, em.inplace_products = {}, set()  # count their operands dead too early
+    if not parallel:
+        em.updates, em.replaced = blas.planned_updates(graph)
     busy = {}  # the operands of a product on the worker stay untouched until it is collected
     for n in graph.nodes:
         if n.id in async_nodes:
@@ -499,7 +474,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     if async_nodes:
         em.globals["POOL"] = _pool()
     em.emit(graph.nodes, 4, plan_reuse(graph, busy) if reuse_buffers else {})
-    em.lines = _bind_numpy(em.lines, em.globals)
+    em.lines = bind_numpy(em.lines, em.globals)
     outs = ", ".join(em.arg(o) for o in graph.outputs)
     # `_own`: the caller owns the slots (executor/fused.py) and weights may be written in place
     src = "def plan(S, _own=False):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
@@ -507,6 +482,6 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     exec(code, em.globals)
     plan = em.globals["plan"]
     plan.source = src
-    plan.inplace = bool(em.inplace)
+    plan.inplace = bool(em.updates)
     plan.parts = (list(em.lines), f"[{outs}]", em.globals)  # for executor/fused.py
     return plan

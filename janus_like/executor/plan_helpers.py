@@ -2,10 +2,11 @@
 a run-time count, a small broadcast as a copy, the `out=` buffer when the layouts agree. (The
 sigmoid in one buffer, which eager shares, is `ops.primitives.sigmoid_one_buffer`.) And the
 emitter's decisions about them: whether a broadcast may be a copy, a Python number as a 0-d
-array of a dtype, Python's operators for Python-number nodes."""
+array of a dtype, Python's operators for Python-number nodes, the plan's NumPy functions bound as its globals."""
 from __future__ import annotations
 
 import operator
+import re
 
 import numpy as np
 
@@ -61,3 +62,24 @@ PY_BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.t
              operator.ge: ">=", operator.eq: "==", operator.ne: "!=", operator.and_: "&", operator.or_: "|"}
 PY_FORMS = {**{fn: f"({{}} {symbol} {{}})" for fn, symbol in PY_BINARY.items()},
             operator.not_: "(not {})", operator.truth: "bool({})", operator.neg: "(-{})"}
+
+
+_NUMPY_NAME = re.compile(r"\bnp\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+
+
+def bind_numpy(lines, env):
+    """`np.add(...)` -> `NP_add(...)`, `np.add.reduce` -> `NP_add_reduce`, with the function
+    itself in the plan's globals: one dictionary lookup per call instead of a global lookup and
+    one attribute lookup per dot (~50 ns each; a small graph's plan makes dozens per call)."""
+    def bind(m):
+        obj = np
+        try:
+            for part in m.group(1).split("."):
+                obj = getattr(obj, part)
+        except AttributeError:
+            return m.group(0)
+        name = "NP_" + m.group(1).replace(".", "_")
+        if env.setdefault(name, obj) != obj:  # `np.add.reduce` is a new (equal) object each time
+            return m.group(0)
+        return name
+    return [_NUMPY_NAME.sub(bind, line) for line in lines]
