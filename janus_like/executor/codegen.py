@@ -304,6 +304,10 @@ class _Emitter:
             axes = sum_to_axes(g_shape, shape)
             if not axes:
                 return self._sum_to_tail(a, 0, "", x, like)
+            if axes == tuple(range(lead)):  # leading axes only (a bias gradient): ndarray.sum's own reduce,
+                # without its Python wrapper, keepdims and a reshape (~1.5 us of a 3-5 us call)
+                axis = self.const(axes[0] if lead == 1 else axes)
+                return self._sum_to_tail(f"np.add.reduce({a}, {axis})", 0, "", x, like)
             return self._sum_to_tail(f"{a}.sum(axis={self.const(axes)}, keepdims=True)", lead, self.const(shape), x, like)
         if op == "mean" and np.dtype(x.aval[1]) in (np.dtype(np.float32), np.dtype(np.float64)):
             # ndarray.mean is a Python function: sum, then divide by the count (numpy's _mean
