@@ -69,9 +69,10 @@ class CompiledGraph:
         """The slots of the latest successful run (plan-vs-interpreter checks, reports)."""
         return self.counts.last.cell_contents
 
-    def _fused(self):
+    def _fused(self, deadline=None):
         """Guards + plan (or the adopted native function) + commit as one function
-        (executor/fused.py); None when RNG state must be saved around the run."""
+        (executor/fused.py); None when RNG state must be saved around the run. `deadline`: the
+        plan's, while the native tier waits (see `body`)."""
         if self.uses_rng or self.generators:
             return None
         if self.tier.run is not None:
@@ -79,8 +80,9 @@ class CompiledGraph:
         if len(self.plan.parts[0]) > INLINE_PLAN_LINES:
             # a long plan is called, not pasted: compiling its text a second time cost as much
             # as its first compile (14 ms of the LSTM step's first call), a frame ~0.1 µs a call
-            return fuse(self, ([], "PLAN(S, True)" if self.plan.inplace else "PLAN(S)", {"PLAN": self.plan}))
-        return fuse(self, self.plan.parts)
+            return fuse(self, ([], "PLAN(S, True)" if self.plan.inplace else "PLAN(S)", {"PLAN": self.plan}),
+                        deadline)
+        return fuse(self, self.plan.parts, deadline)
 
     def body(self, slots):
         tier = self.tier
@@ -100,6 +102,10 @@ class CompiledGraph:
             if tier.run is None and not tier.pending:  # the plan stays (the translation or the
                 self._direct = True  # compiled function was rejected): no tier to consult from now on
                 self.fast = self._fused()
+            elif tier.pending and self.fast is None and (wait := tier.wait_s(self.time_s)) is not None:
+                # until the tier's decision is due, the fused function runs the plan (and may
+                # write weight updates in place); past that plan time it hands calls back here
+                self.fast = self._fused(deadline=self.counts.seconds.cell_contents + wait)
         if self.plan is not None:
             return self.plan(slots)
         return interpret(self.graph, slots, self.devices)

@@ -70,17 +70,18 @@ _GUARD_EXIT = re.compile(r": return -?\d+$")
 _NAMES = re.compile(r"s\d+")
 
 
-def fuse(cg, body):
+def fuse(cg, body, deadline=None):
     """The fused call function for CompiledGraph `cg` running `body` (the plan's `parts`, or
     the adopted native function's from `Tier.parts`: lines, result expression, names), or None
     when a piece is missing (a general finish, the interpreter) or the generated namespaces
-    would clash."""
+    would clash. With a `deadline` it returns MISS, at once, for every call once its graph's
+    counted seconds reached it (the native tier's decision is due: CompiledGraph.body)."""
     pieces = [getattr(f, "parts", None) for f in (cg.guard, cg._finish)]
     if None in pieces or body is None:
         return None
     (guard_lines, guard_ret, guard_env), (finish_lines, finish_env) = pieces
     body_lines, body_ret, body_env = body
-    env = {"MISS": MISS, "_pc": time.perf_counter}
+    env = {"MISS": MISS, "_pc": time.perf_counter, "DEADLINE": deadline}
     for names in (body_env, guard_env, finish_env):
         for k, v in names.items():
             if k.startswith("__") or k in ("plan", "guard", "finish"):
@@ -103,7 +104,10 @@ def fuse(cg, body):
         cells.update(_calls=owner.calls, _calls_s=owner.seconds)
     # a plan with weight updates written in place (executor/blas.py) may write them from here
     own = body_ret == "PLAN(S, True)" or any("_own" in line for line in body_lines)
-    src = ["def call(args):", f"    nonlocal {', '.join(cells)}", "    t0 = _pc()"]
+    src = ["def call(args):", f"    nonlocal {', '.join(cells)}"]
+    if deadline is not None:
+        src.append("    if _secs >= DEADLINE: return MISS")
+    src.append("    t0 = _pc()")
     if own:  # the last run's slots would hold the weights the plan may write in place (blas.py)
         src.append("    _slots = None")
     src.append("    try:")

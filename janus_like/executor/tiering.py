@@ -116,6 +116,12 @@ class Tier:
             self._budget = estimate_compile_s(nodes, cached)
         return self.policy == "always" or plan_s >= self._budget
 
+    def wait_s(self, plan_s: float):
+        """Plan seconds left before `due` holds ("auto", once its budget is known), or None."""
+        if self.policy != "auto" or self._budget is None:
+            return None
+        return max(0.0, self._budget - plan_s)
+
     def adopt(self, plan, slots):
         """Compile, check against `plan` on `slots`, time both, keep the faster."""
         self.pending = False

@@ -347,3 +347,51 @@ def test_a_graph_that_raises_where_eager_does_not_stops_every_graph_of_its_signa
                       check_interpreter=False)
     assert [fb.reason for fb in jf.fallbacks()].count("internal-error") == 1, jf.explain()
     assert jf.graphs() == [] and jf.stats()["eager_calls"] >= 3
+
+
+def test_fused_calls_while_a_native_tier_waits_then_its_decision_when_due(monkeypatch):
+    """With the native tier on "auto", a graph waits until its plan time would pay for
+    compiling; meanwhile the fused function runs the plan, and once that time is spent it hands
+    the call back to the full path, where the tier decides (here: a stub that declines)."""
+    from janus_like.executor import native, tiering
+
+    monkeypatch.setattr(native, "available", lambda: True)  # "auto" without Numba installed
+    budget = {"s": 1e9}
+    monkeypatch.setattr(tiering, "estimate_compile_s", lambda nodes, cached: budget["s"])
+    decided = []
+
+    def adopt(tier, plan, slots):
+        decided.append(len(slots))
+        tier._reject("declined by the test")
+
+    monkeypatch.setattr(tiering.Tier, "adopt", adopt)
+    m = Model()
+    jf = jl.jit(lambda model, x: np.tanh(x @ model.w) * 2.0, native="auto")
+    xs = [random_array(i, (2, 3)) for i in range(14)]
+    for x in xs[:8]:  # 3 warm-up calls, 3 graph runs before the tier reads its budget, 2 fused
+        np.testing.assert_array_equal(jf(m, x).numpy(), np.tanh(x @ m.w.numpy()) * 2.0)
+    (g,) = jf.graphs()
+    assert g.tier.pending and g.fast is not None and "DEADLINE" in g.fast.source
+    fused_runs = g.counts.calls.cell_contents
+    jf(m, xs[8])
+    assert g.counts.calls.cell_contents == fused_runs + 1 and not decided  # a fused call
+    budget["s"] = 0.0  # not read again: the tier keeps the budget it computed
+    assert g.tier.wait_s(g.time_s) > 1e8
+    g.tier._budget = g.time_s + 1e-9  # due once the plan has run 1 ns more
+    g.fast = None  # (as before the budget was known): the next call goes through the full path
+    step = iter(xs[9:])
+
+    def call():
+        x = next(step)
+        np.testing.assert_array_equal(jf(m, x).numpy(), np.tanh(x @ m.w.numpy()) * 2.0)
+
+    call()  # the full path: not due yet, and a fused function with the 1 ns left
+    assert not decided and "DEADLINE" in g.fast.source
+    runs = g.counts.calls.cell_contents
+    call()  # a fused call: it spends the nanosecond
+    assert g.counts.calls.cell_contents == runs + 1 and not decided
+    call()  # the fused function hands it back; the full path finds the tier due
+    assert decided == [len(g.last_slots)] and not g.tier.pending and "declined" in g.tier.note
+    assert g.fast is not None and "DEADLINE" not in g.fast.source  # the plan's fused call from now on
+    call(), call()
+    assert jf.stats()["graph_calls"] == 11 and jf.stats()["calls"] == 14
