@@ -81,7 +81,7 @@ def fuse(cg, body, deadline=None):
         return None
     (guard_lines, guard_ret, guard_env), (finish_lines, finish_env) = pieces
     body_lines, body_ret, body_env = body
-    env = {"MISS": MISS, "_pc": time.perf_counter, "DEADLINE": deadline}
+    env = {"MISS": MISS, "_pc": time.perf_counter}
     for names in (body_env, guard_env, finish_env):
         for k, v in names.items():
             if k.startswith("__") or k in ("plan", "guard", "finish"):
@@ -106,6 +106,7 @@ def fuse(cg, body, deadline=None):
     own = body_ret == "PLAN(S, True)" or any("_own" in line for line in body_lines)
     src = ["def call(args):", f"    nonlocal {', '.join(cells)}"]
     if deadline is not None:
+        env["DEADLINE"] = deadline
         src.append("    if _secs >= DEADLINE: return MISS")
     src.append("    t0 = _pc()")
     if own:  # the last run's slots would hold the weights the plan may write in place (blas.py)

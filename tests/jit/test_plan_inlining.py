@@ -458,3 +458,16 @@ def test_more_math_ops_call_their_ufunc_directly_with_the_interpreters_bits(op):
     assert f"NP_{op}(" in plan.source, plan.source  # no per-call dispatch through the registry
     for y in (ref, want):
         assert got.dtype == y.dtype and got.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("lead", [1, 2])
+def test_a_sum_over_leading_axes_is_the_reduce_itself(lead):
+    """A bias gradient (sum_to over leading axes only): np.add.reduce on those axes, without
+    ndarray.sum's wrapper, keepdims and a reshape; the interpreter's bits (_check)."""
+    full = (5,) * lead + (3, 4)
+    x, like = _in(0, full), _in(1, (3, 4))
+    s = _op("sum_to", x, like, shape=(3, 4))
+    slots = [np.random.default_rng(lead).standard_normal(full).astype(np.float32), np.zeros((3, 4), np.float32)]
+    src = _check([x, like, s], [s], slots)
+    axis = "0" if lead == 1 else "C"
+    assert f"NP_add_reduce(v{x.id}, {axis}" in src and ".sum(" not in src and "reshape" not in src
