@@ -23,6 +23,7 @@ import numpy as np
 from .. import ir
 from ..executor.codegen import _DIRECT, _REDUCE
 from ..ops.indexing import index_source, is_basic
+from ..ops.primitives import sum_to_axes
 from ..ops.recursion_batch import Batched
 from .region_backward import _ROW
 from .region_calls import _var
@@ -185,9 +186,8 @@ class BatchMixin:
                 expr += f" / {max(int(np.prod([shape[a] for a in axes], dtype=np.int64)), 1)}"
             return [f"{v} = {expr}"]
         if op == "sum_to" and ins[0] and len(n.inputs) == 2 and isinstance(n.inputs[1], ir.Node):
-            gshape, shape = tuple(n.inputs[0].aval[0]), tuple(n.inputs[1].aval[0])
-            lead = len(gshape) - len(shape)
-            axes = list(range(lead)) + [lead + i for i, d in enumerate(shape) if d == 1 and gshape[lead + i] != 1]
+            shape = tuple(n.inputs[1].aval[0])
+            axes = sum_to_axes(tuple(n.inputs[0].aval[0]), shape)
             if not axes:
                 return [f"{v} = {x}"]
             return [f"{v} = np.add.reduce({x}, {tuple(a + 1 for a in axes)!r}, None, None, True)"

@@ -27,11 +27,7 @@ class Batched:
         self.make_walk(records)(root)
         groups = {}
         for i, rec in enumerate(records):
-            key = (rec[1], rec[0])
-            if key in groups:
-                groups[key].append(i)
-            else:
-                groups[key] = [i]
+            groups.setdefault((rec[1], rec[0]), []).append(i)
         return records, groups
 
     def forward(self, walked, arrays):
