@@ -26,13 +26,31 @@ from ..ops.indexing import index_source, is_basic
 from ..ops.primitives import sum_to_axes
 from ..ops.recursion_batch import Batched
 from .region_backward import _ROW
-from .region_calls import _var
+from .region_calls import _var, first_axis_slice
 from .values import Sym, Unsupported
 
 _ELEMENTWISE = {op: f"np.{name}" for op, name in _DIRECT.items() if op not in ("matmul", "dot")}
 _ELEMENTWISE["sigmoid"] = "SIGMOID"
 # ops whose first input is the value, the second only gives a shape
 _SHAPED_LIKE = ("broadcast_like", "reshape_like", "zeros_like", "ones_like", "getitem_grad", "sum_to")
+
+
+def _record(line, widths):
+    """The host walk's record of a call (ops/recursion_batch.py reads it): (return site, height,
+    children's record indices, host numbers), each part padded with zeros to the widest site's."""
+    pad, k, level, calls, hosts = line
+    parts = [*calls, *["0"] * (widths[0] - len(calls)), *hosts, *["0"] * (widths[1] - len(hosts))]
+    return pad + f"R.append(({k}, {level}, {''.join(p + ', ' for p in parts)}))"
+
+
+def _lead(shape):
+    """The source of a batched shape: `n` calls, then `shape`."""
+    return f"(n, {''.join(f'{d}, ' for d in shape)})"
+
+
+def _columns(cols, width):
+    """The calls' position block `C` (n, width), or the columns `cols` of it."""
+    return "C" if cols == tuple(range(width)) else f"C[:, {cols!r}]"
 
 
 class BatchMixin:
@@ -54,12 +72,15 @@ class BatchMixin:
         sites = [(env[f"site{k}"], env[f"back{k}"]) for k in range(len(self.paths))]
         items = self.elems if self.elems is not None else (self.aval,)
         self.batch_source = sources
-        return Batched(env["make_walk"], sites, items, [len(self.site_inputs(p)[1]) for p in self.paths])
+        inputs = [self.site_inputs(p) for p in self.paths]
+        return Batched(env["make_walk"], sites, items, [len(c) for _, c in inputs], [len(h) for h, _ in inputs])
 
     def batch_sources(self):
         captured = f"    {', '.join(self.captured_names)}, = arrays\n" if self.captured else ""
+        inputs = [self.site_inputs(p) for p in self.paths]
+        widths = max(len(c) for _, c in inputs), max(len(h) for h, _ in inputs)
         src = ["def make_walk(R):", f"    def walk(u_{self.param}):"]
-        src += ["    " + line for line in self.wlines]
+        src += ["    " + (line if isinstance(line, str) else _record(line, widths)) for line in self.wlines]
         src += ["    return walk", ""]
         for k, (path, part) in enumerate(zip(self.paths, self.back_parts)):
             batched = set()
@@ -73,25 +94,51 @@ class BatchMixin:
         if captured:
             lines.append(captured.rstrip("\n"))
         if hosts:
-            lines.append(f"    {''.join(h + ', ' for h in hosts)}= H")
+            lines.append(f"    {''.join(h + ', ' for h in hosts)}= H.T")
         if calls:
-            lines.append(f"    {''.join(c + ', ' for c in calls)}= C")
+            lines.append(f"    {''.join(c + ', ' for c in calls)}= C.T")
+        joins, done = self.joined_gathers(path, calls), set()
         for n in path.nodes:
             tag = self.placeholders.get(n.id, ("",))
             if tag[0] == "host":
                 batched.add(n.id)
+            elif tag[0] == "call" and n.id in joins:  # one gather for the concatenation, views for each
+                cat, i, cols = joins[n.id]
+                if cat.id not in done:
+                    done.add(cat.id)
+                    batched.add(cat.id)
+                    lines += [f"    J{cat.id} = OUT[{tag[2]}][{_columns(cols, len(calls))}]",
+                              f"    {_var(cat)} = J{cat.id}.reshape({_lead(cat.aval[0])})"]
+                batched.add(n.id)
+                lines.append(f"    {_var(n)} = J{cat.id}[:, {i}]")
             elif tag[0] == "call":
                 batched.add(n.id)
                 lines.append(f"    {_var(n)} = OUT[{tag[2]}][{tag[1]}]")
-            elif tag[0] != "array":
+            elif tag[0] != "array" and n.id not in done:
                 lines += ["    " + line for line in self.batched_lines(n, batched)]
         outs = []
         for x in path.env["out"]:
             shape = tuple(x.node.aval[0])
             outs.append(_var(x.node) if x.node.id in batched else f"np.broadcast_to({_var(x.node)}, (n, *{shape!r}))")
         saved = "".join(s + ", " for s in self.saved(path))
-        lines.append(f"    return ({k}, {saved}), ({''.join(o + ', ' for o in outs)})")
+        lines.append(f"    return ({k}, C, {saved}), ({''.join(o + ', ' for o in outs)})")
         return lines
+
+    def joined_gathers(self, path, calls):
+        """{call placeholder id: (concatenation, its position there, the calls' columns)} for each
+        first-axis concatenation of one item of several recursive calls' results: one gather of
+        rows `OUT[item][C]` (n, k, ...) is the concatenation reshaped, each piece a view of it."""
+        joins = {}
+        for n in path.nodes:
+            if n.op != "concatenate" or set(n.params) - {"axis"} or n.params.get("axis", 0) % len(n.aval[0]):
+                continue
+            tags = [self.placeholders.get(x.id, ("",)) if isinstance(x, ir.Node) else ("",) for x in n.inputs]
+            if len(tags) < 2 or any(t[0] != "call" for t in tags) or len({t[2] for t in tags}) != 1:
+                continue
+            cols = tuple(calls.index(t[1]) for t in tags)
+            for i, x in enumerate(n.inputs):
+                joins.setdefault(x.id, (n, i, cols))
+        return joins
 
     def batched_back(self, k, path, part, batched, captured):
         g_nodes, nodes, joined, actions = part
@@ -99,7 +146,7 @@ class BatchMixin:
         reached = {info[0] for kind, info, _ in actions if kind == "cot"}
         if set(calls) - reached:
             raise self.unsupported("a recursive call whose result gets no cotangent (batched)")
-        lines = [f"def back{k}(rec, G, COT, acc, arrays):", f"    _k, {', '.join(self.saved(path))} = rec"]
+        lines = [f"def back{k}(rec, G, COT, acc, arrays):", f"    _k, C, {', '.join(self.saved(path))} = rec"]
         lines.append(f"    {''.join(_var(g) + ', ' for g in g_nodes)}= G")
         batched.update(g.id for g in g_nodes)
         if captured:
@@ -113,11 +160,18 @@ class BatchMixin:
                 lines.append(f"    {_var(n)} = np.concatenate(({''.join(_var(p) + ', ' for p in parts)}), axis=1)")
             else:
                 lines += ["    " + line for line in self.batched_lines(n, batched)]
+        scattered = self.joined_scatters(actions, calls, batched)
+        for item, (base, cols, shape) in scattered.items():
+            lines.append(f"    COT[{item}][{_columns(cols, len(calls))}] = {_var(base)}.reshape({_lead(shape)})")
+        if scattered:
+            lines.insert(2, "    n = C.shape[0]")
         for kind, info, v in actions:
             node = v.node if isinstance(v, Sym) else None
             if node is None or node.id not in batched:
                 raise self.unsupported("a cotangent that is the same for every call (batched)")
             value = _var(node)
+            if kind == "cot" and info[1] in scattered:
+                continue
             if kind == "cot":
                 lines.append(f"    COT[{info[1]}][{info[0]}] = {value}")
             elif kind == "rows":
@@ -127,9 +181,39 @@ class BatchMixin:
                     raise self.unsupported("a folded product of a vector that is the same for every call")
                 lines.append(f"    acc.xs[{info[0]}].append({_var(info[1])}); acc.gs[{info[0]}].append({value})")
             else:
-                lines.append(f"    acc.plain[{info}].append(np.add.reduce({value}, 0))")
+                lines.append(f"    acc.plain[{info}].append({value})")  # summed over all groups' rows at the end
         lines.append("")
         return lines
+
+    def joined_scatters(self, actions, calls, batched):
+        """{item: (value, the calls' columns, per-call shape (k, ...))} where the cotangents of one
+        item for several calls are consecutive equal first-axis slices that tile one batched value
+        (`dboth[:h]`, `dboth[h:]`): one scatter of that value's rows `COT[item][C] = value`."""
+        by_item = {}
+        for kind, info, v in actions:
+            if kind == "cot":
+                by_item.setdefault(info[1], []).append((info[0], v.node if isinstance(v, Sym) else None))
+        found = {}
+        for item, cots in by_item.items():
+            pieces = []
+            for var, node in cots:
+                base = node.inputs[0] if node is not None and node.op == "getitem" and len(node.inputs) == 1 \
+                    else None
+                if base is None or base.id not in batched or node.aval[0][1:] != base.aval[0][1:]:
+                    break
+                start = first_axis_slice(node.params.get("index"), base.aval[0][0])
+                if start is None:
+                    break
+                pieces.append((start, node.aval[0][0], base, calls.index(var)))
+            else:
+                pieces.sort(key=lambda p: p[0])
+                length, base = pieces[0][1], pieces[0][2]
+                if len(pieces) > 1 and all(p[2] is base and p[0] == i * length and p[1] == length
+                                           for i, p in enumerate(pieces)) \
+                        and length * len(pieces) == base.aval[0][0] and len({p[3] for p in pieces}) == len(pieces):
+                    shape = (len(pieces), length, *base.aval[0][1:])
+                    found[item] = (base, tuple(p[3] for p in pieces), shape)
+        return found
 
     # ------------------------------------------------------------------ batching rules
     def batched_lines(self, n, batched):

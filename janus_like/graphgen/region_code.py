@@ -46,7 +46,7 @@ class Translator(CallsMixin, BackwardMixin, BatchMixin):
         self.param = a.args[-1].arg
         self.mini = GraphBuilder("region")
         self.lines: list[str] = []
-        self.wlines: list[str] = []  # the host walk of the batched form (region_batch.py): host code alone
+        self.wlines: list = []  # the host walk of the batched form (region_batch.py): host code alone
         self.em = _Emitter()  # the plan's expressions, and the constants of all generated code
         self.em.globals["Mismatch"] = Mismatch
         self.em.globals["SETCOT"] = set_cotangent
@@ -221,7 +221,7 @@ class Translator(CallsMixin, BackwardMixin, BatchMixin):
         self.lines.append(pad + f"return ({value}), len(R) - 1")
         hosts, calls = self.site_inputs(path)
         level = "0" if not calls else f"max({', '.join(f'R[{c}][1]' for c in calls)}, 0) + 1"
-        self.wlines.append(pad + f"R.append(({k}, {level}, {''.join(h + ', ' for h in hosts + calls)}))")
+        self.wlines.append((pad, k, level, calls, hosts))  # the record, padded once all sites are known
         self.wlines.append(pad + "return len(R) - 1")
 
     def both(self, depth, text):

@@ -207,10 +207,12 @@ def set_cotangent(cot, i, k, n, value):
 class _Accumulators:
     """Per captured array: plain contributions (in order), gathered rows, folded products."""
 
-    __slots__ = ("plain", "rows", "rows_at", "xs", "gs", "join")
+    __slots__ = ("plain", "rows", "rows_at", "xs", "gs", "join", "seen")
 
     def __init__(self, n, batched=False):
         self.join = np.concatenate if batched else np.stack  # blocks of calls, or one call's values
+        self.seen = {}  # the values joined so far, by the ids of their parts (a bias's cotangents are
+        # the weight's folded ones: joined once)
         self.plain = [[] for _ in range(n)]
         self.rows = [[] for _ in range(n)]
         self.rows_at = [[] for _ in range(n)]
@@ -219,13 +221,15 @@ class _Accumulators:
 
     def total(self, j, array):
         parts = []
-        if self.plain[j]:
+        if self.plain[j] and self.join is np.concatenate:  # blocks of calls' rows: one sum over all
+            parts.append(np.add.reduce(self.joined(self.plain[j]), 0))
+        elif self.plain[j]:
             total = self.plain[j][0]
             for c in self.plain[j][1:]:
                 total = total + c
             parts.append(total)
         if self.xs[j]:
-            parts.append(np.matmul(self.join(self.xs[j]).T, self.join(self.gs[j])).astype(array.dtype, copy=False))
+            parts.append(np.matmul(self.joined(self.xs[j]).T, self.joined(self.gs[j])).astype(array.dtype, copy=False))
         if self.rows[j]:
             dense = np.zeros(array.shape, self.rows[j][0].dtype)
             at = self.rows_at[j]  # ints, or (batched) arrays of them
@@ -238,6 +242,14 @@ class _Accumulators:
         for p in parts[1:]:
             total = total + p
         return total
+
+
+    def joined(self, values):
+        key = tuple(map(id, values))  # the lists hold the values, so their ids stay theirs meanwhile
+        out = self.seen.get(key)
+        if out is None:
+            out = self.seen[key] = self.join(values)
+        return out
 
 
 def _failed(region, what):

@@ -1,25 +1,31 @@
 """Running a recursion region in its batched form (graphgen/region_batch.py generates it).
 
-`forward` walks the tree with the region's host code alone, which appends one record per call:
-(return site, height, host numbers..., children's record indices...). Calls are grouped by
-(height, site), lowest height first; every group's calls get consecutive positions, so a group's
-results are one slice of a per-item buffer and its children are rows gathered from buffers the
-lower groups filled. The root is the one call of greatest height: the last position.
+`walk` walks the tree with the region's host code alone, which appends one record per call:
+(return site, height, children's record indices..., host numbers...), each part padded with
+zeros to the widest site's, and groups the calls by (height, site), lowest height first. Every
+group's calls get consecutive positions, so a group's results are one slice of a per-item buffer
+and its children are rows gathered from buffers the lower groups filled. The root is the one
+call of greatest height: the last position. `forward` turns the records into one integer matrix
+in position order (a site reads its group's hosts and children's positions as blocks of it).
 `backward` runs the groups in reverse, reading each group's cotangents from a slice of a
 per-item buffer of zeros (the root's row set to the graph's cotangent) and writing its
 children's rows.
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 
 class Batched:
-    def __init__(self, make_walk, sites, items, calls):
+    def __init__(self, make_walk, sites, items, calls, hosts):
         self.make_walk = make_walk  # (records) -> walk(root)
         self.sites = sites  # per return site: (forward, backward)
         self.items = tuple(items)  # (shape, dtype) of each item a call returns
         self.calls = calls  # per return site: how many recursive calls it records
+        self.hosts = hosts  # per return site: how many host numbers
+        self.width = 2 + max(calls) + max(hosts)  # of a record
 
     def walk(self, root):
         """The calls the region makes on this tree: (records, {(height, site): record indices})."""
@@ -33,26 +39,19 @@ class Batched:
     def forward(self, walked, arrays):
         """(the root's items, what `backward` needs), from what `walk` found."""
         records, groups = walked
-        total = len(records)
-        position = [0] * total
+        total, width, c = len(records), self.width, 2 + max(self.calls)
         order = sorted(groups)
-        p = 0
-        for key in order:
-            for i in groups[key]:
-                position[i] = p
-                p += 1
+        at = [i for key in order for i in groups[key]]  # record index at each position
+        table = np.fromiter(chain.from_iterable(map(records.__getitem__, at)), np.int64, total * width)
+        table = table.reshape(total, width)
+        children = np.argsort(np.array(at, np.intp))[table[:, 2:c]]  # positions of the children
         outs = [np.empty((total, *shape), dtype) for shape, dtype in self.items]
         saved = []
         start = 0
         for height, k in order:
-            members = groups[height, k]
-            stop = start + len(members)
-            rows = [records[i] for i in members]
-            width = len(rows[0])
-            hosts = width - 2 - self.calls[k]
-            host = [np.array([r[j] for r in rows], np.int64) for j in range(2, 2 + hosts)]
-            calls = [np.array([position[r[j]] for r in rows], np.intp) for j in range(2 + hosts, width)]
-            rec, values = self.sites[k][0](len(members), host, calls, outs, arrays)
+            stop = start + len(groups[height, k])
+            rec, values = self.sites[k][0](stop - start, table[start:stop, c:c + self.hosts[k]],
+                                           children[start:stop, :self.calls[k]], outs, arrays)
             for out, value in zip(outs, values):
                 out[start:stop] = value
             saved.append((k, start, stop, rec))

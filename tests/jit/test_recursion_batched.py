@@ -54,6 +54,89 @@ def make_mixed():
     return step, params
 
 
+JOINS = ("swapped", "twice", "rows", "columns", "extra")
+
+
+def make_joined(join):
+    """A node joining its children's results, (2, H/2) matrices, in a way the batched form
+    gathers (and the gradient scatters) as one block of rows, or must not: `swapped` the right
+    child first; `twice` one child twice, then both in order (the left one's cotangent a sum: no
+    block); `rows` both in order on their first axis; `columns` on the second (piece by piece);
+    `extra` both and a row of the node's own (`node.tag`, see `_tagged`): the children's
+    cotangents are slices of a longer one."""
+    def make():
+        rng = np.random.default_rng(3)
+
+        def var(shape, name, scale=0.3):
+            return jl.Variable((rng.standard_normal(shape) * scale).astype(np.float32), name=name)
+
+        emb, b, w_out = var((V, H), "emb", 1.0), var(H, "b", 0.1), var((H, 3), "w_out")
+        w = var((3 * H if join == "extra" else 2 * H, H), "w")
+        opt = optim.SGD(0.1)
+        axis = 1 if join == "columns" else 0
+        if join == "swapped":
+            def combine(node, a, c):
+                return np.concatenate([c, a])
+        elif join == "twice":
+            def combine(node, a, c):
+                return np.concatenate([a, a]) * 0.5 + np.concatenate([a, c])
+        elif join == "extra":
+            def combine(node, a, c):
+                return np.concatenate([a, c, F.reshape(emb[node.tag], (2, H // 2))])
+        else:
+            def combine(node, a, c):
+                return np.concatenate([a, c], axis=axis)
+
+        def encode(node):
+            if node.is_leaf:
+                return F.reshape(emb[node.word], (2, H // 2))
+            return F.reshape(np.tanh(F.reshape(combine(node, encode(node.left), encode(node.right)), (-1,)) @ w + b),
+                             (2, H // 2))
+
+        params = {"emb": emb, "w": w, "b": b, "w_out": w_out}
+
+        def step(root, label):
+            with jl.GradientTape() as tape:
+                logits = F.reshape(F.reshape(encode(root), (H,)) @ w_out, (1, -1))
+                loss = F.cross_entropy(logits, label)
+            variables = list(params.values())
+            opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            return loss
+
+        return step, params
+
+    return make
+
+
+def _tagged(root):
+    """`root`'s tree with an int `tag` on every node (make_joined's `extra` reads it)."""
+    stack, k = [root], 0
+    while stack:
+        node = stack.pop()
+        node.tag, k = k % V, k + 1
+        if not node.is_leaf:
+            stack += [node.left, node.right]
+    return root
+
+
+@pytest.mark.parametrize("join", JOINS)
+def test_children_joined_and_split_as_blocks_of_rows_side_by_side_with_eager(join):
+    """One gather `OUT[0][C]` for a first-axis concatenation of the children's results and one
+    scatter `COT[0][C] = ...` for cotangents that are consecutive slices of one value, in the
+    children's order given by the columns of C; piece by piece where that is not the form."""
+    trees = [_tagged(tree(s)) for s in range(20)] + [_tagged(tree(50, leaves=1)), _tagged(tree(51, leaves=9))]
+    with within(1e-5, 1e-6):
+        jf = side_by_side(make_joined(join), calls(trees), reassociate=True)
+    region = _region(jf)
+    assert region.batched is not None, region.batch_reason
+    src = region.batch_source
+    gather = {"swapped": "OUT[0][C[:, (1, 0)]]", "twice": "OUT[0][C[:, (0, 0)]]", "rows": "OUT[0][C]"}.get(join)
+    assert (gather in src) if gather else "OUT[0][C" not in src
+    scatter = {"swapped": "COT[0][C[:, (1, 0)]] = ", "rows": "COT[0][C] = "}.get(join)
+    assert (scatter in src) if scatter else "COT[0][C" not in src
+    assert jf.stats()["graph_calls"] >= 10
+
+
 def _region(jf):
     (region,) = {n.params["region"] for n in _regions(jf)}
     return region
@@ -112,12 +195,13 @@ def _grad(region, g, j):
         return None
 
 
-@pytest.fixture(scope="module", params=["tree_rnn", "mixed", "tree_lstm"])
+@pytest.fixture(scope="module", params=["tree_rnn", "mixed", "tree_lstm", *JOINS])
 def staged(request):
-    make = {"tree_rnn": make_tree_rnn, "mixed": make_mixed, "tree_lstm": make_tree_lstm(cls=TreeLSTM)}[request.param]
+    make = {"tree_rnn": make_tree_rnn, "mixed": make_mixed, "tree_lstm": make_tree_lstm(cls=TreeLSTM),
+            **{join: make_joined(join) for join in JOINS}}[request.param]
     step, _ = make()
     jf = jl.jit(step)
-    for t in [tree(s) for s in range(14)]:
+    for t in [_tagged(tree(s)) for s in range(14)]:
         jf(t, np.array([1]))
     region = _region(jf)
     assert region.batched is not None, region.batch_reason
@@ -130,6 +214,7 @@ def test_batched_form_against_the_per_call_form(staged, root, seed):
     """The same values and gradients as the region's per-call form, within rounding, for every
     tree shape: one leaf, chains leaning either way (one call per height), random trees."""
     region, arrays = staged
+    root = _tagged(root)
     g = np.random.default_rng(seed).standard_normal(region.aval[0]).astype(region.aval[1])
     want, want_grads = _run(region, root, arrays, g, "call")
     got, got_grads = _run(region, root, arrays, g, "batched")
