@@ -354,8 +354,11 @@ class CallsMixin:
         if kind is not None:
             try:
                 return self.recursion_region(func, fn_ast, frame, args, kwargs, kind)
-            except Unsupported:  # inlined, as without regions
-                pass
+            except Unsupported as exc:  # inlined, as without regions; explain() says why
+                what = exc.detail if exc.detail.startswith("recursion region") else \
+                    f"recursion region {func.__qualname__}: {exc.detail}"
+                if not any(m.startswith(what) for m in self.region_misses):  # once, at the outermost call
+                    self.region_misses.append(what + (f" (called at {exc.site})" if exc.site else ""))
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.depth -= 1

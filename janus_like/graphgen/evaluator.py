@@ -53,6 +53,7 @@ class Generator(CallsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, Blocks
                  reassociate=False, split=None, regions=False):
         self.fn = fn
         self.regions = regions  # stage self-recursive callees as recursion regions (recursion.py)
+        self.region_misses: list[str] = []  # why a recursive callee was inlined instead (for explain)
         # branches generated once per outcome (control.stmt_If): site key -> the outcome this
         # graph takes, or None for the one the profile saw more often; `forced` records the choices
         self.split = dict(split or {})
@@ -206,7 +207,7 @@ class Generator(CallsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, Blocks
         return GeneratedGraph(graph=graph, guard=guard, guard_src=guard_src, outputs=outputs,
                               assumptions=self.prog.assumptions + [n.params["assumption"] for n in graph.asserts],
                               uses_rng=self.builder.uses_rng, slots=self.prog.slots, try_sites=self.try_sites,
-                              forced=self.forced)
+                              forced=self.forced, region_misses=self.region_misses)
 
 
 __all__ = ["Generator", "GeneratedGraph", "Unsupported"]

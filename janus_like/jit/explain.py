@@ -33,10 +33,14 @@ def describe(jf) -> str:
             lines.append(f"    updates written into the weight's own array when only the executor sees it: {names}")
         for region in dict.fromkeys(n.params["region"] for n in g.graph.all_nodes() if n.op == "recursion"):
             lines.append(f"    {region.describe()}")
+        for miss in getattr(g.gen, "region_misses", ()):
+            lines.append(f"    {miss}: inlined for this tree's shape instead")
         for a in g.assumptions[:40]:
             lines.append(f"    assume {a.describe()}" + (f"  [failed {a.failures}x]" if a.failures else ""))
         if len(g.assumptions) > 40:
             lines.append(f"    ... {len(g.assumptions) - 40} more assumptions")
+    if jf.region_misses:
+        lines.append("  no recursion region (new tree shapes run eagerly): " + "; ".join(jf.region_misses))
     for e in jf._entries.values():
         if e.eager_reason is not None:
             kept = f"; its {len(e.graphs)} graphs still run the calls they accept" if e.graphs else ""

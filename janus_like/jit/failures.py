@@ -97,17 +97,19 @@ class FailuresMixin:
         self._regions = True
         try:
             g = self._generate(entry, args)
-        except Exception:  # noqa: BLE001 - the call runs eagerly as it would have without regions
+            misses = list(g.gen.region_misses) if g is not None else []
+        except Exception as exc:  # noqa: BLE001 - the call runs eagerly as it would have without regions
             if os.environ.get("JANUS_LIKE_DEBUG"):
                 raise
-            g = None
+            g, misses = None, [f"generating the graph failed ({type(exc).__name__}: {exc})"]
         if g is not None and any(n.op == "recursion" for n in g.graph.all_nodes()):
             self._log("regen", "staged the recursive functions as recursion regions: one graph for every tree")
             return g
         if g is not None:
             entry.graphs.remove(g)
-        self._log("regen", "no self-recursive function could be staged as a recursion region; "
-                           "new shapes run eagerly")
+        self.region_misses = misses or ["no self-recursive call with one tree argument"]
+        self._log("regen", "no self-recursive function could be staged as a recursion region "
+                           f"({'; '.join(self.region_misses)}); new shapes run eagerly")
         self._regions = False
         return None
 

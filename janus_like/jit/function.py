@@ -106,6 +106,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         self._hints: dict = {}  # ids of a call's arguments -> (the graph that accepted them, its peers)
         self._relaxed_values: set = set()  # values relaxed in any signature: varying in all (failures.py)
         self._regions = None  # recursion regions: None untried, then whether graphs stage them (_region_graph)
+        self.region_misses: list[str] = []  # why none could be staged, when they were tried and were not
         self._counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
                               graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)

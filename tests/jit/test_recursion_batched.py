@@ -16,7 +16,7 @@ from janus_like.ops.recursion import _Choice
 
 from .harness import side_by_side, within
 from .test_recursion_methods import LeftCell, TreeLSTM, make_tree_lstm
-from .test_recursion_regions import H, V, Node, _regions, calls, make_tree_rnn, tree
+from .test_recursion_regions import H, V, Node, _regions, calls, make_tree_rnn, summed, tree
 
 
 def make_mixed():
@@ -239,16 +239,8 @@ def test_a_call_whose_result_gets_no_cotangent_keeps_the_per_call_form():
         _, left = encode(node.right), encode(node.left)  # the right one computed, never read
         return np.tanh(left @ w)
 
-    def make():
-        def step(root):
-            with jl.GradientTape() as tape:
-                loss = F.sum(encode(root))
-            return tape.gradient(loss, [emb, w])
-
-        return step, {"emb": emb, "w": w}
-
     with within(1e-5, 1e-6):
-        jf = side_by_side(make, [lambda s, t=t: (t,) for t in [tree(s) for s in range(16)]], reassociate=True)
+        jf = side_by_side(summed(encode, emb, w), [lambda s, t=t: (t,) for t in [tree(s) for s in range(16)]], reassociate=True)
     region = _region(jf)
     assert region.batched is None and "no cotangent" in region.batch_reason
 

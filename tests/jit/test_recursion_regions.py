@@ -84,6 +84,40 @@ def test_folded_weight_gradients_within_rounding():
     assert _regions(jf) and jf.stats()["graph_calls"] >= 12
 
 
+def summed(encode, emb, w):
+    """A `make` for side_by_side: a step returning the gradients of sum(encode(root))."""
+    def make():
+        def step(root):
+            with jl.GradientTape() as tape:
+                loss = F.sum(encode(root))
+            return tape.gradient(loss, [emb, w])
+
+        return step, {"emb": emb, "w": w}
+
+    return make
+
+
+def test_explain_says_why_no_recursion_region_was_staged():
+    """A recursive function the region translator cannot take (a conditional expression) runs
+    as before (per-shape graphs, then eagerly) and explain() names the reason and the call."""
+    rng = np.random.default_rng(4)
+    emb = jl.Variable(rng.standard_normal((V, H)).astype(np.float32), name="emb")
+    w = jl.Variable((rng.standard_normal((2 * H, H)) * 0.3).astype(np.float32), name="w")
+
+    def encode(node):
+        if node.is_leaf:
+            return emb[node.word]
+        h = np.tanh(np.concatenate([encode(node.left), encode(node.right)]) @ w)
+        return -h if node.word is not None else h
+
+    jf = side_by_side(summed(encode, emb, w), [lambda s, t=t: (t,) for t in [tree(s) for s in range(14)]])
+    assert not _regions(jf)
+    text = jf.explain()
+    assert "no recursion region (new tree shapes run eagerly): recursion region " in text, text
+    assert ".encode: a `IfExp` expression (called at test_recursion_regions.py:" in text, text
+    assert text.count("IfExp") == 1
+
+
 def test_calls_that_break_the_region_assumptions_run_eagerly():
     trees = [tree(s) for s in range(14)]
     trees += [tree(100, word=np.int64),  # a NumPy integer where the region expects an int
