@@ -211,8 +211,7 @@ class _Accumulators:
 
     def __init__(self, n, batched=False):
         self.join = np.concatenate if batched else np.stack  # blocks of calls, or one call's values
-        self.seen = {}  # the values joined so far, by the ids of their parts (a bias's cotangents are
-        # the weight's folded ones: joined once)
+        self.seen = {}  # the values joined so far, by the ids of their parts (see `joined`)
         self.plain = [[] for _ in range(n)]
         self.rows = [[] for _ in range(n)]
         self.rows_at = [[] for _ in range(n)]
@@ -243,8 +242,9 @@ class _Accumulators:
             total = total + p
         return total
 
-
     def joined(self, values):
+        """`join(values)`, computed once for the same values (a bias's cotangents are the folded
+        product's `gs`)."""
         key = tuple(map(id, values))  # the lists hold the values, so their ids stay theirs meanwhile
         out = self.seen.get(key)
         if out is None:
