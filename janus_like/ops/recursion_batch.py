@@ -25,7 +25,8 @@ class Batched:
         self.items = tuple(items)  # (shape, dtype) of each item a call returns
         self.calls = calls  # per return site: how many recursive calls it records
         self.hosts = hosts  # per return site: how many host numbers
-        self.width = 2 + max(calls) + max(hosts)  # of a record
+        self.first_host = 2 + max(calls)  # a record's column of its first host number
+        self.width = self.first_host + max(hosts)  # of a record
 
     def walk(self, root):
         """The calls the region makes on this tree: (records, {(height, site): record indices})."""
@@ -39,7 +40,7 @@ class Batched:
     def forward(self, walked, arrays):
         """(the root's items, what `backward` needs), from what `walk` found."""
         records, groups = walked
-        total, width, c = len(records), self.width, 2 + max(self.calls)
+        total, width, c = len(records), self.width, self.first_host
         order = sorted(groups)
         at = [i for key in order for i in groups[key]]  # record index at each position
         table = np.fromiter(chain.from_iterable(map(records.__getitem__, at)), np.int64, total * width)
