@@ -1,6 +1,7 @@
 """Training-step benchmark: every model in `benchmarks/models`, every available system.
 
     python -m benchmarks.runner [--models mlp,lstm_lm] [--quick] [--repeats N] [--json out.json] [--plot out.png]
+                                [--device gpu]
 
 For each model, in one process, each system (eager janus_like, `janus_like.jit` when it exists,
 hand-written NumPy, PyTorch and JAX when installed) gets its own copy of the same initial
@@ -14,6 +15,11 @@ first `--check-steps` calls are compared with eager's: that is the jit-vs-eager 
 the warm-up and again at the end, so the report says what share of the *steady-state* calls ran
 as a graph and how many fallbacks, regenerations and new graphs happened there. Exit status 1
 when a check fails or a system raises; progress goes to stderr, the table to stdout.
+
+`--device gpu` runs the same steps on a GPU: janus_like's eager and jit on CuPy (the Variables
+made with `janus_like.device("gpu")`, the batches moved to the device before timing) and PyTorch
+on CUDA; hand NumPy, torch.compile, JAX and native stay CPU systems and are skipped, and so are
+the models whose step makes host arrays itself (`models._common.HOST_ONLY`).
 """
 from __future__ import annotations
 
@@ -32,10 +38,11 @@ import numpy as np
 
 from . import frameworks
 from .models import MODELS, load
-from .models._common import numpy_stepper
+from .models._common import HOST_ONLY, batches_on, numpy_stepper
 from .tables import _progress, format_notes, format_table, plot
 
 SYSTEMS = ("eager", "jit", "native", "numpy", "torch", "torch_compile", "jax")
+GPU_SYSTEMS = ("eager", "jit", "torch")  # the systems `--device gpu` runs on the GPU
 # Relative tolerance on the loss, per system, against eager janus_like. jit and hand NumPy do the
 # same float32 arithmetic up to reordering; other frameworks use other kernels (e.g. logsumexp).
 LOSS_RTOL = {"jit": 1e-4, "native": 1e-4, "numpy": 1e-4, "torch": 1e-3, "torch_compile": 1e-3, "jax": 1e-3}
@@ -52,11 +59,15 @@ STEADY_COUNTERS = ("calls", "graph_calls", "eager_calls", "warmup_calls", "fallb
 
 
 # ------------------------------------------------------------------ building systems
-def build_systems(module, seed, quick, wanted, jit):
+def build_systems(module, seed, quick, wanted, jit, device="cpu"):
     """{system: stepper} for the systems in `wanted` that can run, and {system: reason} for the
-    ones that cannot. Every stepper starts from its own `module.make(seed, quick)`."""
+    ones that cannot. Every stepper starts from its own `module.make(seed, quick)`; on
+    `device="gpu"` with its batches moved to the GPU and its parameters made there."""
     steppers, skipped = {}, {}
     for name in wanted:
+        if device != "cpu" and name not in GPU_SYSTEMS:
+            skipped[name] = f"runs on the CPU only (--device {device} runs {', '.join(GPU_SYSTEMS)})"
+            continue
         if name in ("jit", "native") and jit is None:
             skipped[name] = "janus_like.jit is not available"
             continue
@@ -75,7 +86,14 @@ def build_systems(module, seed, quick, wanted, jit):
             continue
         state = module.make(seed, quick=quick)
         try:
-            if name == "eager":
+            if device != "cpu" and name in ("eager", "jit"):
+                from janus_like import backend
+
+                state["batches"] = batches_on(state["batches"], device)
+                with backend.device(device):  # the step's Variables are made on the device
+                    steppers[name] = module.janus_step(
+                        state, jit=functools.partial(jit, native="off") if name == "jit" else None)
+            elif name == "eager":
                 steppers[name] = module.janus_step(state)
             elif name == "jit":  # the NumPy plan only: native compilation is its own system
                 steppers[name] = module.janus_step(state, jit=functools.partial(jit, native="off"))
@@ -143,11 +161,13 @@ def run_model(name, args, jit):
     record = {"model": name, "doc": (module.__doc__ or "").strip().splitlines()[0], "systems": {},
               "skipped": {}, "checks": [], "errors": {}}
     reason = module.available()
+    if args.device != "cpu" and name in HOST_ONLY:
+        reason = f"not run on the {args.device}: {HOST_ONLY[name]}"
     if reason:
         record["skipped"]["*"] = reason
         _progress(f"[{name}] skipped: {reason}")
         return record
-    steppers, skipped = build_systems(module, args.seed, args.quick, args.systems, jit)
+    steppers, skipped = build_systems(module, args.seed, args.quick, args.systems, jit, args.device)
     record["skipped"].update(skipped)
     for sys_name, why in skipped.items():
         _progress(f"[{name}] {sys_name}: skipped ({why})")
@@ -318,6 +338,8 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, default=1,
                    help="BLAS (and torch) threads while benchmarking; 0 leaves them as they are (default 1)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
+                   help="gpu: janus_like eager/jit on CuPy and PyTorch on CUDA (the other systems are skipped)")
     p.add_argument("--json", metavar="PATH", help="write every number, the machine and versions as JSON")
     p.add_argument("--plot", metavar="PATH",
                    help="bar chart (PNG) of jit speedup and ratio to hand NumPy per model; needs matplotlib "
@@ -339,6 +361,15 @@ def parse_args(argv):
             p.error(f"unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
     if args.warmup < 1 or args.repeats < 1:
         p.error("--warmup and --repeats must be at least 1")
+    if args.device == "gpu":
+        from janus_like import backend
+
+        if not backend.gpu_available():
+            p.error(f"--device gpu: {backend.gpu_unavailable_reason()}")
+        backend.normalize("gpu")
+        torch = frameworks.torch_or_none()
+        if torch is not None and torch.cuda.is_available():
+            torch.set_default_device("cuda")  # the torch steps' tensors, made at build and step time
     return args
 
 
@@ -367,7 +398,7 @@ def main(argv=None) -> int:
             "threads": dict(threads_in_force, **{k: os.environ.get(k) for k in (
                 "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}),
             "settings": {k: getattr(args, k) for k in ("models", "systems", "quick", "repeats", "steps", "warmup",
-                                                       "block_s", "check_steps", "seed")},
+                                                       "block_s", "check_steps", "seed", "device")},
             "elapsed_s": elapsed, "ok": not failed, "models": records,
         }
         with open(args.json, "w") as fh:

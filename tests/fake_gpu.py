@@ -129,10 +129,16 @@ def _unwrap_index(index):
     return index._a if type(index) is FakeArray else index
 
 
+def _defers(other):
+    """An operand with its own __array_ufunc__ (a janus_like Tensor) takes the operator, as
+    ndarray's operators let it."""
+    return type(other) not in (FakeArray, np.ndarray) and hasattr(type(other), "__array_ufunc__")
+
+
 def _binary(ufunc, reflected=False):
     if reflected:
-        return lambda self, other: _call(ufunc, (other, self), {})
-    return lambda self, other: _call(ufunc, (self, other), {})
+        return lambda self, other: NotImplemented if _defers(other) else _call(ufunc, (other, self), {})
+    return lambda self, other: NotImplemented if _defers(other) else _call(ufunc, (self, other), {})
 
 
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("truediv", np.true_divide),

@@ -1,6 +1,7 @@
-"""Device placement in the JIT, on the CPU stand-in for CuPy (`fake_gpu.py`): a graph runs where
-its inputs live, transfers are explicit graph nodes, guards tell devices apart, and an op mixing
-devices falls back to eager (which raises the same error). Everything side by side with eager."""
+"""Device placement in the JIT: a graph runs where its inputs live, transfers are explicit graph
+nodes, guards tell devices apart, and an op mixing devices falls back to eager (which raises the
+same error). Everything side by side with eager, on the CPU stand-in for CuPy (`fake_gpu.py`) and,
+where a GPU is present, on CuPy itself (the `cupy` parameter of each test)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,17 +11,26 @@ import janus_like as jl
 from janus_like import F, backend, optim
 from janus_like.executor.placement import place
 
-from fake_gpu import DeviceError, FakeArray, FakeCupy
+from fake_gpu import FakeCupy
 from jit.harness import side_by_side, call_sequence, random_array
 
 
-@pytest.fixture
-def gpu(monkeypatch):
-    fake = FakeCupy()
-    monkeypatch.setattr(backend, "_cupy", lambda: fake)
-    monkeypatch.setattr(backend, "_cupy_importable", lambda: True)
-    monkeypatch.setitem(backend._state, "gpu_used", True)
-    return fake
+DEVICES = ["fake", pytest.param("cupy", marks=pytest.mark.gpu)]
+
+
+def _use_gpu(mp, kind):
+    """The GPU module the tests run on: the stand-in, or CuPy itself (a real device)."""
+    if kind == "fake":
+        fake = FakeCupy()
+        mp.setattr(backend, "_cupy", lambda: fake)
+        mp.setattr(backend, "_cupy_importable", lambda: True)
+    mp.setitem(backend._state, "gpu_used", True)
+    return backend.gpu_module()
+
+
+@pytest.fixture(params=DEVICES)
+def gpu(request, monkeypatch):
+    return _use_gpu(monkeypatch, request.param)
 
 
 def host(x):
@@ -59,7 +69,7 @@ def _train(device):
 
 def test_the_fake_device_behaves_like_cupy_where_placement_cares(gpu):
     a = jl.tensor(np.arange(6.0).reshape(2, 3)).to("gpu")
-    assert a.device == "gpu" and type(a._data) is FakeArray
+    assert a.device == "gpu" and type(a._data) is gpu.ndarray
     with pytest.raises(TypeError):
         np.asarray(a._data)
     with pytest.raises(TypeError):  # eager code cannot mix devices either
@@ -195,15 +205,13 @@ def _program_step(state, x, program):
     return loss, h
 
 
+@pytest.mark.parametrize("kind", DEVICES)
 @settings(deadline=None, max_examples=20)
 @given(program=st.lists(st.sampled_from(_STEPS), min_size=1, max_size=6),
        devices=st.lists(st.sampled_from(["cpu", "gpu"]), min_size=6, max_size=6))
-def test_generated_device_programs_match_eager(program, devices):
-    fake = FakeCupy()
+def test_generated_device_programs_match_eager(kind, program, devices):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(backend, "_cupy", lambda: fake)
-        mp.setattr(backend, "_cupy_importable", lambda: True)
-        mp.setitem(backend._state, "gpu_used", True)
+        _use_gpu(mp, kind)
 
         def make():
             state = {}

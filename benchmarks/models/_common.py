@@ -59,6 +59,25 @@ def next_batch(state):
     return batch
 
 
+# models whose janus_like step makes host arrays itself (np.zeros for a recurrent state, an
+# environment simulated in NumPy), so it cannot run on a GPU without changes to its code
+HOST_ONLY = {"lstm_lm": "its step starts the LSTM state with np.zeros (a host array)",
+             "reinforce": "its environment runs in NumPy on the host",
+             "a2c": "its environment runs in NumPy on the host"}
+
+
+def batches_on(batches, device):
+    """The batches with every NumPy array moved to `device` (a GPU run's inputs live there)."""
+    from janus_like import backend
+
+    def move(x):
+        if isinstance(x, np.ndarray):
+            return backend.to_device(x, device)
+        return type(x)(move(v) for v in x) if isinstance(x, (tuple, list)) else x
+
+    return move(batches)
+
+
 def he_normal(rng, shape, fan_in):
     return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
 

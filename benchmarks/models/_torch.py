@@ -7,10 +7,14 @@ torch.set_default_dtype(torch.float32)
 
 
 def to_torch(x):
-    """NumPy arrays become tensors (int64 labels stay integral); other values pass through."""
+    """NumPy arrays become tensors on torch's default device (int64 labels stay integral); other
+    values pass through."""
     import numpy as np
 
-    return torch.from_numpy(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
+    if not isinstance(x, np.ndarray):
+        return x
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    return t if torch.get_default_device().type == "cpu" else t.to(torch.get_default_device())
 
 
 class TorchStepper:
@@ -36,7 +40,7 @@ class TorchStepper:
         return float(loss.detach())
 
     def parameters(self) -> dict:
-        return {k: p.detach().numpy().copy() for k, p in self.params.items()}
+        return {k: p.detach().cpu().numpy().copy() for k, p in self.params.items()}
 
     def stats(self):
         return None

@@ -157,7 +157,7 @@ def janus_step(state, jit=None):
 def torch_step(state):
     import torch
 
-    from ._torch import TorchStepper
+    from ._torch import TorchStepper, to_torch
 
     t = {k: torch.tensor(a, requires_grad=True) for k, a in state["params"].items()}
 
@@ -168,7 +168,7 @@ def torch_step(state):
 
     def loss_fn(tree):
         logits = (encode(tree.root) @ t["w_out"] + t["b_out"])[None, :]
-        return torch.nn.functional.cross_entropy(logits, torch.from_numpy(tree.label))
+        return torch.nn.functional.cross_entropy(logits, to_torch(tree.label))
 
     return TorchStepper(loss_fn, t, state["batches"], state["lr"])
 

@@ -145,6 +145,14 @@ def _inv_vjp(g, out, a):
     return (F.neg(F.matmul(F.matmul(t, g), t)),)
 
 
-register("solve", lambda xp, a, b: xp.linalg.solve(a, b), vjp=_solve_vjp,
+def _solve(xp, a, b):
+    if xp is not np and b.ndim > 1 and a.shape[:-2] != b.shape[:-2]:
+        # CuPy's solve wants equal batch shapes where NumPy broadcasts them
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        a, b = xp.broadcast_to(a, batch + a.shape[-2:]), xp.broadcast_to(b, batch + b.shape[-2:])
+    return xp.linalg.solve(a, b)
+
+
+register("solve", _solve, vjp=_solve_vjp,
          doc="x with a @ x = b (np.linalg.solve), a square, b a matrix or a vector")
 register("inv", lambda xp, a: xp.linalg.inv(a), vjp=_inv_vjp, doc="the inverse of square a (np.linalg.inv)")

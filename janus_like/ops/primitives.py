@@ -57,7 +57,10 @@ def _pow_vjp(g, out, a, b):
     ga = _unb(F.mul(g, F.mul(b, F.pow(a, b_minus_1))), a) if hasattr(a, "shape") and wants(0) else None
     gb = None
     if hasattr(b, "shape") and _is_float(b) and wants(1):
-        safe_log = F.where(F.gt(a, 0), F.log(F.where(F.gt(a, 0), a, 1)), 0)
+        if hasattr(a, "shape") and not isinstance(a, np.generic):
+            safe_log = F.where(F.gt(a, 0), F.log(F.where(F.gt(a, 0), a, 1)), 0)
+        else:  # a constant base: its log is a NumPy scalar, which a GPU operand accepts (a 0-d host array not)
+            safe_log = np.where(a > 0, np.log(np.where(a > 0, a, 1)), 0)[()]
         gb = _unb(F.mul(g, F.mul(safe_log, out)), b)
     return ga, gb
 

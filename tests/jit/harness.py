@@ -13,6 +13,7 @@ import types
 import numpy as np
 
 import janus_like as jl
+from janus_like import backend
 from janus_like.executor import interpret
 from janus_like.ops.draws import restore, state_of
 from janus_like.tensor import Tensor
@@ -74,7 +75,7 @@ def assert_same(a, b, path="value", seen=None):
     assert type(a) is type(b), f"{path}: type {type(a).__name__} != {type(b).__name__}"
     if isinstance(a, Tensor):
         _arrays_equal(a._data, b._data, path)
-    elif isinstance(a, np.ndarray):
+    elif isinstance(a, np.ndarray) or backend.device_of(a) == "gpu":  # a raw CuPy array too
         _arrays_equal(a, b, path)
     elif isinstance(a, np.generic):
         assert a.dtype == b.dtype and (a == b or (a != a and b != b) or _close(a, b)), f"{path}: {a!r} != {b!r}"
