@@ -73,3 +73,15 @@ def test_the_runner_times_the_gpu_systems_and_skips_the_others(kind, monkeypatch
     assert set(tiny["systems"]) >= {"eager", "jit"} and "CPU only" in tiny["skipped"]["numpy"]
     assert all(c["ok"] for c in tiny["checks"]) and tiny["systems"]["jit"]["steady_state"]
     assert "np.zeros" in lstm["skipped"]["*"]
+
+
+def test_the_gpu_cost_probe_runs_or_says_why_not(capsys):
+    from benchmarks import gpu_costs
+    from janus_like import backend
+
+    rc = gpu_costs.main(["--models", "tiny_mlp"])
+    captured = capsys.readouterr()
+    if backend.gpu_available():
+        assert rc == 0 and "CuPy µs per call" in captured.out and "tiny_mlp: 1 graph(s)" in captured.out
+    else:
+        assert rc == 2 and "no GPU" in captured.err
