@@ -9,7 +9,6 @@ synchronization at the end: launch overhead, not arithmetic. Needs CuPy and a CU
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import time
 
@@ -50,14 +49,11 @@ def main(argv=None) -> int:
     import janus_like as jl
 
     from .models import load
-    from .models._common import batches_on
+    from .runner import build_systems
 
     backend.normalize("gpu")
     for name in args.models.split(","):
-        state = load(name).make(0)
-        state["batches"] = batches_on(state["batches"], "gpu")
-        with backend.device("gpu"):
-            step = load(name).janus_step(state, jit=functools.partial(jl.jit, native="off"))
+        step = build_systems(load(name), 0, False, ["jit"], jl.jit, "gpu")[0]["jit"]
         for _ in range(8):
             step()
         nodes = [sum(1 for _ in g.graph.all_nodes()) for g in step.fn.graphs()]

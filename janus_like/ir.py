@@ -161,8 +161,8 @@ class Graph:
     # generated for unknown dimensions: avals hold the generation-time sizes, which other calls
     # do not share, so nothing may be specialized on them (passes and code generation check this)
     polymorphic: bool = False
-    # weight updates the plan may write into the weight's buffer: update node id -> product node
-    # id (passes/inplace.py, executor/blas.py)
+    # weight updates the plan may write into the weight's buffer: update node id -> (product
+    # node, scale or None, the nodes the update replaces) (passes/inplace.py, executor/blas.py)
     inplace: dict = field(default_factory=dict)
 
     def __str__(self):

@@ -1,4 +1,6 @@
-"""GPU (CuPy) tests: skipped with the reason when CuPy or a CUDA device is missing (see conftest)."""
+"""GPU (CuPy) tests: skipped with the reason when CuPy or a CUDA device is missing (see conftest).
+The JIT on the GPU is tested in test_devices.py, test_gpu_ops.py and test_gpu_models.py (their
+`cupy` parameters)."""
 import numpy as np
 import pytest
 
@@ -47,16 +49,3 @@ def test_device_context_creates_gpu_tensors():
     assert t.device == "gpu"
     assert (t * 2).to("cpu").numpy().tolist() == [2.0, 4.0]
 
-
-@pytest.mark.gpu
-def test_jit_runs_a_training_step_on_the_gpu_like_eager():
-    """The same checks as tests/test_devices.py, on CuPy itself."""
-    from jit.harness import call_sequence, random_array, side_by_side
-    from test_devices import _train
-
-    backend.normalize("gpu")  # marks the GPU as in use (a clear error when there is none)
-    calls = call_sequence(6, lambda m, i: (m, jl.tensor(random_array(i, (5, 4), np.float32)).to("gpu"),
-                                           jl.tensor(np.arange(5) % 3).to("gpu")))
-    jf = side_by_side(_train("gpu"), calls)
-    assert jf.stats()["graph_calls"] >= 3
-    assert all(g.devices for g in jf.graphs())

@@ -6,7 +6,6 @@ every call, and run as GPU graphs. On the CPU stand-in (`fake`) and on CuPy wher
 present (`cupy`)."""
 from __future__ import annotations
 
-import functools
 import json
 
 import numpy as np
@@ -14,19 +13,18 @@ import pytest
 
 import janus_like as jl
 
-from benchmarks import frameworks
+from benchmarks import frameworks, runner
 from benchmarks.models import MODELS, load
-from benchmarks.models._common import HOST_ONLY, batches_on
+from benchmarks.models._common import HOST_ONLY
 from test_devices import DEVICES, _use_gpu
 
 STEPS = 7
 
 
-def _run(module, jit):
-    state = module.make(0, quick=True)
-    state["batches"] = batches_on(state["batches"], "gpu")
-    with jl.device("gpu"):
-        stepper = module.janus_step(state, jit=jit)
+def _run(module, system):
+    steppers, skipped = runner.build_systems(module, 0, True, [system], jl.jit, "gpu")
+    assert not skipped, skipped
+    stepper = steppers[system]
     losses, params = [], []
     for _ in range(STEPS):
         losses.append(stepper())
@@ -39,8 +37,8 @@ def _run(module, jit):
 def test_a_models_training_step_on_the_gpu_jitted_matches_eager(name, kind, monkeypatch):
     _use_gpu(monkeypatch, kind)
     module = load(name)
-    eager_losses, eager_params, _ = _run(module, None)
-    jit_losses, jit_params, jitted = _run(module, functools.partial(jl.jit, native="off"))
+    eager_losses, eager_params, _ = _run(module, "eager")
+    jit_losses, jit_params, jitted = _run(module, "jit")
     for i, (le, lj, pe, pj) in enumerate(zip(eager_losses, jit_losses, eager_params, jit_params)):
         np.testing.assert_allclose(lj, le, rtol=1e-4, err_msg=f"{name}: loss of call {i}")
         for k in pe:
@@ -53,8 +51,6 @@ def test_a_models_training_step_on_the_gpu_jitted_matches_eager(name, kind, monk
 
 @pytest.mark.parametrize("kind", DEVICES)
 def test_the_runner_times_the_gpu_systems_and_skips_the_others(kind, monkeypatch, tmp_path, capsys):
-    from benchmarks import runner
-
     _use_gpu(monkeypatch, kind)
     torch = frameworks.torch_or_none()
     default = torch.get_default_device() if torch is not None else None

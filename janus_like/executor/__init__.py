@@ -81,8 +81,8 @@ class CompiledGraph:
             # a long plan is called, not pasted: compiling its text a second time cost as much
             # as its first compile (14 ms of the LSTM step's first call), a frame ~0.1 µs a call
             return fuse(self, ([], "PLAN(S, True)" if self.plan.inplace else "PLAN(S)", {"PLAN": self.plan}),
-                        deadline)
-        return fuse(self, self.plan.parts, deadline)
+                        deadline, self.plan.inplace)
+        return fuse(self, self.plan.parts, deadline, self.plan.inplace)
 
     def body(self, slots):
         tier = self.tier

@@ -70,12 +70,14 @@ _GUARD_EXIT = re.compile(r": return -?\d+$")
 _NAMES = re.compile(r"s\d+")
 
 
-def fuse(cg, body, deadline=None):
+def fuse(cg, body, deadline=None, own=False):
     """The fused call function for CompiledGraph `cg` running `body` (the plan's `parts`, or
     the adopted native function's from `Tier.parts`: lines, result expression, names), or None
     when a piece is missing (a general finish, the interpreter) or the generated namespaces
     would clash. With a `deadline` it returns MISS, at once, for every call once its graph's
-    counted seconds reached it (the native tier's decision is due: CompiledGraph.body)."""
+    counted seconds reached it (the native tier's decision is due: CompiledGraph.body). `own`:
+    the body is a plan with weight updates written in place (executor/blas.py), which it may
+    write from here."""
     pieces = [getattr(f, "parts", None) for f in (cg.guard, cg._finish)]
     if None in pieces or body is None:
         return None
@@ -102,8 +104,6 @@ def fuse(cg, body, deadline=None):
     owner = cg.owner_counts
     if owner is not None:  # the JitFunction's graph calls, so that its __call__ need not count
         cells.update(_calls=owner.calls, _calls_s=owner.seconds)
-    # a plan with weight updates written in place (executor/blas.py) may write them from here
-    own = body_ret == "PLAN(S, True)" or any("_own" in line for line in body_lines)
     src = ["def call(args):", f"    nonlocal {', '.join(cells)}"]
     if deadline is not None:
         env["DEADLINE"] = deadline
