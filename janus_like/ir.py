@@ -164,6 +164,9 @@ class Graph:
     # weight updates the plan may write into the weight's buffer: update node id -> (product
     # node, scale or None, the nodes the update replaces) (passes/inplace.py, executor/blas.py)
     inplace: dict = field(default_factory=dict)
+    # ids of the INPUT nodes (Variable arrays) whose buffers the plan may overwrite once they are
+    # dead (passes/donate.py, executor/donation.py)
+    donated: list = field(default_factory=list)
 
     def __str__(self):
         lines = [f"graph {self.name}({self.n_inputs} inputs) {{"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import backend
 from .ops import api as F
 from .tensor import Variable
 
@@ -60,7 +61,9 @@ class Optimizer:
             self._slots[var] = slots
         slot = slots.get(name)
         if slot is None:
-            slot = Variable(np.full(var.shape, initial, dtype=var.dtype), name=name, trainable=False)
+            # on the variable's device: a GPU weight's moments are GPU arrays
+            xp = backend.array_module(var._data)
+            slot = Variable(xp.full(var.shape, initial, dtype=var.dtype), name=name, trainable=False)
             slots[name] = slot
         return slot
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-MODELS = ("tiny_mlp", "mlp", "tree_rnn", "lstm_lm", "lenet", "resnet", "char_rnn", "tree_lstm", "gan",
+MODELS = ("tiny_mlp", "mlp", "mlp_adam", "tree_rnn", "lstm_lm", "lenet", "resnet", "char_rnn", "tree_lstm", "gan",
           "reinforce", "a2c", "tree_rnn_oneoff", "tree_lstm_oneoff")
 
 

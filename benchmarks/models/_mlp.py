@@ -66,11 +66,12 @@ def numpy_step(state, activation):
     return float(loss)
 
 
-def janus_step(state, activation, jit=None):
+def janus_step(state, activation, jit=None, opt=None):
+    """`opt`: the optimizer (default: plain SGD at the state's learning rate, var -= lr * grad)."""
     act = ACTIVATIONS[activation][2]
     v = {name: jl.Variable(state["params"][name].copy(), name=name) for name in NAMES}
     w1, b1, w2, b2, w3, b3 = (v[name] for name in NAMES)
-    opt = optim.SGD(state["lr"])  # plain SGD: var -= lr * grad
+    opt = optim.SGD(state["lr"]) if opt is None else opt
 
     def train_step(x, y):
         with jl.GradientTape() as tape:

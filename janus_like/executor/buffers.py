@@ -93,10 +93,12 @@ def plan_async(graph: ir.Graph) -> dict:
 REUSE_MIN_ELEMENTS = 64
 
 
-def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
+def plan_reuse(graph: ir.Graph, busy_until=None, donated=()) -> dict:
     """Memory planning: node ids whose first operand is a dead, graph-owned buffer of the result's
     exact shape and dtype, so the op can run in place (`np.add(a, b, out=a)`). `busy_until` holds
-    node ids -> positions until which a value is still read (by a product on a worker thread)."""
+    node ids -> positions until which a value is still read (by a product on a worker thread).
+    `donated`: ids of inputs whose buffers count as the graph's (passes/donate.py; the plan
+    writes them only when its write region allows it, executor/donation.py)."""
     last_use: dict = dict(busy_until or {})
     outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
     for pos, n in enumerate(graph.nodes):
@@ -118,9 +120,10 @@ def plan_reuse(graph: ir.Graph, busy_until=None) -> dict:
         if shape is not None and math.prod(shape) < REUSE_MIN_ELEMENTS and n.op != "index_add":
             continue  # a tiny result: allocating it is cheaper than NumPy's out= path (index_add has none)
         for k, a in enumerate(n.inputs[:1] if n.op == "index_add" else n.inputs):  # a ufunc: any operand
-            if not (isinstance(a, ir.Node) and a.op in _FRESH and a.aval is not None):
+            if not (isinstance(a, ir.Node) and (a.op in _FRESH or a.id in donated) and a.aval is not None):
                 continue
-            if a.id in outputs or a.id in taken or a.id in viewed or last_use.get(a.id) != pos:
+            if a.id in outputs or a.id in taken or last_use.get(a.id) != pos \
+                    or (a.id in viewed and a.id not in donated):  # (a donated array's views are dead by now)
                 continue
             if tuple(a.aval[0]) != tuple(n.aval[0]) or np.dtype(a.aval[1]) != np.dtype(n.aval[1]):
                 continue

@@ -25,7 +25,7 @@ from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
 from .plan_helpers import PY_FORMS, _broadcast_copy, _in_dtype, _mean, bind_numpy, copy_is_exact, out_buffer
-from . import blas, rows, scalars
+from . import blas, donation, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -60,6 +60,7 @@ class _Emitter:
         self.packed, self.unread, self.rows = {}, set(), {}  # scalars.packed_numbers, rows.sparse_updates
         # weight updates written in place (blas.py): the update nodes, and every node they replace
         self.updates, self.replaced = [], set()
+        self.region = None  # the write region of donated state arrays (donation.py), or None
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -334,7 +335,10 @@ class _Emitter:
         reuse = reuse or {}
         pending = {}  # position of first use -> futures to collect there
         async_nodes = getattr(self, "async_nodes", {}) if indent == 4 else {}
+        region = self.region if indent == 4 else None
         for pos, n in enumerate(nodes):
+            if region is not None and pos == region.start:
+                self.lines += donation.header(self, region)
             for fid in pending.pop(pos, ()):
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
             if n.id in self.unread or n.id in self.replaced:  # (weight updates: after the loop)
@@ -374,6 +378,14 @@ class _Emitter:
                 idx, g = one, g0
             start = x if n.id in reuse else f"{x}.copy()"
             self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {g}")
+            return
+        region = self.region if indent == 4 else None
+        if region is not None and (n.id in region.buffers or n.id in region.writers):
+            target = self.arg(n.inputs[reuse[n.id]]) if n.id in reuse else None
+            other = [i for k, i in enumerate(n.inputs) if n.id in reuse and k != reuse[n.id]
+                     and isinstance(i, ir.Node) and i.aval is not None and len(i.aval[0]) > 1]
+            self.lines.append(donation.ufunc_line(self, n, region, f"OUT({target}, {self.arg(other[0])})"
+                                                  if other else target))
             return
         if n.id in reuse:  # an operand's buffer is dead after this node: write into it
             target = self.arg(n.inputs[reuse[n.id]])
@@ -477,7 +489,11 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em.async_nodes = async_nodes
     if async_nodes:
         em.globals["POOL"] = _pool()
-    em.emit(graph.nodes, 4, plan_reuse(graph, busy) if reuse_buffers else {})
+    reuse = plan_reuse(graph, busy) if reuse_buffers else {}
+    if reuse_buffers and graph.donated and not async_nodes and not em.updates:
+        reuse, em.region = donation.plan_with_region(graph, busy, reuse, em.unread | em.replaced | set(em.rows)
+                                                     | em.scalar_nodes)
+    em.emit(graph.nodes, 4, reuse)
     em.lines = bind_numpy(em.lines, em.globals)
     outs = ", ".join(em.arg(o) for o in graph.outputs)
     # `_own`: the caller owns the slots (executor/fused.py) and weights may be written in place
@@ -486,6 +502,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     exec(code, em.globals)
     plan = em.globals["plan"]
     plan.source = src
-    plan.inplace = bool(em.updates)
+    plan.inplace = bool(em.updates) or em.region is not None
+    plan.donated = sorted(set(em.region.writers.values())) if em.region is not None else []
     plan.parts = (list(em.lines), f"[{outs}]", em.globals)  # for executor/fused.py
     return plan

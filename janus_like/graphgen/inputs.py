@@ -49,6 +49,8 @@ class InputProgram:
         self.consts: list = []
         self.assumptions: list[Assumption] = []
         self._by_key: dict = {}
+        self._checked: set = set()  # the conditions checked so far (`check`)
+        self._keys: dict = {}  # tuple of a dict's keys -> the constant holding them as a list
 
     def _const(self, value) -> str:
         # each constant is a global of the generated function (K3): a global load is cheaper
@@ -101,10 +103,16 @@ class InputProgram:
 
     # ------------------------------------------------------------------ checks
     def check(self, slot: Slot, cond_code: str, assumption: Assumption):
-        """`cond_code` uses `v` for the slot value; failing it fails `assumption`."""
+        """`cond_code` uses `v` for the slot value; failing it fails `assumption`. A check the
+        program makes already (the same condition on the same slot) is not made again: nothing
+        runs between the guard's checks that could change its outcome."""
+        line = cond_code.replace('{v}', f's{slot.index}')
+        if line in self._checked:
+            return
+        self._checked.add(line)
         self.assumptions.append(assumption)
         idx = len(self.assumptions) - 1
-        self.lines.append(f"if not ({cond_code.replace('{v}', f's{slot.index}')}): return {idx}")
+        self.lines.append(f"if not ({line}): return {idx}")
 
     def check_type(self, slot, site):
         t = type(slot.value)
@@ -164,7 +172,10 @@ class InputProgram:
 
     def check_keys(self, slot, site):
         keys = list(slot.value.keys())
-        self.check(slot, f"list({{v}}.keys()) == {self._const(keys)}", Assumption("keys", site, keys, slot.text))
+        const = self._keys.get(tuple(keys))
+        if const is None:  # equal lists share one constant, so that a repeated check is seen as one
+            const = self._keys[tuple(keys)] = self._const(keys)
+        self.check(slot, f"list({{v}}.keys()) == {const}", Assumption("keys", site, keys, slot.text))
 
     def check_contains(self, slot, key, expected, site):
         self.check(slot, f"({self._const(key)} in {{v}}) is {expected}",

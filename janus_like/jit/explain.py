@@ -31,6 +31,11 @@ def describe(jf) -> str:
             names = ", ".join(f"{g.gen.slots[n.inputs[0].params['slot']].parent.text} {n.inputs[0].aval[0]}"
                               for n in updates)
             lines.append(f"    updates written into the weight's own array when only the executor sees it: {names}")
+        donated = getattr(g.plan, "donated", ())
+        if donated:
+            by_id = {n.id: n for n in g.graph.nodes}
+            names = ", ".join(f"{g.gen.slots[by_id[i].params['slot']].parent.text} {by_id[i].aval[0]}" for i in donated)
+            lines.append(f"    state arrays overwritten by their last reader when only the executor sees them: {names}")
         for region in dict.fromkeys(n.params["region"] for n in g.graph.all_nodes() if n.op == "recursion"):
             lines.append(f"    {region.describe()}")
         for miss in getattr(g.gen, "region_misses", ()):

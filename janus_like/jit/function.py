@@ -26,6 +26,7 @@ from ..executor.fused import MISS as _MISS
 from ..graphgen.evaluator import Generator
 from ..graphgen.values import Unsupported
 from ..passes import optimize
+from ..passes.donate import donations
 from ..passes.inplace import inplace_updates
 from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
@@ -339,6 +340,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         gen.outputs.plan_copies()
         if self.reassociate:
             inplace_updates(gen)
+        donations(gen)
         for slot in gen.slots:  # the values read at generation: kept, they would pin a weight array
             slot.value = None  # (and the batch) of that call for the graph's whole life
         return gen

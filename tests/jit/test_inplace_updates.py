@@ -20,7 +20,7 @@ from janus_like import executor as ex
 from janus_like.executor import blas
 from janus_like.passes import inplace
 
-from .harness import call_sequence, random_array, side_by_side, within
+from .harness import HOLDS, held_then_written, call_sequence, random_array, side_by_side, within
 
 # NumPy's wheels bring OpenBLAS, which `blas` must find (and check): skipped only with another BLAS
 _BLAS = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
@@ -114,31 +114,11 @@ def _same_step(fn_e, state_e, jf, state_j, x):
         np.testing.assert_allclose(state_j[k].numpy(), state_e[k].numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("hold", ["array", "view", "weakref", "slots"])
-def test_an_array_someone_else_sees_is_not_written(hold):
+@pytest.mark.parametrize("kind", HOLDS)
+def test_an_array_someone_else_sees_is_not_written(kind):
     fn_e, state_e, jf, state_j, xs = _pair(14, 6)
-    w = state_j["w1"]
-    kept = w._data.copy()
-    held = {"array": lambda: w._data, "view": lambda: w._data[3:5], "weakref": lambda: weakref.ref(w._data),
-            "slots": lambda: _graph(jf).last_slots}[hold]()
-    for x in xs[:4]:
-        _same_step(fn_e, state_e, jf, state_j, x)
-    # eager rebinds w1 to new arrays: the held one keeps its values, or is gone
-    if hold == "array":
-        np.testing.assert_array_equal(held, kept)
-    elif hold == "view":
-        np.testing.assert_array_equal(held, kept[3:5])
-    elif hold == "weakref":
-        assert held() is None
-    else:
-        assert any(a is not None and a.shape == kept.shape and np.array_equal(a, kept)
-                   for a in held if isinstance(a, np.ndarray))
-    del held
-    ids = []
-    for x in xs[4:]:  # seen by no one again: written in place
-        _same_step(fn_e, state_e, jf, state_j, x)
-        ids.append(id(w._data))
-    assert len(set(ids[1:])) == 1
+    held_then_written(kind, state_j["w1"], lambda: _graph(jf),
+                      lambda x: _same_step(fn_e, state_e, jf, state_j, x), xs)
 
 
 def test_numpy_set_to_raise_keeps_the_ordinary_update():
@@ -276,15 +256,15 @@ def test_generated_steps_match_eager(sizes, batch, lr, holds, dtype):
         fn_e, state_e = _make(sizes, batch, lr, dtype)()
         fn_j, state_j = _make(sizes, batch, lr, dtype)()
         jf = jl.jit(fn_j, native="off")
-        for i, hold in enumerate(holds):
+        for i, holding in enumerate(holds):
             x = random_array(i % 3, (batch, sizes[0]), dtype)
-            held = state_j["w1"]._data if hold else None
-            kept = held.copy() if hold else None
+            held = state_j["w1"]._data if holding else None
+            kept = held.copy() if holding else None
             le, lj = fn_e(x), jf(x)
             np.testing.assert_allclose(float(lj), float(le), rtol=1e-4, atol=1e-6)
             for k in state_e:
                 np.testing.assert_allclose(state_j[k].numpy(), state_e[k].numpy(), rtol=1e-4, atol=1e-6)
-            if hold:
+            if holding:
                 np.testing.assert_array_equal(held, kept)
         assert any(g.graph.inplace for g in jf.graphs())
     finally:
