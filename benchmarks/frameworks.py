@@ -108,7 +108,28 @@ def machine_info() -> dict:
         "implementation": platform.python_implementation(),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        # the kernels NumPy's OpenBLAS runs: a machine may pin them (OPENBLAS_CORETYPE=Haswell on an
+        # AVX-512 CPU made every product ~1.6x slower than OpenBLAS's own choice, SkylakeX, and than JAX's)
+        "openblas_core": openblas_core(),
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE"),
     }
+
+
+def openblas_core():
+    """The core NumPy's OpenBLAS chose its kernels for (`Haswell`, `SkylakeX`, ...), or None."""
+    import ctypes
+
+    try:
+        from numpy._core import _multiarray_umath as module
+        lib = ctypes.CDLL(module.__file__)
+    except (ImportError, OSError):
+        return None
+    for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename"):
+        f = getattr(lib, name, None)
+        if f is not None:
+            f.restype = ctypes.c_char_p
+            return f().decode()
+    return None
 
 
 def versions() -> dict:

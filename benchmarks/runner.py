@@ -391,6 +391,8 @@ def main(argv=None) -> int:
           f"vs numpy = system ms / hand-NumPy ms; np paired = median over repeats of system block ms / "
           f"hand-NumPy block ms (the ratios compare time per unit of work where a model counts it: "
           f"the RL models' environment steps); graph = steady-state calls run as a graph", flush=True)
+    core, pinned = frameworks.openblas_core(), os.environ.get("OPENBLAS_CORETYPE")
+    print(f"NumPy's OpenBLAS kernels: {core}" + (f" (pinned by OPENBLAS_CORETYPE={pinned})" if pinned else ""))
     failed = any(rec["errors"] or not all(c["ok"] for c in rec["checks"]) for rec in records)
     if args.json:
         report = {
