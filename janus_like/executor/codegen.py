@@ -24,7 +24,8 @@ from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_t
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import PY_FORMS, _broadcast_copy, _in_dtype, _mean, bind_numpy, copy_is_exact, out_buffer
+from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, copy_is_exact,
+                           out_buffer)
 from . import blas, donation, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -379,14 +380,8 @@ class _Emitter:
             start = x if n.id in reuse else f"{x}.copy()"
             self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {g}")
             return
-        region = self.region if indent == 4 else None
-        if region is not None and (n.id in region.buffers or n.id in region.writers):
-            target = self.arg(n.inputs[reuse[n.id]]) if n.id in reuse else None
-            other = [i for k, i in enumerate(n.inputs) if n.id in reuse and k != reuse[n.id]
-                     and isinstance(i, ir.Node) and i.aval is not None and len(i.aval[0]) > 1]
-            self.lines.append(donation.ufunc_line(self, n, region, f"OUT({target}, {self.arg(other[0])})"
-                                                  if other else target))
-            return
+        if indent == 4 and self.region is not None and donation.emit_node(self, n, reuse):
+            return  # a node of the write region: into its buffer
         if n.id in reuse:  # an operand's buffer is dead after this node: write into it
             target = self.arg(n.inputs[reuse[n.id]])
             if n.op == "clip":
@@ -453,13 +448,6 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
         else:
             self.lines.append(f"{pad}{v} = {self.kernel(n)}({self.ufunc_args(n)})")
-
-
-def _mean_axes(n, x):
-    """(axis parameter, the axes it reduces, x's rank) of a mean node."""
-    axis, nd = n.params.get("axis"), len(x.aval[0])
-    axes = tuple(range(nd)) if axis is None else tuple(i % nd for i in (axis if isinstance(axis, tuple) else (axis,)))
-    return axis, axes, nd
 
 
 def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | None = None):

@@ -36,6 +36,7 @@ import weakref
 import numpy as np
 
 from .. import ir
+from ..passes.order import refs
 from .buffers import _INPLACE, _known
 from .tiering import _FP_STATE
 
@@ -126,7 +127,7 @@ def plan_region(graph, reuse, donated, skip):
     views, late = set(), set()
     for x in set(writers.values()):
         vx = view_closure(graph, x, COPYING)
-        if vx & (inside | outputs) or any(i.id in vx for n in region for i in _refs(n)):
+        if vx & (inside | outputs) or any(i.id in vx for n in region for i in refs(n)):
             late.add(x)
         views |= vx
     if late:
@@ -159,11 +160,6 @@ def plan_region(graph, reuse, donated, skip):
     return Region(start, writers, buffers, shapes, contiguous_ids, sorted(views)), set()
 
 
-def _refs(n):
-    from ..passes.order import refs
-    return refs(n)
-
-
 def header(em, region) -> list[str]:
     """The region's first lines: the `_st` decision and the `_b` buffers."""
     em.globals.update(FP_QUIET=fp_quiet, PRIVATE=private, CONTIG=contiguous, EMPTY=np.empty)
@@ -184,3 +180,16 @@ def ufunc_line(em, n, region, out) -> str:
     if n.id in region.writers:
         target = f"{out} if _st else None"
     return f"    v{n.id} = np.{_INPLACE[n.op]}({em.ufunc_args(n)}, out={target})"
+
+
+def emit_node(em, n, reuse) -> bool:
+    """Emit region node n (a writer or one with a `_b` buffer) for emitter `em` under memory
+    plan `reuse`; False for any other node."""
+    region = em.region
+    if n.id not in region.buffers and n.id not in region.writers:
+        return False
+    target = em.arg(n.inputs[reuse[n.id]]) if n.id in reuse else None
+    other = [i for k, i in enumerate(n.inputs) if n.id in reuse and k != reuse[n.id]
+             and isinstance(i, ir.Node) and i.aval is not None and len(i.aval[0]) > 1]
+    em.lines.append(ufunc_line(em, n, region, f"OUT({target}, {em.arg(other[0])})" if other else target))
+    return True

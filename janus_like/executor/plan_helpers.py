@@ -40,6 +40,13 @@ def out_buffer(buf, other):
     return buf if (b.c_contiguous and o.c_contiguous) or (b.f_contiguous and o.f_contiguous) else None
 
 
+def _mean_axes(n, x):
+    """(axis parameter, the axes it reduces, x's rank) of a mean node."""
+    axis, nd = n.params.get("axis"), len(x.aval[0])
+    axes = tuple(range(nd)) if axis is None else tuple(i % nd for i in (axis if isinstance(axis, tuple) else (axis,)))
+    return axis, axes, nd
+
+
 def _in_dtype(value, dt):
     """A Python int or float as a 0-d array of float dtype dt; None: another type, not finite or inexact in dt."""
     if type(value) not in (int, float):

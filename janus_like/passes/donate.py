@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from .. import ir
+from .order import refs
 
 MIN_ELEMENTS = 16384
 # the elementwise ufuncs a write region may hold (executor/buffers.py's _INPLACE)
@@ -54,8 +55,7 @@ def donations(gen) -> list:
         return graph.donated
     users, outputs = readers(graph)
     top = {n.id: pos for pos, n in enumerate(graph.nodes)}
-    inner = {i.id for n in graph.nodes if n.op in (ir.COND, ir.LOOP) for m in _block_nodes(n) for i in m.inputs
-             if isinstance(i, ir.Node)}
+    inner = {i.id for n in graph.nodes if n.op in (ir.COND, ir.LOOP) for i in refs(n)}  # read in a block
     committed = {slot for kind, slot, _i, _copy in gen.outputs.commits if kind == "var"}
     writers = {}  # candidate INPUT id -> its last reader
     for x in graph.nodes:
@@ -80,7 +80,7 @@ def donations(gen) -> list:
     start = min(top[w.id] for w in writers.values())
     after = {w.id for w in writers.values()}  # nodes that depend on a write, from `start` on
     for n in graph.nodes[start:]:
-        if n.id in after or any(isinstance(i, ir.Node) and i.id in after for i in _refs(n)):
+        if n.id in after or any(isinstance(i, ir.Node) and i.id in after for i in refs(n)):
             after.add(n.id)
             if not _region_op(n):
                 return graph.donated  # the region would hold an op that may fail or allocate
@@ -91,7 +91,7 @@ def donations(gen) -> list:
     hoist = {n.id for n in tail if n.id not in after and (not _region_op(n) or not _big(n))}
     for n in reversed(tail):
         if n.id in hoist:
-            hoist.update(i.id for i in _refs(n) if i.id in top and top[i.id] >= start)
+            hoist.update(i.id for i in refs(n) if i.id in top and top[i.id] >= start)
     graph.nodes[start:] = [n for n in tail if n.id in hoist] + [n for n in tail if n.id not in hoist]
     graph.donated = sorted(writers)
     return graph.donated
@@ -118,12 +118,3 @@ def _region_op(n) -> bool:
     own, a static shape of one or more dimensions, a numeric dtype."""
     return n.op in REGION_OPS and not n.params and n.errstate is None and n.aval is not None \
         and len(n.aval[0]) >= 1 and all(type(d) is int for d in n.aval[0]) and np.dtype(n.aval[1]).kind in "fciu"
-
-
-def _block_nodes(n):
-    return [m for b in ir.BLOCKS for m in n.params.get(b, [])]
-
-
-def _refs(n):
-    from .order import refs
-    return refs(n)
