@@ -97,6 +97,8 @@ class CompiledGraph:
         elif tier.pending:
             if tier.due(self.runs, self.time_s):
                 tier.adopt(self.plan, slots)
+                if tier.plan is not None and tier.plan is not self.plan:  # fused elementwise groups from now on
+                    self.plan, self.fast = tier.plan, None
                 if tier.run is not None:  # native from now on, called from the fused function
                     self.fast = self._fused()
             if tier.run is None and not tier.pending:  # the plan stays (the translation or the

@@ -26,7 +26,7 @@ from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, p
 from .interpreter import AssertFailed
 from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, copy_is_exact,
                            out_buffer)
-from . import blas, donation, rows, scalars
+from . import blas, donation, fusion, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -62,6 +62,7 @@ class _Emitter:
         # weight updates written in place (blas.py): the update nodes, and every node they replace
         self.updates, self.replaced = [], set()
         self.region = None  # the write region of donated state arrays (donation.py), or None
+        self.groups = {}  # member id -> its fused elementwise group (fusion.py)
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -338,11 +339,14 @@ class _Emitter:
         async_nodes = getattr(self, "async_nodes", {}) if indent == 4 else {}
         region = self.region if indent == 4 else None
         for pos, n in enumerate(nodes):
-            if region is not None and pos == region.start:
+            if region is not None and pos == region.start:  # (at a fused group's first node: donation.plan_region)
                 self.lines += donation.header(self, region)
             for fid in pending.pop(pos, ()):
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
             if n.id in self.unread or n.id in self.replaced:  # (weight updates: after the loop)
+                continue
+            if indent == 4 and (group := self.groups.get(n.id)) is not None:  # fusion.py: at its first node
+                self.lines += fusion.emit(self, group, indent, reuse) if n is group.members[0] else []
                 continue
             if n.id in self.rows:  # an SGD step on gathered rows, where the scatter was (rows.py)
                 self.lines.append(" " * indent + rows.code(self, n))
@@ -450,14 +454,15 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {self.kernel(n)}({self.ufunc_args(n)})")
 
 
-def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | None = None):
+def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | None = None, fuse: bool = False):
     """Compile `graph` to a Python function `plan(slots) -> list of output values`.
 
     `parallel` (default: the JANUS_LIKE_PARALLEL environment variable, off) runs large, not yet
     needed matrix products on a worker thread; on this project's 2-core machine it measured
-    within noise of sequential execution, so it is opt-in."""
+    within noise of sequential execution, so it is opt-in. `fuse`: elementwise groups as Numba loops (fusion.py)."""
     if parallel is None:
         parallel = os.environ.get("JANUS_LIKE_PARALLEL", "") not in ("", "0")
+    graph, groups = fusion.reordered(graph) if fuse and not parallel and reuse_buffers else (graph, [])
     em = _Emitter(static_shapes=not graph.polymorphic)
     em.outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}
     em.packed, em.unread = scalars.packed_numbers(graph, read := scalars.readers(graph))
@@ -480,7 +485,9 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     reuse = plan_reuse(graph, busy) if reuse_buffers else {}
     if reuse_buffers and graph.donated and not async_nodes and not em.updates:
         reuse, em.region = donation.plan_with_region(graph, busy, reuse, em.unread | em.replaced | set(em.rows)
-                                                     | em.scalar_nodes)
+                                                     | em.scalar_nodes, fusion.blocks(graph, groups))
+    if groups:
+        fusion.prepare(em, groups, em.region.writers if em.region is not None else {}, reuse)
     em.emit(graph.nodes, 4, reuse)
     em.lines = bind_numpy(em.lines, em.globals)
     outs = ", ".join(em.arg(o) for o in graph.outputs)
@@ -493,4 +500,5 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     plan.inplace = bool(em.updates) or em.region is not None
     plan.donated = sorted(set(em.region.writers.values())) if em.region is not None else []
     plan.parts = (list(em.lines), f"[{outs}]", em.globals)  # for executor/fused.py
+    plan.fused = len(groups)
     return plan

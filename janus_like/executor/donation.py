@@ -87,16 +87,17 @@ class Region:
         self.contiguous, self.views = contiguous_ids, views
 
 
-def plan_with_region(graph, busy, reuse, skip):
+def plan_with_region(graph, busy, reuse, skip, blocks=()):
     """(the memory plan, the write region or None) for `graph` with its donated arrays
-    (`reuse`: the plan without them; `busy`, `skip`: as for plan_reuse and plan_region). A
-    donation whose views are read in the region is dropped, and the rest planned again."""
+    (`reuse`: the plan without them; `busy`, `skip`, `blocks`: as for plan_reuse and
+    plan_region). A donation whose views are read in the region is dropped, and the rest
+    planned again."""
     from .buffers import plan_reuse
 
     donated = set(graph.donated)
     while donated:
         planned = plan_reuse(graph, busy, donated)
-        region, late = plan_region(graph, planned, donated, skip)
+        region, late = plan_region(graph, planned, donated, skip, blocks)
         if region is not None:
             return planned, region
         if not late:
@@ -105,12 +106,14 @@ def plan_with_region(graph, busy, reuse, skip):
     return reuse, None
 
 
-def plan_region(graph, reuse, donated, skip):
+def plan_region(graph, reuse, donated, skip, blocks=()):
     """(the write region of `graph` under memory plan `reuse` (node id -> operand index) with
     `donated` input ids reusable, the donated ids whose views are read in the region or after
     it), the region None when no donated buffer is written, or a view of one lives into the
     region, or a node from the first write on is not an elementwise ufunc the region may run
-    (`skip`: ids the emitter writes in another form)."""
+    (`skip`: ids the emitter writes in another form). `blocks`: (first, last) positions of
+    fused groups (executor/fusion.py), which run as one call: a region starting inside one
+    starts at its first node."""
     from ..passes.donate import _region_op, view_closure
     from .buffers import COPYING
 
@@ -119,6 +122,7 @@ def plan_region(graph, reuse, donated, skip):
     if not writers:
         return None, set()
     start = next(pos for pos, n in enumerate(graph.nodes) if n.id in writers)
+    start = next((first for first, last in blocks if first <= start <= last), start)
     region = graph.nodes[start:]
     if any(not _region_op(n) or n.id in skip for n in region):
         return None, set()

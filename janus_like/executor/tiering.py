@@ -1,21 +1,35 @@
-"""Choosing, per graph, between the NumPy plan and a Numba-compiled function (`native.py`).
+"""Choosing, per graph, between the NumPy plan and what Numba compiles from it.
+
+Two candidates, tried in this order, each once its stage is due:
+
+1. the plan with its elementwise groups fused into Numba loops (`fusion.py`): a second or so
+   to compile, bit for bit the plan's values;
+2. the whole graph as one native function (`native.py`): seconds to minutes, values within
+   float32 reassociation tolerance (reassociating mode only).
+
+An adopted fused plan replaces the plan, and the native function is then measured against it.
 
 Policies (`jit(native=...)`, or the JANUS_LIKE_NATIVE environment variable):
 
 - "off": the NumPy plan only.
 - "auto" (the default in reassociating mode, when Numba is installed): rent-or-buy. A graph
   keeps running as a plan until the time it has spent there reaches the estimated cost of
-  compiling it natively (small when Numba's disk cache already holds it); then it is compiled
-  once. Whatever the workload, the time lost to compiling is at most the time the plan had
-  already cost, and long runs get the native speed. Graphs over `AUTO_MAX_NODES` are left to
-  the plan (Numba's compile time grows faster than linearly with function size: minutes for
-  a thousand nodes) unless an earlier process left them in the disk cache.
+  compiling the next candidate (and those before it; small when Numba's disk cache already
+  holds it); then it is compiled once. Whatever the workload, the time lost to compiling is
+  at most the time the plan had already cost, and long runs get the native speed. Graphs over
+  `AUTO_MAX_NODES` are left to the plan (Numba's compile time grows faster than linearly with
+  function size: minutes for a thousand nodes) unless an earlier process left them in the
+  disk cache.
 - "always": compile as soon as the graph first runs (benchmarks, long jobs known in advance),
   with the same size limit.
 
-Adopting is measured, never assumed: the native function runs on the same inputs as the plan,
-must agree with it (types, shapes, dtypes, and values within float32 reassociation tolerance),
-and replaces it only when it is faster on those inputs. Every decision is kept as text in
+In exact mode (`reassociate=False`) an explicit `native=` makes these "auto-exact" and
+"always-exact": the fused plan only.
+
+Adopting is measured, never assumed: a candidate runs on the same inputs as the plan, must
+agree with it (the fused plan bit for bit; the native function in types, shapes, dtypes, and
+values within float32 reassociation tolerance), and replaces it only when it is faster on those
+inputs (by MIN_GAIN). Every decision is kept as text in
 `note` for `explain()` and the reports.
 """
 from __future__ import annotations
@@ -53,21 +67,27 @@ def fp_errors_raise() -> bool:
 POLICIES = ("off", "auto", "always")
 AUTO_MAX_NODES = 600
 MIN_GAIN = 0.9  # native must take at most this fraction of the plan's time
+# compiling a plan's fused groups: importing Numba, and at most this per group (~0.1-0.3 s
+# measured for an Adam update's loop; groups of one structure share a kernel)
+FUSION_S, FUSION_GROUP_S = 0.6, 0.3
 
 
 def resolve_policy(native_opt, reassociate: bool) -> str:
-    """The policy for a jit: the argument, else JANUS_LIKE_NATIVE, else "auto"; always "off"
-    in exact mode (native code sums and rounds differently) or without Numba."""
-    policy = native_opt if native_opt is not None else os.environ.get("JANUS_LIKE_NATIVE", "auto")
+    """The policy for a jit: the argument, else JANUS_LIKE_NATIVE, else "auto"; "off" without
+    Numba. In exact mode the whole-graph native function (which sums and rounds differently)
+    is never a candidate, and the fused elementwise groups (bit for bit the plan's values) only
+    when `native` is given: the policy is then "auto-exact" or "always-exact"."""
+    explicit = native_opt is not None
+    policy = native_opt if explicit else os.environ.get("JANUS_LIKE_NATIVE", "auto")
     if policy is True:
         policy = "always"
     elif policy is False:
         policy = "off"
     if policy not in POLICIES:
         raise ValueError(f"native= must be one of {POLICIES} (or True/False), got {policy!r}")
-    if not reassociate or not native.available():
+    if not native.available() or (not reassociate and not explicit):
         return "off"
-    return policy
+    return policy if reassociate or policy == "off" else f"{policy}-exact"
 
 
 def estimate_compile_s(nodes: int, cached: bool) -> float:
@@ -88,7 +108,9 @@ class Tier:
 
     def __init__(self, graph: ir.Graph, policy: str):
         self.graph = graph
-        self.policy = policy
+        self.policy, _, exact = policy.partition("-")
+        self.exact = bool(exact)  # bit-exact candidates only (`resolve_policy`)
+        policy = self.policy
         self.run = None  # the adopted native function
         self.pending = policy != "off"
         self.note = "" if policy == "off" else "native: pending"
@@ -96,25 +118,54 @@ class Tier:
         self._budget = None  # plan seconds after which "auto" compiles
         self._convert = None
         self.mismatches = 0
+        self.plan = None  # the adopted plan with fused elementwise groups (executor/fusion.py)
+        self._stages = []  # the candidates left: (name, compile seconds) (`_estimate`)
+        self._why = []  # why candidates were not used
 
     def due(self, plan_runs: int, plan_s: float) -> bool:
         if plan_runs < 3 and self.policy == "auto":
             return False
         if self._budget is None:
-            try:
-                src = native.translate(self.graph)[0]
-            except native.NativeUnsupported as exc:
-                self._reject(f"unsupported: {exc}")
+            self._budget = self._estimate()
+            if self._budget is None:
                 return False
-            except Exception as exc:  # a translator bug must never become the user's error: the plan runs
-                self._reject(f"translation failed: {type(exc).__name__}: {exc}")
-                return False
+        return self.policy == "always" or plan_s >= self._budget
+
+    def _estimate(self):
+        """Plan seconds after which the first candidate is compiled, with the candidates in
+        `_stages` as (name, compile seconds): the plan with fused elementwise groups
+        (executor/fusion.py, when it has any; a second or so), then the whole-graph native
+        function (when the translator takes the graph; seconds to minutes), each due once the
+        plan time reaches the compile seconds of it and of the stages before it. None, and
+        the reasons noted, when there is neither."""
+        from .fusion import fusable_groups
+
+        why = []
+        try:
+            groups = len(fusable_groups(self.graph))
+        except Exception as exc:  # a bug must never become the user's error: the plan runs
+            groups, _ = 0, why.append(f"fusion failed: {type(exc).__name__}: {exc}")
+        if groups:
+            self._stages.append(("fused", FUSION_S + FUSION_GROUP_S * groups))
+        try:
+            if self.exact:
+                raise native.NativeUnsupported("reassociate=False (whole-graph native code rounds differently)")
+            src = native.translate(self.graph)[0]
+        except native.NativeUnsupported as exc:
+            why.append(f"unsupported: {exc}")
+        except Exception as exc:  # as above
+            why.append(f"translation failed: {type(exc).__name__}: {exc}")
+        else:
             nodes, cached = len(self.graph.nodes), _is_cached(src)
             if nodes > AUTO_MAX_NODES and not cached:
-                self._reject(f"{nodes} nodes: over the limit of {AUTO_MAX_NODES} (compiling would take minutes)")
-                return False
-            self._budget = estimate_compile_s(nodes, cached)
-        return self.policy == "always" or plan_s >= self._budget
+                why.append(f"{nodes} nodes: over the limit of {AUTO_MAX_NODES} (compiling would take minutes)")
+            else:
+                self._stages.append(("native", estimate_compile_s(nodes, cached)))
+        self._why = why
+        if not self._stages:
+            self._reject("; ".join(why))
+            return None
+        return self._stages[0][1]
 
     def wait_s(self, plan_s: float):
         """Plan seconds left before `due` holds ("auto", once its budget is known), or None."""
@@ -123,9 +174,40 @@ class Tier:
         return max(0.0, self._budget - plan_s)
 
     def adopt(self, plan, slots):
-        """Compile, check against `plan` on `slots`, time both, keep the faster."""
-        self.pending = False
+        """Compile the next candidate (`_estimate`), check it against `plan` on `slots`, time
+        both, keep the faster: the native function (`run`) or the plan with fused groups
+        (`plan`, which the next candidate is then measured against)."""
+        if self._budget is None and self._estimate() is None:
+            return None
+        name, _seconds = self._stages.pop(0)
+        self.pending = bool(self._stages)
         start = time.perf_counter()
+        found = []
+        (self._native_candidate if name == "native" else self._fused_candidate)(plan, slots, found, self._why)
+        self.compile_s += time.perf_counter() - start
+        t_plan = _time(plan, slots)
+        if found and found[0][0] <= MIN_GAIN * t_plan:
+            t, name, chosen = found[0]
+            done = f"{t * 1e6:.0f} µs vs {t_plan * 1e6:.0f} µs as plan; compiled in {self.compile_s:.1f} s"
+            if name == "native":
+                self.run, self._convert = chosen
+                self.pending = False
+                self.note = f"native: on ({done})"
+            else:
+                self.plan = chosen
+                groups = f"{chosen.fused} group{'s' * (chosen.fused > 1)}"
+                self.note = f"native: fused elementwise kernels, {groups} ({done})"
+        elif found:
+            kind = "native" if name == "native" else "fused plan"
+            self._why.append(f"{kind} slower ({found[0][0] * 1e6:.0f} µs vs {t_plan * 1e6:.0f} µs as plan)")
+        if self._stages:
+            self._budget += self._stages[0][1]
+        elif self.plan is None and self.run is None:
+            self._reject("; ".join(self._why))
+        elif self.plan is not None and self._why:
+            self.note += f"; whole-graph native not used ({'; '.join(self._why)})"
+
+    def _native_candidate(self, plan, slots, found, why):
         estimate = estimate_compile_s(len(self.graph.nodes), False)
         if estimate > 5:
             print(f"janus_like: compiling graph {self.graph.name} ({len(self.graph.nodes)} nodes) with Numba "
@@ -134,22 +216,27 @@ class Tier:
             run = native.compile_native(self.graph)
             got = run(slots)
         except native.NativeUnsupported as exc:
-            return self._reject(f"unsupported: {exc}")
+            return why.append(f"unsupported: {exc}")
         except Exception as exc:  # Numba's typing errors, a stale cache, an assert on these inputs
-            return self._reject(f"compile failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
-        finally:
-            self.compile_s = time.perf_counter() - start
-        want = plan(slots)
-        convert, why = _converters(got, want)
-        if why:
-            return self._reject(f"disagrees with the plan: {why}")
+            return why.append(f"compile failed: {_first_line(exc)}")
+        convert, problem = _converters(got, plan(slots))
+        if problem:
+            return why.append(f"disagrees with the plan: {problem}")
         run.dispatcher.disable_compile()  # other argument types later: the plan runs those calls
-        t_plan, t_native = _time(plan, slots), _time(run, slots)
-        if t_native > MIN_GAIN * t_plan:
-            return self._reject(f"slower ({t_native * 1e6:.0f} µs vs {t_plan * 1e6:.0f} µs as plan)")
-        self.run, self._convert = run, convert
-        self.note = (f"native: on ({t_native * 1e6:.0f} µs vs {t_plan * 1e6:.0f} µs as plan; "
-                     f"compiled in {self.compile_s:.1f} s)")
+        found.append((_time(run, slots), "native", (run, convert)))
+
+    def _fused_candidate(self, plan, slots, found, why):
+        from .codegen import compile_plan
+
+        try:
+            fused = compile_plan(self.graph, fuse=True)
+            got = fused(slots)
+        except Exception as exc:  # as for the native function: the plan stays
+            return why.append(f"fusion failed: {_first_line(exc)}")
+        problem = _identical(got, plan(slots))
+        if problem:
+            return why.append(f"fused plan disagrees with the plan: {problem}")
+        found.append((_time(fused, slots), "fused", fused))
 
     def __call__(self, slots):
         values = self.run(slots)
@@ -203,6 +290,10 @@ class Tier:
         return None
 
 
+def _first_line(exc) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
 def _time(fn, slots, reps=5):
     best = float("inf")
     for _ in range(reps):
@@ -210,6 +301,24 @@ def _time(fn, slots, reps=5):
         fn(slots)
         best = min(best, time.perf_counter() - t)
     return best
+
+
+def _identical(got, want):
+    """None when the fused plan's outputs are the plan's, bit for bit (NaNs equal), else what
+    differs: its kernels compute the same correctly rounded operations in the same dtypes."""
+    if len(got) != len(want):
+        return f"{len(got)} outputs vs {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if type(g) is not type(w):
+            return f"output {i} is {type(g).__name__}, plan gives {type(w).__name__}"
+        if isinstance(w, (np.ndarray, np.generic)):
+            if g.shape != w.shape or g.dtype != w.dtype:
+                return f"output {i}: {g.dtype}{list(g.shape)} vs {w.dtype}{list(w.shape)}"
+            if not np.array_equal(g, w, equal_nan=w.dtype.kind in "fc"):
+                return f"output {i} differs"
+        elif g is not w and g != w and not (g != g and w != w):
+            return f"output {i}: {g!r} vs {w!r}"
+    return None
 
 
 def _converters(got, want):

@@ -94,10 +94,10 @@ def test_optimizer_state_is_written_in_place_and_matches_eager(opt_name):
         in jf.explain()
 
 
-def _pair(opt_name="adam", warm=6, n=14):
+def _pair(opt_name="adam", warm=6, n=14, native="off"):
     fn_e, state_e = _make(opt_name)()
     fn_j, state_j = _make(opt_name)()
-    jf = jl.jit(fn_j, native="off", reassociate=False)
+    jf = jl.jit(fn_j, native=native, reassociate=False)
     xs = [random_array(100 + i % 4, (16, 300), np.float32) for i in range(n)]
     for x in xs[:warm]:
         fn_e(x), jf(x)
