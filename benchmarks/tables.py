@@ -80,9 +80,10 @@ def format_notes(records):
             parts = nstats.values() if all(isinstance(v, dict) for v in nstats.values()) else [nstats]
             native = sum(p.get("native_graphs", 0) for p in parts)
             total = sum(p.get("graphs_cached", 0) for p in parts)
+            fused = sum(p.get("fused_graphs", 0) for p in parts)
             compile_s = sum(p.get("native_compile_s", 0.0) for p in parts)
-            notes.append(f"native {rec['model']}: {native} of {total} graphs run natively "
-                         f"(compile/load {compile_s:.1f} s, in the warm-up column)")
+            notes.append(f"native {rec['model']}: {native} of {total} graphs run natively, {fused} as plans with "
+                         f"fused elementwise loops (compile/load {compile_s:.1f} s, in the warm-up column)")
         unit = rec.get("ratios_per", "step")
         if unit != "step":
             spread = ", ".join(f"{s} {min(r['blocks_work_per_step']):.0f}-{max(r['blocks_work_per_step']):.0f}"

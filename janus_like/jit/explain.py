@@ -103,11 +103,13 @@ class ReportingMixin:
 
     def stats(self) -> dict:
         """Counters: calls, warmup_calls, eager_calls, graph_calls, fallbacks, graphs_generated,
-        regenerations, guard/assert failures, plus times in each mode (seconds)."""
+        regenerations, guard/assert failures, native_graphs (run as one native function),
+        fused_graphs (plans with fused elementwise loops), plus times in each mode (seconds)."""
         out = dict(self.counters)
         out["graphs_cached"] = self._total_graphs()
         graphs = self.graphs()
         out["native_graphs"] = sum(1 for g in graphs if g.tier.run is not None)
+        out["fused_graphs"] = sum(1 for g in graphs if g.tier.plan is not None and g.tier.run is None)
         out["native_compile_s"] = round(sum(g.tier.compile_s for g in graphs), 6)
         out.update({k: round(v, 6) for k, v in self.times.items()})
         return out

@@ -51,7 +51,7 @@ def test_optimizer_updates_run_fused_with_eager_bits(opt_name):
     before = [id(a) for a in _arrays(seen[1])]
     jf(random_array(7, (16, 300), np.float32))
     assert [id(a) for a in _arrays(seen[1])] == before
-    assert "fused elementwise kernels" in jf.explain()
+    assert "fused elementwise kernels" in jf.explain() and jf.stats()["fused_graphs"] == 1
 
 
 @pytest.mark.parametrize("kind", HOLDS)
