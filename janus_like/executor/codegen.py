@@ -26,7 +26,7 @@ from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, p
 from .interpreter import AssertFailed
 from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, copy_is_exact,
                            out_buffer)
-from . import blas, donation, fusion, rows, scalars
+from . import blas, donation, fusion, ranked, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -192,7 +192,7 @@ class _Emitter:
             if expr is not None:
                 return expr
         if shaped is None and isinstance(x, ir.Node):
-            expr = self.inline_ranked(n, x)
+            expr = ranked.inline(self, n, x)
             if expr is not None:
                 return expr
         if n.op in _REDUCE and array_in and ir.numpy_typed(x):
@@ -241,53 +241,6 @@ class _Emitter:
         Outputs keep eager's read-only view, and so do operands of products and reductions."""
         return (n.id not in self.outputs and ir.numpy_typed(x) and n.aval is not None and copy_is_exact(n, self.users)
                 and int(np.prod(n.aval[0])) <= 4096 and np.dtype(x.aval[1]) == np.dtype(n.aval[1]))
-
-    def inline_ranked(self, n, x) -> str | None:
-        """The same ops for graphs whose sizes are known only at run time (unknown dimensions):
-        what depends only on ranks, which the guards fix, is decided now; sizes are read from
-        the operands when the plan runs."""
-        if n.aval is None or x.aval is None:
-            return None
-        a = self.arg(x)
-        op = n.op
-        if op == "dim_of":  # a size the guards left open: read from the operand
-            return f"{a}.shape[{n.params['axis']}]"
-        if op == "reduced_count":
-            sizes = " * ".join(f"{a}.shape[{i}]" for i in n.params["axes"]) or "1"
-            return f"max({sizes}, 1)"
-        if op == "arange":
-            return f"np.arange({a})"
-        if not ir.numpy_typed(x):
-            return None
-        if op in ("ones_like", "zeros_like") and n.aval[0] == () and n.params.get("dtype") is None:
-            return f"np.{op[:-5]}((), {self.const(np.dtype(n.aval[1]))})"  # a scalar's shape is known
-        if op == "sum_to" and isinstance(n.inputs[1], ir.Node) and n.inputs[1].aval is not None:
-            like = n.inputs[1]
-            lead = len(x.aval[0]) - len(like.aval[0])
-            expr = f"np.add.reduce({a}, SUM_TO_AXES({a}.shape, {self.arg(like)}.shape), None, None, True)"
-            return self._sum_to_tail(expr, lead, f"{self.arg(like)}.shape", x, like)
-        if op == "mean" and np.dtype(x.aval[1]) in (np.dtype(np.float32), np.dtype(np.float64)) and x.aval[0]:
-            # as for known shapes (inline_shaped), with the count read at run time
-            axis, axes, nd = _mean_axes(n, x)
-            count = f"{a}.size" if len(axes) == nd else " * ".join(f"{a}.shape[{i}]" for i in axes)
-            keep = bool(n.params.get("keepdims", False))
-            return (f"MEAN({a}, np.add.reduce({a}, axis={self.const(axis)}, keepdims={keep!r}), {count}, "
-                    f"{self.const(axis)}, {keep!r})")
-        if op == "expand_dims":  # None at each new axis of the result, a slice elsewhere
-            axis, rank = n.params["axis"], len(n.aval[0])
-            new = {i % rank for i in (axis if isinstance(axis, (tuple, list)) else (axis,))}
-            last = max(new)
-            return f"{a}[{', '.join('None' if i in new else ':' for i in range(last + 1))}]"
-        like = n.inputs[1] if len(n.inputs) > 1 else None
-        if n.op in ("reshape_like", "broadcast_like") and ir.numpy_typed(like):
-            if n.op == "reshape_like":
-                return f"{a}.reshape({self.arg(like)}.shape)"
-            if x.aval[0] == () and int(np.prod(n.aval[0])) <= 4096:  # as for known shapes (small at generation)
-                return f"np.full({self.arg(like)}.shape, {a}, {self.const(np.dtype(x.aval[1]))})"
-            if self._copy_ok(n, x):
-                return f"BCAST({a}, {self.arg(like)}.shape)"
-            return f"np.broadcast_to({a}, {self.arg(like)}.shape)"
-        return None
 
     def inline_shaped(self, n, x, out_shape) -> str | None:
         """Ops whose registry kernels are Python functions (expand_dims, broadcast_to, sum_to,

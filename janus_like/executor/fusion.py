@@ -76,6 +76,11 @@ class Group:
         self.name = ""  # the kernel's global in the plan
         self.into = {}  # output id -> the donated array (its INPUT id) the result goes into
 
+    @property
+    def fresh(self) -> list:
+        """The outputs that go into new arrays (the kernel's `o` parameters)."""
+        return [m for m in self.outputs if m.id not in self.into]
+
 
 def _dtype(n):
     return np.dtype(n.aval[1]) if n.aval is not None else None
@@ -213,7 +218,7 @@ def _into(group, ids, writers, reuse) -> dict:
         node = w
         while node not in outs:  # the member that takes node's buffer next
             node = next((m.id for m in group.members if reuse.get(m.id) is not None
-                         and by_id[m.id].inputs[reuse[m.id]] is by_id[node]), None)
+                         and m.inputs[reuse[m.id]] is by_id[node]), None)
             if node is None:
                 break
         if node is None or node in taken:
@@ -225,9 +230,7 @@ def _into(group, ids, writers, reuse) -> dict:
 
 
 def _source(group: Group) -> str:
-    names = {a.id: f"a{k}" for k, a in enumerate(group.arrays)}
-    names.update((s.id, f"s{k}") for k, s in enumerate(group.scalars))
-    fresh = [m for m in group.outputs if m.id not in group.into]
+    fresh = group.fresh
     params = [f"a{k}" for k in range(len(group.arrays))] + [f"s{k}" for k in range(len(group.scalars))] \
         + [f"o{k}" for k in range(len(fresh))]
     lines = [f"def kernel({', '.join(params)}):"]
@@ -271,11 +274,8 @@ def compile_kernels(groups) -> dict:
         if fn is None:
             module, on_disk = _load(g.source)
             fn = kernels[g.source] = numba.njit(module.kernel, error_model="numpy", nogil=True, cache=on_disk)
-        fresh = [m for m in g.outputs if m.id not in g.into]
-        sig = tuple(numba.types.Array(numba.from_dtype(_dtype(a)), len(g.shape), "C") for a in g.arrays) \
-            + (numba.float64,) * len(g.scalars) \
-            + tuple(numba.types.Array(numba.from_dtype(_dtype(m)), len(g.shape), "C") for m in fresh)
-        fn.compile(sig)
+        sig = tuple(numba.types.Array(numba.from_dtype(_dtype(a)), len(g.shape), "C") for a in g.arrays + g.fresh)
+        fn.compile(sig[:len(g.arrays)] + (numba.float64,) * len(g.scalars) + sig[len(g.arrays):])
     for fn in kernels.values():
         fn.disable_compile()  # other argument types run the NumPy lines (`fusable`)
     return kernels
@@ -292,17 +292,12 @@ def emit(em, group, indent, reuse) -> list[str]:
     pad = " " * indent
     arrays = ", ".join(em.arg(a) for a in group.arrays)
     lines = [f"{pad}if _fq and FUSABLE({arrays}):"]
-    call, names = [], {}
-    for a in group.arrays:
-        if any(a.id == x for x in group.into.values()):
-            names[a.id] = f"_k{a.id}"
-            lines.append(f"{pad}    _k{a.id} = {em.arg(a)} if _st else {em.arg(a)}.copy()")
-    fresh = [m for m in group.outputs if m.id not in group.into]
-    for m in fresh:
-        lines.append(f"{pad}    v{m.id} = EMPTY({group.shape!r}, {em.const(_dtype(m))})")
-    call += [names.get(a.id, em.arg(a)) for a in group.arrays]
-    call += [f"float({em.arg(s)})" for s in group.scalars]
-    call += [f"v{m.id}" for m in fresh]
+    written = set(group.into.values())  # donated: the array itself when the region writes, else a copy
+    lines += [f"{pad}    _k{a.id} = {em.arg(a)} if _st else {em.arg(a)}.copy()"
+              for a in group.arrays if a.id in written]
+    lines += [f"{pad}    v{m.id} = EMPTY({group.shape!r}, {em.const(_dtype(m))})" for m in group.fresh]
+    call = [f"_k{a.id}" if a.id in written else em.arg(a) for a in group.arrays]
+    call += [f"float({em.arg(s)})" for s in group.scalars] + [f"v{m.id}" for m in group.fresh]
     lines.append(f"{pad}    {group.name}({', '.join(call)})")
     for m in group.outputs:
         if m.id in group.into:

@@ -140,32 +140,32 @@ class Tier:
         the reasons noted, when there is neither."""
         from .fusion import fusable_groups
 
-        why = []
+        why = self._why
         try:
-            groups = len(fusable_groups(self.graph))
+            if groups := len(fusable_groups(self.graph)):
+                self._stages.append(("fused", FUSION_S + FUSION_GROUP_S * groups))
         except Exception as exc:  # a bug must never become the user's error: the plan runs
-            groups, _ = 0, why.append(f"fusion failed: {type(exc).__name__}: {exc}")
-        if groups:
-            self._stages.append(("fused", FUSION_S + FUSION_GROUP_S * groups))
-        try:
-            if self.exact:
-                raise native.NativeUnsupported("reassociate=False (whole-graph native code rounds differently)")
-            src = native.translate(self.graph)[0]
-        except native.NativeUnsupported as exc:
-            why.append(f"unsupported: {exc}")
-        except Exception as exc:  # as above
-            why.append(f"translation failed: {type(exc).__name__}: {exc}")
+            why.append(f"fusion failed: {type(exc).__name__}: {exc}")
+        if self.exact:
+            why.append("unsupported: reassociate=False (whole-graph native code rounds differently)")
         else:
-            nodes, cached = len(self.graph.nodes), _is_cached(src)
-            if nodes > AUTO_MAX_NODES and not cached:
-                why.append(f"{nodes} nodes: over the limit of {AUTO_MAX_NODES} (compiling would take minutes)")
-            else:
-                self._stages.append(("native", estimate_compile_s(nodes, cached)))
-        self._why = why
+            self._native_stage(why)
         if not self._stages:
             self._reject("; ".join(why))
             return None
         return self._stages[0][1]
+
+    def _native_stage(self, why):
+        try:
+            src = native.translate(self.graph)[0]
+        except native.NativeUnsupported as exc:
+            return why.append(f"unsupported: {exc}")
+        except Exception as exc:  # as for the fusion
+            return why.append(f"translation failed: {type(exc).__name__}: {exc}")
+        nodes, cached = len(self.graph.nodes), _is_cached(src)
+        if nodes > AUTO_MAX_NODES and not cached:
+            return why.append(f"{nodes} nodes: over the limit of {AUTO_MAX_NODES} (compiling would take minutes)")
+        self._stages.append(("native", estimate_compile_s(nodes, cached)))
 
     def wait_s(self, plan_s: float):
         """Plan seconds left before `due` holds ("auto", once its budget is known), or None."""
@@ -177,17 +177,18 @@ class Tier:
         """Compile the next candidate (`_estimate`), check it against `plan` on `slots`, time
         both, keep the faster: the native function (`run`) or the plan with fused groups
         (`plan`, which the next candidate is then measured against)."""
-        if self._budget is None and self._estimate() is None:
-            return None
+        if self._budget is None:  # (called before `due`)
+            self._budget = self._estimate()
+            if self._budget is None:
+                return None
         name, _seconds = self._stages.pop(0)
         self.pending = bool(self._stages)
         start = time.perf_counter()
-        found = []
-        (self._native_candidate if name == "native" else self._fused_candidate)(plan, slots, found, self._why)
+        found = (self._native_candidate if name == "native" else self._fused_candidate)(plan, slots)
         self.compile_s += time.perf_counter() - start
         t_plan = _time(plan, slots)
-        if found and found[0][0] <= MIN_GAIN * t_plan:
-            t, name, chosen = found[0]
+        if found is not None and found[0] <= MIN_GAIN * t_plan:
+            t, chosen = found
             done = f"{t * 1e6:.0f} µs vs {t_plan * 1e6:.0f} µs as plan; compiled in {self.compile_s:.1f} s"
             if name == "native":
                 self.run, self._convert = chosen
@@ -197,9 +198,9 @@ class Tier:
                 self.plan = chosen
                 groups = f"{chosen.fused} group{'s' * (chosen.fused > 1)}"
                 self.note = f"native: fused elementwise kernels, {groups} ({done})"
-        elif found:
+        elif found is not None:
             kind = "native" if name == "native" else "fused plan"
-            self._why.append(f"{kind} slower ({found[0][0] * 1e6:.0f} µs vs {t_plan * 1e6:.0f} µs as plan)")
+            self._why.append(f"{kind} slower ({found[0] * 1e6:.0f} µs vs {t_plan * 1e6:.0f} µs as plan)")
         if self._stages:
             self._budget += self._stages[0][1]
         elif self.plan is None and self.run is None:
@@ -207,7 +208,9 @@ class Tier:
         elif self.plan is not None and self._why:
             self.note += f"; whole-graph native not used ({'; '.join(self._why)})"
 
-    def _native_candidate(self, plan, slots, found, why):
+    def _native_candidate(self, plan, slots):
+        """(seconds a run, (function, output converters)), or None with the reason noted."""
+        why = self._why
         estimate = estimate_compile_s(len(self.graph.nodes), False)
         if estimate > 5:
             print(f"janus_like: compiling graph {self.graph.name} ({len(self.graph.nodes)} nodes) with Numba "
@@ -223,11 +226,13 @@ class Tier:
         if problem:
             return why.append(f"disagrees with the plan: {problem}")
         run.dispatcher.disable_compile()  # other argument types later: the plan runs those calls
-        found.append((_time(run, slots), "native", (run, convert)))
+        return _time(run, slots), (run, convert)
 
-    def _fused_candidate(self, plan, slots, found, why):
+    def _fused_candidate(self, plan, slots):
+        """(seconds a run, the plan with fused groups), or None with the reason noted."""
         from .codegen import compile_plan
 
+        why = self._why
         try:
             fused = compile_plan(self.graph, fuse=True)
             got = fused(slots)
@@ -236,7 +241,7 @@ class Tier:
         problem = _identical(got, plan(slots))
         if problem:
             return why.append(f"fused plan disagrees with the plan: {problem}")
-        found.append((_time(fused, slots), "fused", fused))
+        return _time(fused, slots), fused
 
     def __call__(self, slots):
         values = self.run(slots)
