@@ -14,6 +14,7 @@ It does not model CuPy's API gaps (functions NumPy has and CuPy lacks): those ne
 from __future__ import annotations
 
 import operator
+import re
 import types
 
 import numpy as np
@@ -170,10 +171,32 @@ class _Ufunc:
         return attr
 
 
+class _ElementwiseKernel:
+    """CuPy's ElementwiseKernel for the C that janus_like's GPU fusion writes (typed locals,
+    F32/F64 casts, + - * /, sqrt, fabs; executor/gpu_fusion.py), run as NumPy over whole
+    broadcast arrays: the same values the fused kernel computes, one op at a time."""
+
+    def __init__(self, in_params, out_params, operation, name, options=(), preamble=""):
+        self.inputs = [p.split()[-1] for p in in_params.split(",")]
+        self.outputs = [(p.split()[-1], np.dtype(p.split()[0])) for p in out_params.split(",")]
+        code = re.sub(r"\b(?:float|double) (t\d+) =", r"\1 =", operation)
+        for c, py in (("F32(", "np.float32("), ("F64(", "np.float64("), ("sqrt(", "np.sqrt("), ("fabs(", "np.abs(")):
+            code = code.replace(c, py)
+        self.code = compile("\n".join(line.strip() for line in code.split(";") if line.strip()), name, "exec")
+
+    def __call__(self, *args):
+        env = {"np": np}
+        env.update(zip(self.inputs, (_unwrap(a) for a in args)))
+        exec(self.code, env)
+        outs = tuple(FakeArray(np.asarray(env[name], dtype=dt)) for name, dt in self.outputs)
+        return outs if len(outs) > 1 else outs[0]
+
+
 class FakeCupy(types.ModuleType):
     """The module: `xp.tanh(x)`, `xp.zeros(shape)`, `xp.add.at(...)` on device arrays."""
 
     ndarray = FakeArray
+    ElementwiseKernel = _ElementwiseKernel
 
     def __init__(self):
         super().__init__("fake_cupy")

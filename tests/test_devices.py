@@ -83,7 +83,7 @@ def test_a_training_step_on_the_gpu_runs_as_a_gpu_graph_and_matches_eager(gpu):
     jf = side_by_side(_train("gpu"), calls)
     assert jf.stats()["graph_calls"] >= 3
     (g,) = jf.graphs()
-    assert g.plan is None and set(g.devices.values()) >= {"gpu"}  # run with the device's kernels
+    assert set(g.devices.values()) >= {"gpu"} and "GK" in g.plan.source  # the GPU plan, with the device's kernels
     assert any("on gpu" in str(a.expected) for a in g.assumptions)
 
 
@@ -263,3 +263,30 @@ def test_numpy_array_of_gpu_values_in_a_graph(gpu):
     calls = call_sequence(5, lambda s, i: (backend.to_device(random_array(i, (3,)), "gpu"),))
     jf = side_by_side(make_raw, calls)
     assert jf.stats()["graph_calls"] == 0
+
+
+def test_a_captured_host_index_array_is_copied_to_the_gpu_again_once_written(gpu):
+    """The GPU plan keeps a host index array's device copy across calls (gpu_plan.DeviceIndex):
+    when the captured array is written between calls, the next call must see the new rows; the
+    cross-entropy's row index (a constant) is kept as well."""
+    def make():
+        rows = np.array([0, 2, 3])
+        labels = jl.tensor(np.array([0, 1, 2, 1, 0])).to("gpu")
+        def f(x):
+            return (x[rows] * 2.0).sum(axis=0) + F.cross_entropy(x[:, :3], labels)
+
+        return f, rows
+
+
+    def call(i):
+        def args(rows):
+            if i in (6, 7):
+                rows[1] = i - 5  # written in place between calls
+            if i == 8:
+                rows[0] = 3
+            return (jl.tensor(random_array(i % 2, (5, 4), np.float32)).to("gpu"),)
+        return args
+
+    jf = side_by_side(make, [call(i) for i in range(10)])
+    (g,) = jf.graphs()
+    assert g.plan.source.count("GIX") >= 2 and jf.stats()["graph_calls"] >= 5, g.plan.source

@@ -16,6 +16,7 @@ import janus_like as jl
 from benchmarks import frameworks, runner
 from benchmarks.models import MODELS, load
 from benchmarks.models._common import HOST_ONLY
+from jit.harness import check_plans_match_interpreter
 from test_devices import DEVICES, _use_gpu
 
 STEPS = 7
@@ -47,6 +48,7 @@ def test_a_models_training_step_on_the_gpu_jitted_matches_eager(name, kind, monk
     assert stats["graph_calls"] >= STEPS - 3, jitted.fn.explain()
     graphs = jitted.fn.graphs()
     assert graphs and all(g.devices for g in graphs), "the graphs run on the GPU"
+    assert check_plans_match_interpreter(jitted.fn) >= 1  # the GPU plans compute what the interpreter does
 
 
 @pytest.mark.parametrize("kind", DEVICES)

@@ -19,6 +19,7 @@ from .. import ir
 from ..ops.draws import restore, state_of
 from .codegen import compile_plan
 from .fused import MISS, Counts, fuse
+from .gpu_plan import compile_gpu_plan
 from .heap import graph_bytes, keep_for
 from .interpreter import AssertFailed, interpret
 from .placement import place
@@ -37,14 +38,17 @@ class CompiledGraph:
         self.guard = gen.guard
         self.outputs = gen.outputs
         self.assumptions = gen.assumptions
-        # A graph with GPU nodes runs the registry's kernels with CuPy (the reference
-        # interpreter's path); the generated plan and the native tier are NumPy code.
+        # A graph with GPU nodes runs the registry's kernels with CuPy, as the GPU plan
+        # (gpu_plan.py: the interpreter unrolled); the NumPy plan and the native tier are CPU code.
         self.devices = place(gen.graph)
-        self.mode = mode if not self.devices else "interpret"
-        self.plan = compile_plan(gen.graph) if self.mode == "plan" else None
+        self.mode = mode
+        if self.devices:
+            self.plan = compile_gpu_plan(gen.graph, self.devices) if mode == "plan" else None
+        else:
+            self.plan = compile_plan(gen.graph) if mode == "plan" else None
         if not self.devices:  # freed temporaries stay in the heap for the next call (heap.py)
             keep_for(graph_bytes(gen.graph))
-        self.tier = Tier(gen.graph, native if self.plan is not None else "off")
+        self.tier = Tier(gen.graph, native if self.plan is not None and not self.devices else "off")
         self.uses_rng = gen.uses_rng
         self.generators = list({id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()
                                 if n.op in ("random_uniform", "generator_draw")}.values())

@@ -24,8 +24,8 @@ from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_t
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, copy_is_exact,
-                           out_buffer)
+from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, control_lines,
+                           copy_is_exact, out_buffer)
 from . import blas, donation, fusion, ranked, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -374,28 +374,8 @@ class _Emitter:
         elif n.op == ir.RANDOM:
             fn = self.const(getattr(np.random, n.params["method"]))
             self.lines.append(f"{pad}{v} = {fn}(*{self.const(n.params['args'])}, **{self.const(n.params['kwargs'])})")
-        elif n.op == ir.COND:
-            self.lines.append(f"{pad}if {args}:")
-            self.emit(n.params["then_nodes"], indent + 4)
-            outs = ", ".join(self.arg(o) for o in n.params["then_outs"])
-            self.lines.append(f"{pad}    {v} = ({outs}{',' if len(n.params['then_outs']) == 1 else ''})")
-            self.lines.append(f"{pad}else:")
-            self.emit(n.params["else_nodes"], indent + 4)
-            outs = ", ".join(self.arg(o) for o in n.params["else_outs"])
-            self.lines.append(f"{pad}    {v} = ({outs}{',' if len(n.params['else_outs']) == 1 else ''})")
-        elif n.op == ir.LOOP:
-            phs = n.params["placeholders"]
-            names = ", ".join(f"v{p.id}" for p in phs) + ("," if len(phs) == 1 else "")
-            self.lines.append(f"{pad}{names} = {args}{',' if len(phs) == 1 else ''}")
-            self.lines.append(f"{pad}for _it{n.id} in range({n.params['max_iter']}):")
-            self.emit(n.params["cond_nodes"], indent + 4)
-            self.lines.append(f"{pad}    if not v{n.params['cond'].id}: break")
-            self.emit(n.params["body_nodes"], indent + 4)
-            outs = ", ".join(self.arg(o) for o in n.params["body_outs"])
-            self.lines.append(f"{pad}    {names} = {outs}{',' if len(phs) == 1 else ''}")
-            self.lines.append(f"{pad}else:")
-            self.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
-            self.lines.append(f"{pad}v{n.id} = ({names})")
+        elif n.op in (ir.COND, ir.LOOP):
+            control_lines(self, n, indent)
         elif n.op == ir.PY_OP:
             form = PY_FORMS.get(n.params["fn"])
             call = form.format(*(self.arg(i) for i in n.inputs)) if form and form.count("{}") == len(n.inputs) \

@@ -122,9 +122,12 @@ def fusable_groups(graph: ir.Graph) -> list[Group]:
     return find_groups(graph, unread | skip | set(sparse) | replaced | scalars.scalar_pairs(graph, read))
 
 
-def find_groups(graph: ir.Graph, skip=frozenset()) -> list[Group]:
+def find_groups(graph: ir.Graph, skip=frozenset(), member=None) -> list[Group]:
     """The fusable groups of two or more ops among `graph`'s top-level nodes (`skip`: ids the
-    plan emits in another form), each valid where its last op is."""
+    plan emits in another form), each valid where its last op is. `member(node)`: whether a node
+    may join a group (default `_member`, the Numba loops' rule; gpu_fusion.py has its own)."""
+    if member is None:
+        member = lambda n: _member(n, skip)  # noqa: E731
     pos = {n.id: k for k, n in enumerate(graph.nodes)}
     users: dict = {}
     for n in graph.nodes:
@@ -132,7 +135,7 @@ def find_groups(graph: ir.Graph, skip=frozenset()) -> list[Group]:
             users.setdefault(i, []).append(pos[n.id])
     group_of: dict = {}  # member id -> its group (a list of nodes)
     for n in graph.nodes:
-        if not _member(n, skip):
+        if not member(n):
             continue
         joined = [n]
         for i in n.inputs:

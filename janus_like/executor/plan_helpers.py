@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+from .. import ir
 from ..ops.registry import REGISTRY
 
 
@@ -90,3 +91,33 @@ def bind_numpy(lines, env):
             return m.group(0)
         return name
     return [_NUMPY_NAME.sub(bind, line) for line in lines]
+
+
+def control_lines(em, n, indent) -> None:
+    """A COND or LOOP node as Python source, for an emitter `em` with `lines`, `arg(node)` and
+    `emit(nodes, indent)` (the NumPy plan's and the GPU plan's): an if/else assigning the taken
+    branch's outputs, or a bounded for loop carrying its placeholders."""
+    pad, v = " " * indent, f"v{n.id}"
+
+    def values(outs):
+        return ", ".join(em.arg(o) for o in outs) + ("," if len(outs) == 1 else "")
+
+    if n.op == ir.COND:
+        em.lines.append(f"{pad}if {em.arg(n.inputs[0])}:")
+        em.emit(n.params["then_nodes"], indent + 4)
+        em.lines.append(f"{pad}    {v} = ({values(n.params['then_outs'])})")
+        em.lines.append(f"{pad}else:")
+        em.emit(n.params["else_nodes"], indent + 4)
+        em.lines.append(f"{pad}    {v} = ({values(n.params['else_outs'])})")
+        return
+    phs = n.params["placeholders"]
+    names = ", ".join(f"v{p.id}" for p in phs) + ("," if len(phs) == 1 else "")
+    em.lines.append(f"{pad}{names} = {values(n.inputs)}")
+    em.lines.append(f"{pad}for _it{n.id} in range({n.params['max_iter']}):")
+    em.emit(n.params["cond_nodes"], indent + 4)
+    em.lines.append(f"{pad}    if not v{n.params['cond'].id}: break")
+    em.emit(n.params["body_nodes"], indent + 4)
+    em.lines.append(f"{pad}    {names} = {values(n.params['body_outs'])}")
+    em.lines.append(f"{pad}else:")
+    em.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
+    em.lines.append(f"{pad}{v} = ({names})")

@@ -24,8 +24,9 @@ def describe(jf) -> str:
         if devices:
             on_gpu = sum(1 for d in devices.values() if d == "gpu")
             transfers = sum(1 for n in g.graph.all_nodes() if n.op == "to_device")
-            lines.append(f"    devices: {on_gpu} nodes on the GPU, {transfers} transfers "
-                         "(run with CuPy kernels through the interpreter)")
+            how = (f"the GPU plan, {g.plan.fused} elementwise chains fused into one kernel each" if g.plan is not None
+                   else "the reference interpreter")
+            lines.append(f"    devices: {on_gpu} nodes on the GPU, {transfers} transfers (run with CuPy kernels by {how})")
         updates = [n for n in g.graph.nodes if n.id in g.graph.inplace]
         if updates and g.plan is not None:
             names = ", ".join(f"{g.gen.slots[n.inputs[0].params['slot']].parent.text} {n.inputs[0].aval[0]}"

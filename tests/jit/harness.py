@@ -191,7 +191,7 @@ def check_plans_match_interpreter(jf, graphs=None):
         saved, saved_gens = np.random.get_state(), [state_of(gen) for gen in gens]
         # the slots hold the inputs of the last successful run, possibly written since by that
         # run's commit: a replay may then fail an assert — both executors must fail it alike
-        ref, ref_err = _outcome(lambda: interpret(g.graph, g.last_slots))
+        ref, ref_err = _outcome(lambda: interpret(g.graph, g.last_slots, getattr(g, "devices", None)))
         np.random.set_state(saved)
         for gen, st in zip(gens, saved_gens):
             restore(gen, st)
@@ -392,3 +392,22 @@ def held_then_written(kind, variable, graph, step, xs):
         step(x)
         ids.append(id(variable._data))
     assert len(set(ids[1:])) == 1
+
+
+def chain_program(draw, head, names, forms, first_result):
+    """A generated function (for a hypothesis `st.composite`): `head` (its def line and set-up
+    lines), then 2-8 lines `tK = form(...)` over `names` and the earlier t's, maybe an update of
+    Variable `a`, returning one to three of the names from index `first_result` on."""
+    from hypothesis import strategies as st
+
+    names, lines = list(names), list(head)
+    for n in range(draw(st.integers(2, 8))):
+        form = draw(st.sampled_from(forms))
+        args = [draw(st.sampled_from(names)) for _ in range(form.count("{}"))]
+        lines.append(f"    t{n} = {form.format(*args)}")
+        names.append(f"t{n}")
+    if draw(st.booleans()):
+        lines.append(f"    a.assign(a * 0.9 + {draw(st.sampled_from(names))})")
+    ret = draw(st.lists(st.sampled_from(names[first_result:]), min_size=1, max_size=3))
+    lines.append(f"    return ({', '.join(ret)},)")
+    return "\n".join(lines) + "\n"

@@ -16,8 +16,8 @@ from janus_like import F
 from janus_like.executor import fusion, tiering
 from janus_like.passes import donate
 
-from .harness import HOLDS, GraphRecorder, call_sequence, check, fallback_reasons, held_then_written, load_module, \
-    random_array, side_by_side
+from .harness import (HOLDS, GraphRecorder, call_sequence, chain_program, check, fallback_reasons, held_then_written,
+                      load_module, random_array, side_by_side)
 from .test_donation import (OPTIMIZERS, _ADAM_LIKE, _NAMES, _PRELUDE, _arrays, _batches, _make, _pair,
                             _recording, _same_step, _sqrt_calls, _sqrt_make, update_programs)
 
@@ -165,18 +165,8 @@ _FORMS = ["({} + {})", "({} * {})", "({} - {})", "({} / {})", "-{}", "np.sqrt(np
 
 @st.composite
 def chains(draw):
-    names = ["x", "y", "z", "k", "2.5", "s"]
-    lines = ["def f(x, y, z, k):", "    s = np.float32(0.5)"]
-    for n in range(draw(st.integers(2, 8))):
-        form = draw(st.sampled_from(_FORMS))
-        args = [draw(st.sampled_from(names)) for _ in range(form.count("{}"))]
-        lines.append(f"    t{n} = {form.format(*args)}")
-        names.append(f"t{n}")
-    if draw(st.booleans()):
-        lines.append(f"    a.assign(a * 0.9 + {draw(st.sampled_from(names))})")
-    ret = draw(st.lists(st.sampled_from(names[6:]), min_size=1, max_size=3))
-    lines.append(f"    return ({', '.join(ret)},)")
-    return "\n".join(lines) + "\n"
+    return chain_program(draw, ["def f(x, y, z, k):", "    s = np.float32(0.5)"], ["x", "y", "z", "k", "2.5", "s"],
+                         _FORMS, 6)
 
 
 _CHAIN_PRELUDE = "import numpy as np\nimport janus_like as jl\nfrom janus_like import F\n\n" \
