@@ -39,7 +39,7 @@ OPS = {"add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "div": "{} / {}", "
 _CTYPES = {np.dtype(np.float32): ("float32", "float", "F32"), np.dtype(np.float64): ("float64", "double", "F64")}
 PREAMBLE = "#define F32(x) ((float)(x))\n#define F64(x) ((double)(x))\n"
 OPTIONS = ("--fmad=false",)
-_KERNELS: dict = {}  # (inputs, outputs, body) -> the ElementwiseKernel, shared by graphs
+_KERNELS: dict = {}  # (module, inputs, outputs, body) -> the ElementwiseKernel, shared by graphs
 
 
 def _dtype(n):
@@ -122,7 +122,7 @@ def groups_of(graph: ir.Graph, devices: dict) -> list[GpuGroup]:
 
 
 def kernel_for(group: GpuGroup, cp):
-    key = (group.in_params, group.out_params, group.body)
+    key = (cp, group.in_params, group.out_params, group.body)  # (a kernel belongs to its module)
     k = _KERNELS.get(key)
     if k is None:
         name = f"janus_fused_{len(_KERNELS)}"
