@@ -91,6 +91,11 @@ def test_groups_need_gpu_nodes_of_one_static_shape():
     (group,) = gpu_fusion.groups_of(graph, devices)
     assert group.members == [m, s] and group.operands == [x, b] and group.outputs == [s]
     assert group.body == "float t0 = F32(a0) * F32(a1); float t1 = t0 - F32(1.0); o0 = t1;"
+    # a kernel belongs to the array module it was made with (the stand-in's is no CuPy kernel)
+    from fake_gpu import FakeCupy
+    one, other = FakeCupy(), FakeCupy()
+    assert gpu_fusion.kernel_for(group, one) is gpu_fusion.kernel_for(group, one)
+    assert gpu_fusion.kernel_for(group, one) is not gpu_fusion.kernel_for(group, other)
 
 
 # generated chains: elementwise ops on GPU tensors of one shape, with broadcast operands, 0-d
