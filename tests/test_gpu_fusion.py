@@ -8,9 +8,10 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, ir
 from janus_like.executor import gpu_fusion
 
+from fake_gpu import FakeCupy
 from jit.harness import GraphRecorder, chain_program, fallback_reasons, load_module, random_array, side_by_side
 from test_devices import DEVICES, _use_gpu
 
@@ -19,7 +20,8 @@ def _gpu(a):
     return jl.tensor(a).to("gpu")
 
 
-def _fused_plans(rec):
+def _gpu_plans(rec):
+    """The GPU graphs' plans compiled while `rec` recorded (fused chains or not)."""
     return [g for g in rec.compiled if g.devices and g.plan is not None]
 
 
@@ -45,7 +47,7 @@ def test_an_sgd_step_runs_its_elementwise_chains_as_kernels_with_eager_bits(kind
              for i in range(8)]
     with GraphRecorder() as rec:
         jf = side_by_side(make, calls)
-    (g,) = _fused_plans(rec)
+    (g,) = _gpu_plans(rec)
     assert g.plan.fused >= 2 and "GFK" in g.plan.source, g.plan.source
     assert f"the GPU plan, {g.plan.fused} elementwise chains fused" in jf.explain()
     assert jf.stats()["graph_calls"] >= 4 and "internal-error" not in fallback_reasons(jf)
@@ -67,14 +69,12 @@ def test_a_kernel_that_differs_from_its_chain_is_not_used(kind, monkeypatch):
              for i in range(6)]
     with GraphRecorder() as rec:
         jf = side_by_side(make, calls)
-    assert len(_fused_plans(rec)) == 1, jf.explain()
-    (g,) = _fused_plans(rec)
+    assert len(_gpu_plans(rec)) == 1, jf.explain()
+    (g,) = _gpu_plans(rec)
     assert g.plan.fused == 0 and "GFK" not in g.plan.source
 
 
 def test_groups_need_gpu_nodes_of_one_static_shape():
-    from janus_like import ir
-
     x = ir.Node(ir.INPUT, (), {"slot": 0}, ((8, 4), np.float32))
     b = ir.Node(ir.INPUT, (), {"slot": 1}, ((4,), np.float32))
     h = ir.Node(ir.INPUT, (), {"slot": 2}, ((8, 4), np.float32))
@@ -92,7 +92,6 @@ def test_groups_need_gpu_nodes_of_one_static_shape():
     assert group.members == [m, s] and group.operands == [x, b] and group.outputs == [s]
     assert group.body == "float t0 = F32(a0) * F32(a1); float t1 = t0 - F32(1.0); o0 = t1;"
     # a kernel belongs to the array module it was made with (the stand-in's is no CuPy kernel)
-    from fake_gpu import FakeCupy
     one, other = FakeCupy(), FakeCupy()
     assert gpu_fusion.kernel_for(group, one) is gpu_fusion.kernel_for(group, one)
     assert gpu_fusion.kernel_for(group, one) is not gpu_fusion.kernel_for(group, other)
@@ -137,4 +136,4 @@ def test_generated_gpu_chains_match_eager(kind, tmp_path_factory, program):
         with np.errstate(all="ignore"), GraphRecorder() as rec:
             jf = side_by_side(make, [call(i) for i in range(9)])
         assert "internal-error" not in fallback_reasons(jf), jf.explain()
-        event(f"fused groups: {max((g.plan.fused for g in _fused_plans(rec)), default=0)}")
+        event(f"fused groups: {max((g.plan.fused for g in _gpu_plans(rec)), default=0)}")

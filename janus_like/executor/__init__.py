@@ -46,8 +46,7 @@ class CompiledGraph:
             self.plan = compile_gpu_plan(gen.graph, self.devices) if mode == "plan" else None
         else:
             self.plan = compile_plan(gen.graph) if mode == "plan" else None
-        if not self.devices:  # freed temporaries stay in the heap for the next call (heap.py)
-            keep_for(graph_bytes(gen.graph))
+            keep_for(graph_bytes(gen.graph))  # freed temporaries stay in the heap for the next call (heap.py)
         self.tier = Tier(gen.graph, native if self.plan is not None and not self.devices else "off")
         self.uses_rng = gen.uses_rng
         self.generators = list({id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()

@@ -84,7 +84,6 @@ class GpuGroup:
                     self.operands.append(i)
         self.outputs = [m for m in members if m.id in output_ids or any(u not in ids for u in users.get(m.id, ()))]
         self.kernel = None
-        self.name = ""
         local = {}
         params = []
         for k, a in enumerate(self.operands):
@@ -93,7 +92,7 @@ class GpuGroup:
             local[a.id] = (f"a{k}", d)
         lines = []
         for k, m in enumerate(members):
-            name, ctype, cast = _CTYPES[_dtype(m)]
+            _, ctype, cast = _CTYPES[_dtype(m)]
             args = []
             for i in m.inputs:
                 if isinstance(i, ir.Node):

@@ -77,11 +77,12 @@ class _Emitter:
     def arg(self, i) -> str:
         return f"v{i.id}" if isinstance(i, ir.Node) else self.const(i)
 
-    def device_arg(self, n, k, i) -> str:
-        """Operand k of GPU node n, as the interpreter hands it over (device_operand)."""
+    def device_arg(self, i, index=False) -> str:
+        """Operand i of a GPU node, as the interpreter hands it over (device_operand); `index`:
+        an index operand of an indexing op (a host array there keeps its device copy)."""
         if not isinstance(i, ir.Node):
             return self.const(device_operand(i))
-        if n.op in _INDEXED and k >= _INDEXED[n.op] and _host_index(i, self.devices):
+        if index and _host_index(i, self.devices):
             return f"{self.const(DeviceIndex(self.cp), 'GIX')}(v{i.id})"
         if self.devices.get(i.id) == "gpu" or i.aval is not None and len(i.aval[0]) >= 1:
             return f"v{i.id}"  # a device array, or an array that is no 0-d value: passed as it is
@@ -102,7 +103,7 @@ class _Emitter:
 
     def _fused(self, group) -> str:
         """CuPy ignores NumPy's error state, so the members' errstate needs no `with` here."""
-        args = ", ".join(f"v{a.id}" if self.devices.get(a.id) == "gpu" else f"GDV(v{a.id})" for a in group.operands)
+        args = ", ".join(self.device_arg(a) for a in group.operands)
         outs = ", ".join(f"v{m.id}" for m in group.outputs)
         return f"{outs} = {self.const(group.kernel, 'GFK')}({args})"
 
@@ -132,7 +133,8 @@ class _Emitter:
             on_gpu = self.devices.get(n.id) == "gpu"
             kernel = functools.partial(REGISTRY[op].impl, self.cp if on_gpu else np, **n.params)
             if on_gpu:
-                args = ", ".join(self.device_arg(n, k, i) for k, i in enumerate(n.inputs))
+                first_index = _INDEXED.get(op, len(n.inputs))
+                args = ", ".join(self.device_arg(i, k >= first_index) for k, i in enumerate(n.inputs))
             self.lines.append(f"{pad}{v} = {self.const(kernel, 'GK')}({args})")
 
 

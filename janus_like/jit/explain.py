@@ -26,7 +26,8 @@ def describe(jf) -> str:
             transfers = sum(1 for n in g.graph.all_nodes() if n.op == "to_device")
             how = (f"the GPU plan, {g.plan.fused} elementwise chains fused into one kernel each" if g.plan is not None
                    else "the reference interpreter")
-            lines.append(f"    devices: {on_gpu} nodes on the GPU, {transfers} transfers (run with CuPy kernels by {how})")
+            lines.append(f"    devices: {on_gpu} nodes on the GPU, {transfers} transfers "
+                         f"(run with CuPy kernels by {how})")
         updates = [n for n in g.graph.nodes if n.id in g.graph.inplace]
         if updates and g.plan is not None:
             names = ", ".join(f"{g.gen.slots[n.inputs[0].params['slot']].parent.text} {n.inputs[0].aval[0]}"
