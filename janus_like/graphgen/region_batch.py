@@ -18,6 +18,8 @@ gradient code; the batched form would run it on zeros).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .. import ir
@@ -41,6 +43,35 @@ def _record(line, widths):
     pad, k, level, calls, hosts = line
     parts = [*calls, *["0"] * (widths[0] - len(calls)), *hosts, *["0"] * (widths[1] - len(hosts))]
     return pad + f"R.append(({k}, {level}, {''.join(p + ', ' for p in parts)}))"
+
+
+_SAVED = "@SAVED@"  # where a site's record and its backward's unpacking list the values saved
+
+
+def _pruned(site, back, saved, views):
+    """The lines of a site and of its backward, without the views nothing reads (a joined gather's
+    pieces, a cotangent's slices that one scatter replaced) and without the values the backward
+    never reads in its record (the per-call form saves every value of the site)."""
+    _drop_unread(back, views)
+    body = "\n".join(back[2:])
+    kept = "".join(s + ", " for s in saved if re.search(rf"\b{s}\b", body))
+    site[-1] = site[-1].replace(_SAVED, kept)
+    back[1] = back[1].replace(_SAVED, kept)
+    _drop_unread(site, views)
+    return site + back
+
+
+def _drop_unread(lines, views):
+    """Removes, in place, the lines assigning a view in `views` that no other line reads."""
+    assigned = {i: m[1] for i, line in enumerate(lines) if (m := re.match(r"    (\w+) = ", line)) and m[1] in views}
+    while True:
+        unread = [i for i, name in assigned.items()
+                  if not any(re.search(rf"\b{name}\b", line) for j, line in enumerate(lines) if j != i)]
+        if not unread:
+            return
+        for i in sorted(unread, reverse=True):
+            del lines[i]
+        assigned = {i: m[1] for i, line in enumerate(lines) if (m := re.match(r"    (\w+) = ", line)) and m[1] in views}
 
 
 def _lead(shape):
@@ -83,9 +114,9 @@ class BatchMixin:
         src += ["    " + (line if isinstance(line, str) else _record(line, widths)) for line in self.wlines]
         src += ["    return walk", ""]
         for k, (path, part) in enumerate(zip(self.paths, self.back_parts)):
-            batched = set()
-            src += self.batched_site(k, path, batched, captured)
-            src += self.batched_back(k, path, part, batched, captured)
+            batched, self.views = set(), set()
+            site = self.batched_site(k, path, batched, captured)
+            src += _pruned(site, self.batched_back(k, path, part, batched, captured), self.saved(path), self.views)
         return "\n".join(src) + "\n"
 
     def batched_site(self, k, path, batched, captured):
@@ -110,6 +141,7 @@ class BatchMixin:
                     lines += [f"    J{cat.id} = OUT[{tag[2]}][{_columns(cols, len(calls))}]",
                               f"    {_var(cat)} = J{cat.id}.reshape({_lead(cat.aval[0])})"]
                 batched.add(n.id)
+                self.views.add(_var(n))
                 lines.append(f"    {_var(n)} = J{cat.id}[:, {i}]")
             elif tag[0] == "call":
                 batched.add(n.id)
@@ -120,8 +152,7 @@ class BatchMixin:
         for x in path.env["out"]:
             shape = tuple(x.node.aval[0])
             outs.append(_var(x.node) if x.node.id in batched else f"np.broadcast_to({_var(x.node)}, (n, *{shape!r}))")
-        saved = "".join(s + ", " for s in self.saved(path))
-        lines.append(f"    return ({k}, C, {saved}), ({''.join(o + ', ' for o in outs)})")
+        lines.append(f"    return ({k}, C, {_SAVED}), ({''.join(o + ', ' for o in outs)})")
         return lines
 
     def joined_gathers(self, path, calls):
@@ -146,7 +177,7 @@ class BatchMixin:
         reached = {info[0] for kind, info, _ in actions if kind == "cot"}
         if set(calls) - reached:
             raise self.unsupported("a recursive call whose result gets no cotangent (batched)")
-        lines = [f"def back{k}(rec, G, COT, acc, arrays):", f"    _k, C, {', '.join(self.saved(path))} = rec"]
+        lines = [f"def back{k}(rec, G, COT, acc, arrays):", f"    _k, C, {_SAVED}= rec"]
         lines.append(f"    {''.join(_var(g) + ', ' for g in g_nodes)}= G")
         batched.update(g.id for g in g_nodes)
         if captured:
@@ -230,6 +261,8 @@ class BatchMixin:
         if op == "matmul" and not n.params:
             return [f"{v} = {self.batched_matmul(n, ins)}"]
         if op == "getitem":
+            if ins[0] and len(n.inputs) == 1:
+                self.views.add(v)  # a basic index of a batched value: a view
             return [f"{v} = {self.batched_getitem(n, ins)}"]
         if op == "getitem_grad" and len(n.inputs) == 2:
             g = _var(n.inputs[0])

@@ -8,7 +8,8 @@ parent, so the backward pass walks the records last to first: each record's cota
 (from its parent) before it is processed, and the per-op rules run in the eager tape's reverse
 order. Contributions to the captured arrays are summed at the end, three ways:
 
-* rows gathered by a Python int (`emb[node.word]`): one `np.add.at` of every row's cotangent;
+* rows gathered by a Python int (`emb[node.word]`): one `np.add.at` of every row's cotangent
+  (`indexing.scatter_add`, its faster forms with add.at's bits);
 * a vector times a captured matrix (`x @ w`): one matrix product of the stacked vectors and their
   cotangents (the per-call outer products summed in another order: floating-point
   reassociation, as the graph passes' gradient folding);
@@ -30,6 +31,7 @@ import time
 
 import numpy as np
 
+from .indexing import scatter_add
 from .registry import REGISTRY, register
 
 
@@ -232,8 +234,8 @@ class _Accumulators:
         if self.rows[j]:
             dense = np.zeros(array.shape, self.rows[j][0].dtype)
             at = self.rows_at[j]  # ints, or (batched) arrays of them
-            np.add.at(dense, np.asarray(self.join(at) if self.join is np.concatenate else at, np.intp),
-                      self.join(self.rows[j]))
+            scatter_add(dense, np.asarray(self.join(at) if self.join is np.concatenate else at, np.intp),
+                        self.join(self.rows[j]))
             parts.append(dense)
         if not parts:
             return None

@@ -4,6 +4,8 @@ one-off trees (within rounding: the graph reassociates), and the batched form ag
 region's own per-call form on generated trees, including chains and single leaves."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -224,6 +226,23 @@ def test_batched_form_against_the_per_call_form(staged, root, seed):
         if a is not None:
             assert a.shape == b.shape and a.dtype == b.dtype
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_batched_code_reads_every_value_it_computes_or_saves(staged):
+    """No dead lines in a site or its backward (a joined gather's pieces, slices one scatter
+    replaced), and a site's record holds only what its backward reads."""
+    region, _ = staged
+    for fn in re.split(r"\n(?=def )", region.batch_source):
+        body = fn.splitlines()
+        for i, line in enumerate(body):
+            m = re.match(r"    (v\d+|J\d+) = ", line)
+            if m:
+                assert any(re.search(rf"\b{m[1]}\b", other) for other in body[i + 1:]), (m[1], fn)
+        saved = re.search(r"_k, C, (.*)= rec", fn)
+        if saved:
+            rest = "\n".join(body[2:])
+            for name in filter(None, (n.strip() for n in saved[1].split(","))):
+                assert re.search(rf"\b{name}\b", rest), (name, fn)
 
 
 def test_a_call_whose_result_gets_no_cotangent_keeps_the_per_call_form():
