@@ -171,17 +171,24 @@ class _Ufunc:
         return attr
 
 
+# the C functions that janus_like's GPU fusion writes, as NumPy's
+_C_FUNCTIONS = {"F32": "np.float32", "F64": "np.float64", "sqrt": "np.sqrt", "fabs": "np.abs", "exp": "np.exp",
+                "log": "np.log", "tanh": "np.tanh", "MAXIMUM": "np.maximum",
+                **{f"__{p}{op}_rn": f"np.{ufunc}" for p in "fd" for op, ufunc in
+                   (("add", "add"), ("sub", "subtract"), ("mul", "multiply"), ("div", "true_divide"))}}
+
+
 class _ElementwiseKernel:
     """CuPy's ElementwiseKernel for the C that janus_like's GPU fusion writes (typed locals,
-    F32/F64 casts, + - * /, sqrt, fabs; executor/gpu_fusion.py), run as NumPy over whole
-    broadcast arrays: the same values the fused kernel computes, one op at a time."""
+    F32/F64 casts, CUDA's rounding intrinsics, sqrt, fabs, exp, log, tanh;
+    executor/gpu_fusion.py), run as NumPy over whole broadcast arrays: the same values the fused
+    kernel computes, one op at a time."""
 
     def __init__(self, in_params, out_params, operation, name, options=(), preamble=""):
         self.inputs = [p.split()[-1] for p in in_params.split(",")]
         self.outputs = [(p.split()[-1], np.dtype(p.split()[0])) for p in out_params.split(",")]
         code = re.sub(r"\b(?:float|double) (t\d+) =", r"\1 =", operation)
-        for c, py in (("F32(", "np.float32("), ("F64(", "np.float64("), ("sqrt(", "np.sqrt("), ("fabs(", "np.abs(")):
-            code = code.replace(c, py)
+        code = re.sub(r"(?<![\w.])(\w+)\(", lambda m: _C_FUNCTIONS.get(m[1], m[1]) + "(", code)
         self.code = compile("\n".join(line.strip() for line in code.split(";") if line.strip()), name, "exec")
 
     def __call__(self, *args):

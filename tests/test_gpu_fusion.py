@@ -90,17 +90,41 @@ def test_groups_need_gpu_nodes_of_one_static_shape():
     graph = ir.Graph("g", [x, b, m, s], [s])
     (group,) = gpu_fusion.groups_of(graph, devices)
     assert group.members == [m, s] and group.operands == [x, b] and group.outputs == [s]
-    assert group.body == "float t0 = F32(a0) * F32(a1); float t1 = t0 - F32(1.0); o0 = t1;"
+    assert group.body == "float t0 = __fmul_rn(F32(a0), F32(a1)); float t1 = __fsub_rn(t0, F32(1.0)); o0 = t1;"
+    # transcendental ops and CuPy's maximum join a chain, written as CuPy's ufuncs write them
+    z = ir.Node("sigmoid", (s,), {}, ((8, 4), np.float32))
+    r = ir.Node("relu", (ir.Node("tanh", (z,), {}, ((8, 4), np.float32)),), {}, ((8, 4), np.float32))
+    graph = ir.Graph("g", [x, b, m, s, z, r.inputs[0], r], [r])
+    (chain,) = gpu_fusion.groups_of(graph, {**devices, z.id: "gpu", r.id: "gpu", r.inputs[0].id: "gpu"})
+    assert chain.members == [m, s, z, r.inputs[0], r] and chain.outputs == [r]
+    assert "float t2 = __fdiv_rn(F32(1), __fadd_rn(F32(1), exp(-t1))); float t3 = tanh(t2); " \
+           "float t4 = MAXIMUM(t3, F32(0)); o0 = t4;" in chain.body
     # a kernel belongs to the array module it was made with (the stand-in's is no CuPy kernel)
     one, other = FakeCupy(), FakeCupy()
     assert gpu_fusion.kernel_for(group, one) is gpu_fusion.kernel_for(group, one)
     assert gpu_fusion.kernel_for(group, one) is not gpu_fusion.kernel_for(group, other)
 
 
+@pytest.mark.parametrize("kind", DEVICES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", sorted(gpu_fusion.OPS))
+def test_each_op_in_a_kernel_gives_its_ufuncs_bits(kind, op, dtype, monkeypatch):
+    """Every op's C expression, after a multiply, passes the pre-use check: the kernel's values
+    equal the registry kernels' on random operands (negative ones: log and sqrt give NaNs)."""
+    x = ir.Node(ir.INPUT, (), {"slot": 0}, ((64, 32), dtype))
+    y = ir.Node(ir.INPUT, (), {"slot": 1}, ((32,), dtype))
+    m = ir.Node("mul", (x, y), {}, ((64, 32), dtype))
+    n = ir.Node(op, (m, y) if gpu_fusion.OPS[op].count("{}") == 2 else (m,), {}, ((64, 32), dtype))
+    (group,) = gpu_fusion.groups_of(ir.Graph("g", [x, y, m, n], [n]), {k.id: "gpu" for k in (x, y, m, n)})
+    assert group.members == [m, n]
+    assert gpu_fusion.checked(group, _use_gpu(monkeypatch, kind)) and group.kernel is not None, group.body
+
+
 # generated chains: elementwise ops on GPU tensors of one shape, with broadcast operands, 0-d
 # values and Python numbers, values read in the middle of a chain, returned or stored
 _FORMS = ["({} + {})", "({} * {})", "({} - {})", "({} / {})", "-{}", "np.sqrt(np.abs({}))", "np.abs({})",
-          "np.tanh({})", "F.sum({})", "({} * 0.5 + {})"]
+          "np.tanh({})", "F.sum({})", "({} * 0.5 + {})", "np.exp({})", "np.log({})", "F.sigmoid({})",
+          "F.relu({})", "np.maximum({}, {})"]
 
 
 @st.composite
