@@ -180,14 +180,14 @@ _C_FUNCTIONS = {"F32": "np.float32", "F64": "np.float64", "sqrt": "np.sqrt", "fa
 
 class _ElementwiseKernel:
     """CuPy's ElementwiseKernel for the C that janus_like's GPU fusion writes (typed locals,
-    F32/F64 casts, CUDA's rounding intrinsics, sqrt, fabs, exp, log, tanh;
+    F32/F64 casts, CUDA's rounding intrinsics, sqrt, fabs, exp, log, tanh, comparisons;
     executor/gpu_fusion.py), run as NumPy over whole broadcast arrays: the same values the fused
     kernel computes, one op at a time."""
 
     def __init__(self, in_params, out_params, operation, name, options=(), preamble=""):
         self.inputs = [p.split()[-1] for p in in_params.split(",")]
         self.outputs = [(p.split()[-1], np.dtype(p.split()[0])) for p in out_params.split(",")]
-        code = re.sub(r"\b(?:float|double) (t\d+) =", r"\1 =", operation)
+        code = re.sub(r"\b(?:float|double|bool) (t\d+) =", r"\1 =", operation)
         code = re.sub(r"(?<![\w.])(\w+)\(", lambda m: _C_FUNCTIONS.get(m[1], m[1]) + "(", code)
         self.code = compile("\n".join(line.strip() for line in code.split(";") if line.strip()), name, "exec")
 

@@ -85,6 +85,10 @@ def test_groups_need_gpu_nodes_of_one_static_shape():
     assert not gpu_fusion.gpu_member(m, {**devices, m.id: "cpu"})  # a CPU node
     assert not gpu_fusion.gpu_member(ir.Node("mul", (x, h), {}, ((8, 4), np.float32)), devices)  # h on the host
     assert not gpu_fusion.gpu_member(ir.Node("sub", (m, float("nan")), {}, ((8, 4), np.float32)), devices)
+    scalar = ir.Node(ir.INPUT, (), {"slot": 4}, ((), np.float32))  # a host 0-d array: CuPy refuses it
+    scaled = ir.Node("mul", (m, scalar), {}, ((8, 4), np.float32))
+    assert not gpu_fusion.gpu_member(scaled, {**devices, scaled.id: "gpu"})
+    assert gpu_fusion.gpu_member(scaled, {**devices, scaled.id: "gpu", scalar.id: "gpu"})  # a GPU 0-d array
     wide = ir.Node("mul", (x, ir.Node(ir.INPUT, (), {"slot": 3}, ((8, 8), np.float32))), {}, ((8, 8), np.float32))
     assert not gpu_fusion.gpu_member(wide, {**devices, wide.inputs[1].id: "gpu"})  # no broadcast from (8, 4)
     graph = ir.Graph("g", [x, b, m, s], [s])
@@ -105,26 +109,47 @@ def test_groups_need_gpu_nodes_of_one_static_shape():
     assert gpu_fusion.kernel_for(group, one) is not gpu_fusion.kernel_for(group, other)
 
 
+def test_an_op_joins_the_input_groups_that_stay_valid():
+    """`sub(b, c)` cannot join b's group (a sum reads b before the sub runs) but still joins c's:
+    one invalid input group no longer keeps an op out of every group."""
+    x = ir.Node(ir.INPUT, (), {"slot": 0}, ((8, 4), np.float32))
+    y = ir.Node(ir.INPUT, (), {"slot": 1}, ((8, 4), np.float32))
+    a = ir.Node("mul", (x, y), {}, ((8, 4), np.float32))
+    b = ir.Node("add", (a, 1.0), {}, ((8, 4), np.float32))
+    r = ir.Node("sum", (b,), {}, ((), np.float32))
+    c = ir.Node("neg", (x,), {}, ((8, 4), np.float32))
+    n = ir.Node("sub", (b, c), {}, ((8, 4), np.float32))
+    t = ir.Node("tanh", (n,), {}, ((8, 4), np.float32))
+    graph = ir.Graph("g", [x, y, a, b, r, c, n, t], [t, r])
+    groups = gpu_fusion.groups_of(graph, {k.id: "gpu" for k in graph.nodes})
+    assert [g.members for g in groups] == [[a, b], [c, n, t]]
+    assert [g.outputs for g in groups] == [[b], [t]]
+
+
 @pytest.mark.parametrize("kind", DEVICES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("op", sorted(gpu_fusion.OPS))
 def test_each_op_in_a_kernel_gives_its_ufuncs_bits(kind, op, dtype, monkeypatch):
     """Every op's C expression, after a multiply, passes the pre-use check: the kernel's values
-    equal the registry kernels' on random operands (negative ones: log and sqrt give NaNs)."""
+    equal the registry kernels' on random operands (negative ones: log and sqrt give NaNs), and
+    a binary op's on equal operands (a comparison's ties)."""
     x = ir.Node(ir.INPUT, (), {"slot": 0}, ((64, 32), dtype))
     y = ir.Node(ir.INPUT, (), {"slot": 1}, ((32,), dtype))
     m = ir.Node("mul", (x, y), {}, ((64, 32), dtype))
-    n = ir.Node(op, (m, y) if gpu_fusion.OPS[op].count("{}") == 2 else (m,), {}, ((64, 32), dtype))
-    (group,) = gpu_fusion.groups_of(ir.Graph("g", [x, y, m, n], [n]), {k.id: "gpu" for k in (x, y, m, n)})
-    assert group.members == [m, n]
-    assert gpu_fusion.checked(group, _use_gpu(monkeypatch, kind)) and group.kernel is not None, group.body
+    out = np.bool_ if op in gpu_fusion.COMPARISONS else dtype
+    cp = _use_gpu(monkeypatch, kind)
+    for inputs in [(m, y), (m, m)] if gpu_fusion.OPS[op].count("{}") == 2 else [(m,)]:  # (m, m): ties
+        n = ir.Node(op, inputs, {}, ((64, 32), out))
+        (group,) = gpu_fusion.groups_of(ir.Graph("g", [x, y, m, n], [n]), {k.id: "gpu" for k in (x, y, m, n)})
+        assert group.members == [m, n]
+        assert gpu_fusion.checked(group, cp) and group.kernel is not None, group.body
 
 
 # generated chains: elementwise ops on GPU tensors of one shape, with broadcast operands, 0-d
 # values and Python numbers, values read in the middle of a chain, returned or stored
 _FORMS = ["({} + {})", "({} * {})", "({} - {})", "({} / {})", "-{}", "np.sqrt(np.abs({}))", "np.abs({})",
           "np.tanh({})", "F.sum({})", "({} * 0.5 + {})", "np.exp({})", "np.log({})", "F.sigmoid({})",
-          "F.relu({})", "np.maximum({}, {})"]
+          "F.relu({})", "np.maximum({}, {})", "(({} > 0.5) * {})", "((0.25 <= {}) * {})", "(({} != 0.0) * 1.0)"]
 
 
 @st.composite
@@ -140,6 +165,8 @@ _PRELUDE = "import numpy as np\nimport janus_like as jl\nfrom janus_like import 
 @settings(deadline=None, max_examples=25)
 @example(program="def f(x, y, row, col):\n    t0 = (x * row)\n    t1 = (t0 * 0.5 + col)\n    t2 = F.sum(t1)\n"
                  "    t3 = (t1 - t2)\n    a.assign(a * 0.9 + t3)\n    return (t3, t0)\n")
+@example(program="def f(x, y, row, col):\n    t0 = ((x > x) * y)\n    t1 = ((x <= x) * y)\n    t2 = ((row < row) * x)\n"
+                 "    t3 = ((y != y) * 1.0 + (y == y) * y)\n    return (t0, t1, t2, t3)\n")  # comparisons of equal values
 @given(program=chains())
 def test_generated_gpu_chains_match_eager(kind, tmp_path_factory, program):
     with pytest.MonkeyPatch.context() as patch:

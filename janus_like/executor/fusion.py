@@ -137,17 +137,23 @@ def find_groups(graph: ir.Graph, skip=frozenset(), member=None) -> list[Group]:
     for n in graph.nodes:
         if not member(n):
             continue
-        joined = [n]
+        here = pos[n.id]
+        candidates = []  # the groups of n's inputs of n's shape
         for i in n.inputs:
             g = group_of.get(i.id) if isinstance(i, ir.Node) and _known(i) == _known(n) else None
-            if g is not None and g[0] not in joined:
-                joined = g + joined
-        joined.sort(key=lambda m: pos[m.id])
-        ids = {m.id for m in joined}
-        here = pos[n.id]
-        # every reader of a member outside the group must come after the group (its last op, n)
-        if any(u < here and graph.nodes[u].id not in ids for m in joined for u in users.get(m.id, ())):
-            joined = [n]
+            if g is not None and all(g is not c for c in candidates):
+                candidates.append(g)
+        # every reader of a member outside the group must come after the group (its last op, n):
+        # drop the input groups read from outside before n until the rest hold (dropping one
+        # group makes its readers external to the others, never the reverse)
+        while True:
+            ids = {n.id} | {m.id for g in candidates for m in g}
+            kept = [g for g in candidates
+                    if not any(u < here and graph.nodes[u].id not in ids for m in g for u in users.get(m.id, ()))]
+            if len(kept) == len(candidates):
+                break
+            candidates = kept
+        joined = sorted([n, *(m for g in candidates for m in g)], key=lambda m: pos[m.id])
         for m in joined:
             group_of[m.id] = joined
     groups, seen = [], set()

@@ -23,7 +23,7 @@ kernel that differs or fails to compile leaves its chain unfused.
 
 A group (executor/fusion.py's `find_groups`, with the GPU member rule below) is a set of such ops
 on the GPU of one static shape, connected through operands of that shape. Other operands are
-GPU arrays that broadcast to it, 0-d values and finite Python numbers, which the kernel
+GPU arrays that broadcast to it (0-d ones too) and finite Python numbers, which the kernel
 broadcasts itself. The plan calls the kernel where the group's last op was; no op outside the
 group reads a member before that point.
 """
@@ -47,7 +47,10 @@ OPS = {"add": "__{p}add_rn({}, {})", "sub": "__{p}sub_rn({}, {})", "mul": "__{p}
        "div": "__{p}div_rn({}, {})", "neg": "-{}", "sqrt": "sqrt({})", "abs": "fabs({})",
        "exp": "exp({})", "log": "log({})", "tanh": "tanh({})",
        "sigmoid": "__{p}div_rn({c}(1), __{p}add_rn({c}(1), exp(-{})))",  # CuPy's 1 / (1 + exp(-x))
-       "maximum": "MAXIMUM({}, {})", "relu": "MAXIMUM({}, {c}(0))"}  # (relu: CuPy's maximum(x, 0))
+       "maximum": "MAXIMUM({}, {})", "relu": "MAXIMUM({}, {c}(0))",  # (relu: CuPy's maximum(x, 0))
+       **{op: f"({{}} {c} {{}})" for op, c in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="),
+                                               ("eq", "=="), ("ne", "!="))}}
+COMPARISONS = ("gt", "ge", "lt", "le", "eq", "ne")  # bool results, computed in their float operands' dtype
 _CTYPES = {np.dtype(np.float32): ("float32", "float", "F32", "f"), np.dtype(np.float64): ("float64", "double", "F64", "d")}
 # CuPy's float maximum: NaN where either operand is NaN, else CUDA's max
 PREAMBLE = ("#define F32(x) ((float)(x))\n#define F64(x) ((double)(x))\n"
@@ -65,11 +68,23 @@ def _broadcasts(shape, to) -> bool:
     return len(shape) <= len(to) and all(a == b or a == 1 for a, b in zip(reversed(shape), reversed(to)))
 
 
+def _computed_in(n):
+    """The dtype op n computes in: its result's, or a comparison's float operands' (one dtype)."""
+    if n.op not in COMPARISONS:
+        return _dtype(n)
+    ds = {_dtype(i) for i in n.inputs if isinstance(i, ir.Node)}
+    return ds.pop() if len(ds) == 1 and _dtype(n) == np.bool_ else None
+
+
+def _param(d) -> str:
+    return _CTYPES[d][0] if d.kind == "f" else "bool"
+
+
 def gpu_member(n, devices) -> bool:
-    """Node n may be fused: an op of OPS without parameters on the GPU, of a static float shape,
-    whose operands are GPU arrays broadcasting to that shape (float or bool), 0-d values or finite
-    Python numbers."""
-    if n.op not in OPS or n.params or devices.get(n.id) != "gpu" or _dtype(n) not in _CTYPES:
+    """Node n may be fused: an op of OPS without parameters on the GPU, of a static float shape
+    (a comparison: bool, of float operands of one dtype), whose operands are GPU arrays
+    broadcasting to that shape (float or bool; 0-d ones too) or finite Python numbers."""
+    if n.op not in OPS or n.params or devices.get(n.id) != "gpu" or _computed_in(n) not in _CTYPES:
         return False
     shape = _known(n)
     if not shape:
@@ -79,7 +94,7 @@ def gpu_member(n, devices) -> bool:
             s, d = _known(i), _dtype(i)
             if s is None or d is None or d.kind not in "fb":
                 return False
-            if s != () and (devices.get(i.id) != "gpu" or not _broadcasts(s, shape)):
+            if devices.get(i.id) != "gpu" or not _broadcasts(s, shape):  # (a host 0-d array: CuPy refuses it)
                 return False
         elif type(i) not in (int, float) or not math.isfinite(i) or (type(i) is int and abs(i) > 2 ** 24):
             return False
@@ -103,24 +118,25 @@ class GpuGroup:
         local = {}
         params = []
         for k, a in enumerate(self.operands):
-            d = _dtype(a)
-            params.append(f"{_CTYPES[d][0] if d.kind == 'f' else 'bool'} a{k}")
-            local[a.id] = (f"a{k}", d)
+            params.append(f"{_param(_dtype(a))} a{k}")
+            local[a.id] = (f"a{k}", _dtype(a))
         lines = []
         for k, m in enumerate(members):
-            _, ctype, cast, letter = _CTYPES[_dtype(m)]
+            computed = _computed_in(m)
+            _, ctype, cast, letter = _CTYPES[computed]
             args = []
             for i in m.inputs:
                 if isinstance(i, ir.Node):
                     expr, d = local[i.id]
-                    args.append(expr if d == _dtype(m) and expr[0] == "t" else f"{cast}({expr})")
+                    args.append(expr if d == computed and expr[0] == "t" else f"{cast}({expr})")
                 else:
                     args.append(f"{cast}({float(i)!r})")
+            ctype = ctype if _dtype(m).kind == "f" else "bool"
             lines.append(f"{ctype} t{k} = {OPS[m.op].format(*args, p=letter, c=cast)};")
             local[m.id] = (f"t{k}", _dtype(m))
         lines += [f"o{k} = {local[m.id][0]};" for k, m in enumerate(self.outputs)]
         self.in_params = ", ".join(params)
-        self.out_params = ", ".join(f"{_CTYPES[_dtype(m)][0]} o{k}" for k, m in enumerate(self.outputs))
+        self.out_params = ", ".join(f"{_param(_dtype(m))} o{k}" for k, m in enumerate(self.outputs))
         self.body = " ".join(lines)
 
 
@@ -152,7 +168,7 @@ def _random(node, cp, rng):
         host = rng.random(shape) < 0.5
     else:
         host = rng.standard_normal(shape).astype(d)
-    return cp.asarray(host) if shape != () else host[()]
+    return cp.asarray(host)
 
 
 def checked(group: GpuGroup, cp) -> bool:
@@ -171,7 +187,8 @@ def checked(group: GpuGroup, cp) -> bool:
     got = got if isinstance(got, tuple) else (got,)
     for m, g in zip(group.outputs, got):
         want = env[m.id]
-        if g.shape != want.shape or g.dtype != want.dtype or not bool(cp.array_equal(g, want, equal_nan=True)):
+        if g.shape != want.shape or g.dtype != want.dtype \
+                or not bool(cp.array_equal(g, want, equal_nan=want.dtype.kind == "f")):
             return False
     group.kernel = kernel
     return True
