@@ -62,16 +62,24 @@ def _pruned(site, back, saved, views):
 
 
 def _drop_unread(lines, views):
-    """Removes, in place, the lines assigning a view in `views` that no other line reads."""
-    assigned = {i: m[1] for i, line in enumerate(lines) if (m := re.match(r"    (\w+) = ", line)) and m[1] in views}
+    """Removes, in place, the lines assigning a view in `views` that no other line reads, and the
+    unpacking of the calls' host numbers or positions (`H.T`, `C.T`) when no name it makes is read."""
+    def assigned():
+        found = {}
+        for i, line in enumerate(lines):
+            if (m := re.match(r"    (\w+) = ", line)) and m[1] in views:
+                found[i] = [m[1]]
+            elif m := re.fullmatch(r"    ((?:\w+, )+)= [HC]\.T", line):
+                found[i] = m[1].split(", ")[:-1]
+        return found
+
     while True:
-        unread = [i for i, name in assigned.items()
-                  if not any(re.search(rf"\b{name}\b", line) for j, line in enumerate(lines) if j != i)]
+        unread = [i for i, names in assigned().items()
+                  if not any(re.search(rf"\b{name}\b", line) for name in names for j, line in enumerate(lines) if j != i)]
         if not unread:
             return
         for i in sorted(unread, reverse=True):
             del lines[i]
-        assigned = {i: m[1] for i, line in enumerate(lines) if (m := re.match(r"    (\w+) = ", line)) and m[1] in views}
 
 
 def _lead(shape):
@@ -114,14 +122,14 @@ class BatchMixin:
         src += ["    " + (line if isinstance(line, str) else _record(line, widths)) for line in self.wlines]
         src += ["    return walk", ""]
         for k, (path, part) in enumerate(zip(self.paths, self.back_parts)):
-            batched, self.views = set(), set()
+            batched, self.views, self.ufuncs = set(), set(), set()
             site = self.batched_site(k, path, batched, captured)
             src += _pruned(site, self.batched_back(k, path, part, batched, captured), self.saved(path), self.views)
         return "\n".join(src) + "\n"
 
     def batched_site(self, k, path, batched, captured):
         hosts, calls = self.site_inputs(path)
-        lines = [f"def site{k}(n, H, C, OUT, arrays):"]
+        lines = [f"def site{k}(n, H, C, OUT, D, arrays):"]
         if captured:
             lines.append(captured.rstrip("\n"))
         if hosts:
@@ -148,10 +156,14 @@ class BatchMixin:
                 lines.append(f"    {_var(n)} = OUT[{tag[2]}][{tag[1]}]")
             elif tag[0] != "array" and n.id not in done:
                 lines += ["    " + line for line in self.batched_lines(n, batched)]
-        outs = []
-        for x in path.env["out"]:
-            shape = tuple(x.node.aval[0])
-            outs.append(_var(x.node) if x.node.id in batched else f"np.broadcast_to({_var(x.node)}, (n, *{shape!r}))")
+        outs, written = [], set()
+        for i, x in enumerate(path.env["out"]):
+            v, shape = _var(x.node), tuple(x.node.aval[0])
+            outs.append(v if x.node.id in batched else f"np.broadcast_to({v}, (n, *{shape!r}))")
+            if v in self.ufuncs and v not in written:  # the ufunc writes the group's rows of item i itself
+                written.add(v)
+                at = next(j for j, line in enumerate(lines) if line.startswith(f"    {v} = np."))
+                lines[at] = lines[at][:-1] + f", out=D[{i}])"
         lines.append(f"    return ({k}, C, {_SAVED}), ({''.join(o + ', ' for o in outs)})")
         return lines
 
@@ -257,6 +269,8 @@ class BatchMixin:
         v, op, rank = _var(n), n.op, len(n.aval[0])
         if op in _ELEMENTWISE and not n.params:
             args = [self.expanded(x, b, rank) for x, b in zip(n.inputs, ins)]
+            if _ELEMENTWISE[op].startswith("np."):
+                self.ufuncs.add(v)
             return [f"{v} = {_ELEMENTWISE[op]}({', '.join(args)})"]
         if op == "matmul" and not n.params:
             return [f"{v} = {self.batched_matmul(n, ins)}"]

@@ -51,10 +51,12 @@ class Batched:
         start = 0
         for height, k in order:
             stop = start + len(groups[height, k])
+            dest = [out[start:stop] for out in outs]  # the group's rows of each item
             rec, values = self.sites[k][0](stop - start, table[start:stop, c:c + self.hosts[k]],
-                                           children[start:stop, :self.calls[k]], outs, arrays)
-            for out, value in zip(outs, values):
-                out[start:stop] = value
+                                           children[start:stop, :self.calls[k]], outs, dest, arrays)
+            for d, value in zip(dest, values):
+                if value is not d:  # (a site's last ufunc writes its rows itself)
+                    d[...] = value
             saved.append((k, start, stop, rec))
             start = stop
         return [out[total - 1] for out in outs], (saved, outs)
