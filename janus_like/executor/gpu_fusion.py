@@ -17,7 +17,9 @@ Same values as the unfused ufuncs, bit for bit:
   are written as CuPy's ufuncs write them, and the kernel is compiled with CuPy's default
   options, so the same CUDA implementations run (checked on an H100 against the ufuncs on
   3.1 M values per dtype, subnormals, infinities, NaNs and signed zeros among them: no bit
-  differed); the sigmoid is the primitive's `1 / (1 + exp(-x))`, op for op.
+  differed); the sigmoid is the primitive's `1 / (1 + exp(-x))`, op for op;
+- a comparison is IEEE's, in its float operands' dtype, with a bool result (a later op casts it
+  to 1.0 or 0.0, as the ufunc does).
 Before a kernel is used, it is run once on random operands against the chain's own kernels; a
 kernel that differs or fails to compile leaves its chain unfused.
 
