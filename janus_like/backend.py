@@ -119,3 +119,10 @@ def asarray(data, dtype=None, copy=False):
     if _state["device"] == "gpu" or device_of(data) == "gpu":
         return _cupy().array(data, dtype=dtype, copy=copy)
     return np.array(data, dtype=dtype, copy=copy or None)
+
+
+def device_operand(v):
+    """A 0-d NumPy array handed to a GPU kernel becomes a NumPy scalar: the generator makes such
+    constants from the Python and NumPy scalars of eager code, which CuPy accepts, and eager code
+    hands one over the same way (NumPy makes a 0-d array of `np.float64(x)` in `np.float64(x) != t`)."""
+    return v[()] if type(v) is np.ndarray and v.ndim == 0 else v

@@ -158,6 +158,22 @@ def test_numpy_asarray_of_a_gpu_tensor_in_a_graph_is_a_host_copy(gpu):
     assert jf.stats()["graph_calls"] >= 1
 
 
+def test_a_numpy_scalar_on_the_left_of_a_comparison_with_a_gpu_tensor(gpu):
+    """NumPy hands `np.float64(x) != t` over as a 0-d array, which CuPy refuses; eager code passes
+    it on as the scalar it is, as graphs do (the comparison used to raise eagerly only)."""
+    def make():
+        def f(x):
+            s = np.sqrt(np.abs(2.5))
+            return (s != x) * 1.0 + (s < x) * x, s > x
+
+        return f, None
+
+    calls = call_sequence(5, lambda s, i: (jl.tensor(random_array(i, (2, 3), np.float32)).to("gpu"),))
+    jf = side_by_side(make, calls)
+    assert jf.stats()["graph_calls"] >= 1
+    assert backend.device_operand(np.array(2.5)) == 2.5 and type(backend.device_operand(np.array(2.5))) is np.float64
+
+
 def test_without_a_gpu_device_arrays_are_not_checked_for(monkeypatch):
     monkeypatch.setattr(backend, "_cupy_importable", lambda: False)
 

@@ -149,7 +149,7 @@ def test_each_op_in_a_kernel_gives_its_ufuncs_bits(kind, op, dtype, monkeypatch)
 # values and Python numbers, values read in the middle of a chain, returned or stored
 _FORMS = ["({} + {})", "({} * {})", "({} - {})", "({} / {})", "-{}", "np.sqrt(np.abs({}))", "np.abs({})",
           "np.tanh({})", "F.sum({})", "({} * 0.5 + {})", "np.exp({})", "np.log({})", "F.sigmoid({})",
-          "F.relu({})", "np.maximum({}, {})", "(({} > 0.5) * {})", "((0.25 <= {}) * {})", "(({} != 0.0) * 1.0)"]
+          "F.relu({})", "np.maximum({}, {})", "(({} > {}) * {})", "(({} <= 0.5) * {})", "(({} != {}) * 1.0)"]
 
 
 @st.composite

@@ -26,10 +26,11 @@ import functools
 import numpy as np
 
 from .. import backend, ir
+from ..backend import device_operand
 from ..ops.registry import REGISTRY
 from . import gpu_fusion
 from .interpreter import AssertFailed
-from .placement import _INDEXED, device_operand
+from .placement import _INDEXED
 from .plan_helpers import control_lines
 
 

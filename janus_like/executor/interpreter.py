@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import backend, ir
+from ..backend import device_operand
 from ..ops.registry import REGISTRY
-from .placement import device_operand
 
 
 class AssertFailed(Exception):

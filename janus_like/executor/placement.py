@@ -100,12 +100,6 @@ def any_gpu(graph: ir.Graph) -> bool:
     return False
 
 
-def device_operand(v):
-    """A 0-d NumPy array handed to a GPU kernel becomes a NumPy scalar: the generator makes
-    such constants from the Python and NumPy scalars of eager code, which CuPy accepts."""
-    return v[()] if type(v) is np.ndarray and v.ndim == 0 else v
-
-
 def node_device(node) -> str | None:
     """The device of one node while its graph is being generated (walks its operands)."""
     if not backend._state["gpu_used"]:
