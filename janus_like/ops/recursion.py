@@ -162,21 +162,17 @@ class _Choice:
     call per height, runs call by call when the batched form's per-group overhead outweighs)."""
 
     SAMPLES = 5  # runs measured in each form before choosing; the latest ones decide
-    RECHECK = 64  # then every 64th tree runs in the form not chosen, so both costs stay current
 
     def __init__(self):
         self.costs = {True: [], False: []}
         self.runs = {True: 0, False: 0}  # runs batched, call by call
         self.pending = None  # [form, units, seconds] of the run whose backward has not run yet
-        self.decided = 0
 
     def batched(self, calls, groups):
         per_group, per_call = self.costs[True], self.costs[False]
         if len(per_group) < self.SAMPLES or len(per_call) < self.SAMPLES:
             return len(per_group) <= len(per_call)
-        self.decided += 1
-        cheaper = groups * sorted(per_group)[len(per_group) // 2] < calls * sorted(per_call)[len(per_call) // 2]
-        return cheaper != (self.decided % self.RECHECK == 0)  # (an estimate from a slow start does not stick)
+        return groups * sorted(per_group)[len(per_group) // 2] < calls * sorted(per_call)[len(per_call) // 2]
 
     def start(self, batched, units, seconds):
         self.pending = [batched, units, seconds]

@@ -282,29 +282,6 @@ def test_the_form_is_chosen_by_measured_cost():
     assert not choice.batched(31, 8)
 
 
-def test_the_form_not_chosen_is_measured_again_now_and_then():
-    """A slow start (the batched form's first runs 30x dearer than later ones) picks the per-call
-    form; every RECHECK-th tree runs batched anyway, and once its recent costs show it cheaper,
-    the trees run batched."""
-    choice = _Choice()
-
-    def run(batched, per_unit):
-        choice.start(batched, 8 if batched else 31, 0.0)
-        choice.add(per_unit * (8 if batched else 31))
-
-    for _ in range(_Choice.SAMPLES):
-        run(choice.batched(31, 8), 3e-4)  # batched: 3e-4 a group
-        run(choice.batched(31, 8), 1e-5)  # call by call: 1e-5 a call
-    forms = []
-    for _ in range(_Choice.RECHECK * 2 * _Choice.SAMPLES):
-        forms.append(choice.batched(31, 8))
-        run(forms[-1], 1e-5 if forms[-1] else 1e-5)  # now a group costs what a call costs
-    every = _Choice.RECHECK
-    assert forms[:every - 1] == [False] * (every - 1) and forms[every - 1]  # the first recheck runs batched
-    late = range(len(forms) - 2 * every, len(forms))  # batched by now, rechecking the per-call form
-    assert [i for i in late if not forms[i]] == [i for i in late if (i + 1) % every == 0]
-
-
 def test_regions_choose_between_the_forms_as_they_run():
     with within(1e-5, 1e-6):
         jf = side_by_side(make_tree_lstm(cls=TreeLSTM), calls([tree(s) for s in range(30)]), reassociate=True,
