@@ -253,20 +253,21 @@ def run_model(name, args, jit):
         else:
             timed[sys_name] = r["blocks_ms"]
     record["ratios_per"] = unit or "step"
-    eager_blocks, numpy_blocks = timed.get("eager"), timed.get("numpy")
+    eager_blocks = timed.get("eager")
     eager_ms = statistics.median(eager_blocks) if eager_blocks else None
-    numpy_ms = statistics.median(numpy_blocks) if numpy_blocks else None
     for sys_name, own in timed.items():
         r = results[sys_name]
         mine = statistics.median(own)
         r["speedup_vs_eager"] = eager_ms / mine if eager_ms else None
-        r["ratio_to_numpy"] = mine / numpy_ms if numpy_ms else None
         # block k of every system covers the same steps in the same repeat: the ratio of the
         # two is immune to load drift between repeats and to work that changes over training
         r["speedup_vs_eager_paired"] = (statistics.median(e / b for e, b in zip(eager_blocks, own))
                                         if eager_blocks and len(eager_blocks) == len(own) else None)
-        r["ratio_to_numpy_paired"] = (statistics.median(b / n for n, b in zip(numpy_blocks, own))
-                                      if numpy_blocks and len(numpy_blocks) == len(own) else None)
+        for ref in ("numpy", "torch"):  # time over hand NumPy's, and over PyTorch's where it ran
+            ref_blocks = timed.get(ref)
+            r[f"ratio_to_{ref}"] = mine / statistics.median(ref_blocks) if ref_blocks else None
+            r[f"ratio_to_{ref}_paired"] = (statistics.median(b / n for n, b in zip(ref_blocks, own))
+                                           if ref_blocks and len(ref_blocks) == len(own) else None)
     record["systems"] = results
     record["checks"] = check_losses(losses, args.check_steps)
     for check in record["checks"]:
@@ -389,7 +390,8 @@ def main(argv=None) -> int:
           f"blocks after {args.warmup} warm-up calls; vs eager = eager ms / system ms; "
           f"paired = median over repeats of eager block ms / system block ms; "
           f"vs numpy = system ms / hand-NumPy ms; np paired = median over repeats of system block ms / "
-          f"hand-NumPy block ms (the ratios compare time per unit of work where a model counts it: "
+          f"hand-NumPy block ms (vs torch, torch paired: the same over PyTorch's, where it ran; "
+          f"the ratios compare time per unit of work where a model counts it: "
           f"the RL models' environment steps); graph = steady-state calls run as a graph", flush=True)
     core, pinned = frameworks.openblas_core(), os.environ.get("OPENBLAS_CORETYPE")
     print(f"NumPy's OpenBLAS kernels: {core}" + (f" (pinned by OPENBLAS_CORETYPE={pinned})" if pinned else ""))

@@ -27,10 +27,17 @@ def _ratio(v):
     return "-" if v is None else f"{v:.2f}x"
 
 
+def _share(v):
+    return "-" if v is None else f"{v:.2f}"
+
+
 def format_table(records):
     """One row per (model, system): timings, or why the system did not run."""
-    cols = ("model", "system", "ms/step", "steps/s", "vs eager", "paired", "vs numpy", "np paired", "first ms",
-            "warm-up ms", "graph", "loss")
+    # PyTorch's columns only where it ran (a GPU run has no hand-NumPy column to compare with)
+    torch = any(r.get("ratio_to_torch") is not None for rec in records for r in rec["systems"].values())
+    cols = ("model", "system", "ms/step", "steps/s", "vs eager", "paired", "vs numpy", "np paired",
+            *(("vs torch", "torch paired") if torch else ()), "first ms", "warm-up ms", "graph", "loss")
+    refs = ("numpy", "torch") if torch else ("numpy",)
     timed, other = [], []
     for rec in records:
         verdicts = {c["system"]: "ok" if c["ok"] else "MISMATCH" for c in rec["checks"]}
@@ -39,8 +46,7 @@ def format_table(records):
                 timed.append((rec["model"], sys_name, f"{r['ms_per_step']:.3f}", f"{r['steps_per_s']:.1f}",
                               "-" if r["speedup_vs_eager"] is None else f"{r['speedup_vs_eager']:.2f}x",
                               _ratio(r.get("speedup_vs_eager_paired")),
-                              "-" if r["ratio_to_numpy"] is None else f"{r['ratio_to_numpy']:.2f}",
-                              "-" if r.get("ratio_to_numpy_paired") is None else f"{r['ratio_to_numpy_paired']:.2f}",
+                              *(_share(r.get(f"ratio_to_{ref}{kind}")) for ref in refs for kind in ("", "_paired")),
                               f"{r['first_call_ms']:.2f}", f"{r['warmup_ms']:.2f}",
                               format_graph_share(r.get("steady_state")),
                               "ref" if sys_name == "eager" else verdicts.get(sys_name, "-")))

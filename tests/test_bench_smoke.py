@@ -324,6 +324,20 @@ def test_plot_without_matplotlib_is_skipped_with_a_message(monkeypatch, tmp_path
     assert "matplotlib" in capsys.readouterr().err
 
 
+def test_the_table_compares_with_pytorch_where_it_ran():
+    def system(ms, **ratios):
+        return {"ms_per_step": ms, "steps_per_s": 1e3 / ms, "speedup_vs_eager": 2.0 / ms, "first_call_ms": 1.0,
+                "warmup_ms": 2.0, "ratio_to_numpy": None, **ratios}
+
+    record = {"model": "m", "checks": [], "skipped": {"numpy": "CPU only"}, "errors": {},
+              "systems": {"eager": system(2.0), "jit": system(1.0, ratio_to_torch=0.8, ratio_to_torch_paired=0.75)}}
+    header, _, eager, jit, skipped = tables.format_table([record]).splitlines()
+    assert header.split()[11:15] == ["vs", "torch", "torch", "paired"]
+    assert jit.split()[8:10] == ["0.80", "0.75"] and eager.split()[8:10] == ["-", "-"] and "CPU only" in skipped
+    del record["systems"]["jit"]["ratio_to_torch"], record["systems"]["jit"]["ratio_to_torch_paired"]
+    assert "torch" not in tables.format_table([record]).splitlines()[0]  # no PyTorch run: no columns for it
+
+
 def test_plot_writes_a_png(tmp_path):
     pytest.importorskip("matplotlib")
     record = {"model": "m", "systems": {
