@@ -27,7 +27,7 @@ def _ratio(v):
     return "-" if v is None else f"{v:.2f}x"
 
 
-def _share(v):
+def _over(v):
     return "-" if v is None else f"{v:.2f}"
 
 
@@ -46,7 +46,7 @@ def format_table(records):
                 timed.append((rec["model"], sys_name, f"{r['ms_per_step']:.3f}", f"{r['steps_per_s']:.1f}",
                               "-" if r["speedup_vs_eager"] is None else f"{r['speedup_vs_eager']:.2f}x",
                               _ratio(r.get("speedup_vs_eager_paired")),
-                              *(_share(r.get(f"ratio_to_{ref}{kind}")) for ref in refs for kind in ("", "_paired")),
+                              *(_over(r.get(f"ratio_to_{ref}{kind}")) for ref in refs for kind in ("", "_paired")),
                               f"{r['first_call_ms']:.2f}", f"{r['warmup_ms']:.2f}",
                               format_graph_share(r.get("steady_state")),
                               "ref" if sys_name == "eager" else verdicts.get(sys_name, "-")))
