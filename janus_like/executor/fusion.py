@@ -194,23 +194,28 @@ def reorder(graph: ir.Graph, groups) -> list:
     return order
 
 
+def boundary(members, outputs, users) -> tuple[list, list]:
+    """(the nodes `members` read that are not members, in the order first read; the members
+    read by a node outside them or returned). `outputs`: the graph's output ids; `users`: node
+    id -> ids of its top-level readers. (The Numba loops' groups and gpu_fusion.py's.)"""
+    ids = {m.id for m in members}
+    operands = []
+    for m in members:
+        for i in m.inputs:
+            if isinstance(i, ir.Node) and i.id not in ids and all(x is not i for x in operands):
+                operands.append(i)
+    return operands, [m for m in members if m.id in outputs or any(u not in ids for u in users.get(m.id, ()))]
+
+
 def plan_kernel(group: Group, outputs: set, users: dict, writers: dict, reuse: dict) -> None:
     """Fill in `group`'s operands, outputs and kernel source. `outputs`: the graph's output ids;
     `users`: node id -> ids of its top-level readers; `writers`: node id -> the donated INPUT
     id it writes (the write region's); `reuse`: the memory plan (node id -> the operand whose
     buffer it takes)."""
-    ids = {m.id for m in group.members}
-    arrays, scalars = [], []
-    for m in group.members:
-        for i in m.inputs:
-            if isinstance(i, ir.Node) and i.id not in ids:
-                target = arrays if _known(i) == group.shape else scalars
-                if all(x is not i for x in target):
-                    target.append(i)
-    group.outputs = [m for m in group.members
-                     if m.id in outputs or any(u not in ids for u in users.get(m.id, ()))]
-    group.arrays, group.scalars = arrays, scalars
-    group.into = _into(group, ids, writers, reuse)
+    operands, group.outputs = boundary(group.members, outputs, users)
+    group.arrays = [i for i in operands if _known(i) == group.shape]
+    group.scalars = [i for i in operands if _known(i) != group.shape]
+    group.into = _into(group, {m.id for m in group.members}, writers, reuse)
     group.source = _source(group)
 
 

@@ -39,7 +39,7 @@ from .. import ir
 from ..ops.registry import REGISTRY
 from ..passes.order import refs
 from .buffers import _known
-from .fusion import find_groups
+from .fusion import boundary, find_groups
 
 # op -> the C expression of one element, from its operands' (already cast) expressions; {p} is
 # the rounding intrinsics' type letter (f: float, d: double), {c} the cast to the op's type.
@@ -109,13 +109,7 @@ class GpuGroup:
 
     def __init__(self, members, output_ids, users):
         self.members = members
-        ids = {m.id for m in members}
-        self.operands = []
-        for m in members:
-            for i in m.inputs:
-                if isinstance(i, ir.Node) and i.id not in ids and all(x is not i for x in self.operands):
-                    self.operands.append(i)
-        self.outputs = [m for m in members if m.id in output_ids or any(u not in ids for u in users.get(m.id, ()))]
+        self.operands, self.outputs = boundary(members, output_ids, users)
         self.kernel = None
         local = {}
         params = []

@@ -105,7 +105,7 @@ def eager_bind(op: Op, args, params):
     arrays = [a._data if isinstance(a, Tensor) else a for a in args]
     xp = backend.array_module(*arrays) if backend._state["gpu_used"] else np
     if xp is not np:  # a 0-d NumPy array (NumPy makes one of `np.float64(x) != t`) as the scalar
-        arrays = [backend.device_operand(a) for a in arrays]  # it is, as graphs hand it over (placement.py)
+        arrays = [backend.device_operand(a) for a in arrays]  # it is, as graphs hand it over (interpreter.py)
     try:
         out = op.impl(xp, *arrays, **params)
     except Exception as exc:  # teach: name the op, the operands and the user's line
