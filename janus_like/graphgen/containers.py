@@ -46,6 +46,10 @@ class ContainersMixin:
                                                        "py")
             pending = self.appends.get(id(obj))
             return n if pending is None else self.builder.py_op(operator.add, n, len(pending[1]))
+        pending = self.appends.get(id(obj))
+        if type(obj) is list and pending is not None:  # the input's length (its items unread) + appends
+            self.prog.check_len(ref.slot, self.site, relax=("length", ref.slot.text))
+            return len(obj) + len(pending[1])
         self.flush_appends(obj)
         shadow = self.shadows.get(id(obj))
         if shadow is not None:

@@ -376,7 +376,20 @@ class ExpressionsMixin:
             pending = self.appends.get(id(obj.obj))
             if pending is not None and type(key) is int and -len(pending[1]) <= key < 0:
                 return pending[1][key]  # `history[-1]` just appended: the input's items are not needed
-            self.flush_appends(obj.obj)
+            if pending is not None and type(obj.obj) is list and _last_items(key):
+                # `history[-5:]` after one append: the input's last four items, then the append
+                n, start = len(pending[1]), key.start
+                if start >= -n:
+                    return pending[1][start:]
+                if ("length", obj.slot.text) not in self.relaxed:  # all of a short list: its length guarded
+                    self.prog.check_len(obj.slot, self.site, relax=("length", obj.slot.text))
+                    start = max(start, -len(obj.obj) - n)
+                if -len(obj.obj) <= start + n:  # (a relaxed length: the input's items guarded to exist)
+                    return [self.getitem(obj, i) for i in range(start, -n)] + pending[1]
+            if pending is not None and type(key) is int and key < 0 and type(obj.obj) is list:
+                key += len(pending[1])  # `history[-2]` after one append: the input's own last item
+            else:
+                self.flush_appends(obj.obj)
             shadow = self.shadows.get(id(obj.obj))
             if shadow is not None:
                 return shadow[key]
@@ -386,8 +399,7 @@ class ExpressionsMixin:
             # last items are read by negative index, guarded only to exist (`history[-3:]`)
             tail = type(obj.obj) is list and ("length", obj.slot.text) in self.relaxed
             if isinstance(key, slice):
-                if tail and key.step in (None, 1) and key.stop is None and isinstance(key.start, int) \
-                        and -len(obj.obj) <= key.start < 0:
+                if tail and _last_items(key) and -len(obj.obj) <= key.start:
                     return [self.getitem(obj, i) for i in range(key.start, 0)]
                 return self.materialize(obj, self.site)[key]
             try:
@@ -496,3 +508,9 @@ _PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, 
 def _pure(node):
     """An expression whose evaluation has no effects a caller could see (no calls)."""
     return all(isinstance(n, _PURE_NODES) for n in ast.walk(node))
+
+
+def _last_items(key) -> bool:
+    """`key` is a slice of a sequence's last items: `[-k:]`."""
+    return type(key) is slice and key.step in (None, 1) and key.stop is None and type(key.start) is int \
+        and key.start < 0

@@ -102,7 +102,8 @@ REASONS = {r.id: r for r in [
     Reason("disabled", "JANUS_LIKE_DISABLE=1 is set", "unset it to enable the JIT"),
     Reason("growing-container", "a list or dict the function reads has another length on call after call (a log "
            "it appends to and reads back), and no graph specialized on a length ran twice",
-           "read back only what this call appended (history[-1]), or keep the running statistic in a number"),
+           "read back its length and last items only (len(history), history[-2], history[-5:]), "
+           "or keep the running statistic in a number"),
 ]}
 
 

@@ -119,9 +119,14 @@ def mean_of_floats(x, m):
     return np.mean([a, b, 1.0]) * x, np.std((a, b))
 
 
+def whole_mean(x, m):
+    m.history.append(float(x.sum()))
+    return np.mean(m.history)  # the whole list read back: a new length every call
+
+
 def running_mean(x, m):
     m.history.append(float(x.sum()))
-    return np.mean(m.history[-5:])  # the whole list read back: a new length every call
+    return np.mean(m.history[-5:])  # a window: all of a short list, then the last five items
 
 
 def test_numpy_functions_of_lists_of_graph_numbers():
@@ -129,9 +134,36 @@ def test_numpy_functions_of_lists_of_graph_numbers():
 
 
 def test_a_log_read_back_whole_stops_generating_graphs():
-    jf = check(_make(running_mean), _calls(30), min_graph_calls=0)
+    jf = check(_make(whole_mean), _calls(30), min_graph_calls=0)
     assert fallback_reasons(jf) == {"growing-container"}, jf.explain()
     assert jf.stats()["graphs_generated"] <= 6, jf.stats()
+
+
+def test_a_window_of_a_log_after_an_append_grows_under_one_graph():
+    """`history.append(loss)` then `history[-5:]`: while the list is short the window is all of
+    it (its length guarded, then relaxed as it keeps changing); then the input's last four items
+    (guarded only to exist) and the append. Before, the append made the whole list be read."""
+    jf = check(_make(running_mean), _calls(30), min_graph_calls=20)
+    assert "growing-container" not in fallback_reasons(jf), jf.explain()
+    assert max(h.runs for h in jf.graphs()) >= 15, jf.explain()  # one graph for the long lists
+
+    def emptied(s, k):  # the caller empties the log on the first 10 calls: then it grows
+        if k < 10:
+            s["m"].history = []
+        return np.random.default_rng(k).standard_normal(3), s["m"]
+
+    check(_make(running_mean), [lambda s, k=k: emptied(s, k) for k in range(16)], min_graph_calls=4)
+
+
+def diverging(x, m):
+    """A divergence check on the step's own loss log: `len()` and items by negative index after
+    the append (the input's last item is history[-2])."""
+    m.w = m.w - x
+    m.history.append(float(np.sum(m.w * m.w)))
+    scale = 1.0
+    if len(m.history) > 3 and m.history[-1] > 1.2 * m.history[-2]:
+        scale = 0.5  # on a few calls: its assert fails and the call runs eagerly
+    return m.w * scale + m.history[-2]
 
 
 class Agent:
@@ -257,3 +289,20 @@ def test_a_dict_key_formatted_from_a_graph_value_is_not_stored_as_a_string_to_be
                [lambda s, k=k: (np.random.default_rng(k).standard_normal(3), s["m"]) for k in range(12)],
                min_graph_calls=0)
     assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
+
+
+def test_a_divergence_check_on_the_steps_own_loss_log_grows_under_one_graph():
+    """The function appends its loss, then compares it with the previous one: the length is
+    relaxed after a few new lengths, the previous loss is an input read by negative index, and
+    the branch's rare outcome fails its assert and runs eagerly (or in its own graph)."""
+    def call(s, k):  # the loss shrinks, except on call 25: the branch's other outcome
+        w = s["m"].w
+        return (-3.0 * w if k == 25 else 0.05 * w * (1.0 + 0.1 * np.random.default_rng(k).random(3))), s["m"]
+
+    def make():
+        m = Model()
+        m.w, m.history = np.ones(3), [10.0]
+        return diverging, {"m": m}
+
+    jf = check(make, [lambda s, k=k: call(s, k) for k in range(40)], min_graph_calls=25)
+    assert "growing-container" not in fallback_reasons(jf), jf.explain()
