@@ -51,6 +51,7 @@ class InputProgram:
         self._by_key: dict = {}
         self._checked: set = set()  # the conditions checked so far (`check`)
         self._keys: dict = {}  # tuple of a dict's keys -> the constant holding them as a list
+        self._min_len: dict = {}  # slot index -> the greatest n of its `len >= n` guards
 
     def _const(self, value) -> str:
         # each constant is a global of the generated function (K3): a global load is cheaper
@@ -163,7 +164,11 @@ class InputProgram:
 
     def check_min_len(self, slot, n, site):
         """At least n items: reads by negative index (`history[-1]`) of a list whose exact
-        length is a graph input."""
+        length is a graph input. A weaker guard after a stronger one (`history[-5:]` reads its
+        items from the first) is implied, and not checked again."""
+        if n <= self._min_len.get(slot.index, 0):
+            return
+        self._min_len[slot.index] = n
         self.check(slot, f"len({{v}}) >= {n}", Assumption("length", site, f">= {n}", slot.text))
 
     def length(self, parent: Slot):

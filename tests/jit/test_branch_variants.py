@@ -145,7 +145,9 @@ def test_a_window_of_a_log_after_an_append_grows_under_one_graph():
     (guarded only to exist) and the append. Before, the append made the whole list be read."""
     jf = check(_make(running_mean), _calls(30), min_graph_calls=20)
     assert "growing-container" not in fallback_reasons(jf), jf.explain()
-    assert max(h.runs for h in jf.graphs()) >= 15, jf.explain()  # one graph for the long lists
+    main = max(jf.graphs(), key=lambda h: h.runs)
+    assert main.runs >= 15, jf.explain()  # one graph for the long lists
+    assert [a.expected for a in main.assumptions if a.kind == "length"] == [">= 4"], jf.explain()  # one guard
 
     def emptied(s, k):  # the caller empties the log on the first 10 calls: then it grows
         if k < 10:
