@@ -6,6 +6,7 @@ read after appends."""
 import collections
 
 import numpy as np
+from hypothesis import example, given, settings, strategies as st
 
 import janus_like as jl
 from janus_like import F
@@ -308,3 +309,37 @@ def test_a_divergence_check_on_the_steps_own_loss_log_grows_under_one_graph():
 
     jf = check(make, [lambda s, k=k: call(s, k) for k in range(40)], min_graph_calls=25)
     assert "growing-container" not in fallback_reasons(jf), jf.explain()
+
+
+def _log_reader(appends, window, back, with_len):
+    def step(x, m):
+        for i in range(appends):
+            m.history.append(float(x.sum()) + i)
+        out = np.mean(m.history[-window:]) * x
+        if with_len:
+            out = out + len(m.history)
+        if back:
+            out = out + m.history[-back]
+        return out
+    return step
+
+
+@settings(max_examples=25, deadline=None)
+@example(appends=1, window=5, back=0, with_len=False, resets={3}, seed=0)  # the graph made on an empty log
+@given(appends=st.integers(1, 2), window=st.integers(1, 6), back=st.integers(0, 4),
+       with_len=st.booleans(), resets=st.sets(st.integers(0, 17), max_size=6), seed=st.integers(0, 1000))
+def test_generated_reads_of_a_log_after_appends_match_eager(appends, window, back, with_len, resets, seed):
+    """Appends, then a window of the last items, an item by negative index and the length, on a
+    log the caller sometimes resets to a few items (lengths that shrink, come back and grow):
+    eager and jit side by side after every call, whichever graphs and guards the lengths get."""
+    def call(s, k):
+        if k in resets:
+            s["m"].history = [float(j) for j in range(back)]  # history[-back] stays readable (empty: back 0)
+        return np.random.default_rng(seed + k).standard_normal(3), s["m"]
+
+    def make():
+        m = Model()
+        m.history = [0.5] * back
+        return _log_reader(appends, window, back, with_len), {"m": m}
+
+    check(make, [lambda s, k=k: call(s, k) for k in range(18)], min_graph_calls=0)
