@@ -223,10 +223,11 @@ class ControlFlowMixin:
         return len(self.cond_writes)
 
     def container_snapshot(self, frame):
-        """The lists, dicts and sets the code of a conditional or loop node may write into."""
-        for ref, _ in list(self.appends.values()):  # what a node reads of an appended list is its shadow
-            if type(ref.obj) is list:  # (a deque read after appends is not modelled wherever it is)
-                self.flush_appends(ref.obj)
+        """The lists, dicts and sets the code of a conditional or loop node may write into. An
+        input list with appends pending stays so: the node's code cannot write it (container
+        writes there are Unsupported), and it reads the appended values and the input's last
+        items (`len`, negative indices) or makes the function's copy then, the same in either
+        branch (a copy made before the node would guard the list's length and every item)."""
         return ContainerSnapshot([frame, *self.frames, *self.overlay.values(), *self.global_overlay.values(),
                                   *self.cell_overlay.values(), *self.shadows.values()])
 

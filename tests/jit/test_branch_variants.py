@@ -316,8 +316,8 @@ def _log_reader(appends, window, back, with_len):
         for i in range(appends):
             m.history.append(float(x.sum()) + i)
         out = np.mean(m.history[-window:]) * x
-        if with_len:
-            out = out + len(m.history)
+        if with_len:  # a conditional on the length: a conditional node once the length is read at run time
+            out = out + len(m.history) + (m.history[-window] if len(m.history) >= window else -1.0)
         if back:
             out = out + m.history[-back]
         return out
@@ -343,3 +343,22 @@ def test_generated_reads_of_a_log_after_appends_match_eager(appends, window, bac
         return _log_reader(appends, window, back, with_len), {"m": m}
 
     check(make, [lambda s, k=k: call(s, k) for k in range(18)], min_graph_calls=0)
+
+
+def previous_or_zero(x, m):
+    m.w = m.w - x
+    m.history.append(float(np.sum(m.w * m.w)))
+    return m.w + (m.history[-2] if len(m.history) > 1 else 0.0)
+
+
+def test_a_conditional_on_a_growing_logs_length_grows_under_one_graph():
+    """Once the length is read when the graph runs, `history[-2] if len(history) > 1 else 0.0`
+    is a conditional node; its branches read the log's last items and the append (before, the
+    node read the list whole: a new graph per length, then eager)."""
+    def make():
+        m = Model()
+        m.w = np.ones(3)
+        return previous_or_zero, {"m": m}
+
+    jf = check(make, [lambda s: (0.05 * s["m"].w, s["m"])] * 40, min_graph_calls=30)
+    assert "growing-container" not in fallback_reasons(jf), jf.explain()
