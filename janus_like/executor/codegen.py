@@ -402,7 +402,7 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     em.users = read[0]
     em.scalar_nodes = scalars.scalar_pairs(graph, read) if em.static_shapes else set()
     em.rows, skip = rows.sparse_updates(graph, read) if em.static_shapes else ({}, set())
-    em.unread, em.globals["SGD_ROWS"] = em.unread | skip, rows.sgd_rows
+    em.unread, em.globals["SGD_ROWS"], em.globals["REGION_ROWS"] = em.unread | skip, rows.sgd_rows, rows.region_rows
     async_nodes = plan_async(graph) if parallel else {}
     em.graph = graph
     if not parallel:

@@ -18,6 +18,10 @@ their time with this form, in one process). It is exact, with the same bits as t
 - repeated ids, negative ids (-1 and V - 1 are one row), more than DISTINCT_MAX_INDICES ids or
   an id out of range take the four passes, as before (an id out of range raises there).
 
+A recursion region's gradient of an array its code only gathers rows of (`recursion_grad`, a
+one-off tree's embedding: `Region.row_arrays`) takes the same form (`region_rows`): the region
+hands the rows and their indices (`Region.sparse_grad`) instead of adding them into zeros.
+
 The graph keeps its ops (the interpreter and the native tier run them as they are): only the
 plan's source changes. The form replaces the scatter's line, so its operands are read where the
 scatter read them (memory planning may reuse their buffers after that); the multiply's and the
@@ -89,6 +93,14 @@ def sparse_updates(graph: ir.Graph, read: tuple[dict, set]) -> tuple[dict, set]:
             scale, first, z = (a, True, b) if _positive(a) else (b, False, a) if _positive(b) else (None, True, None)
             if scale is None:
                 continue
+        if isinstance(z, ir.Node) and z.op == "recursion_grad" and z.errstate is None \
+                and only_reader(z, m if scale is not None else s) and z.aval is not None \
+                and pos.get(w.id, -1) < pos[z.id] and z.params["index"] in z.params["region"].row_arrays \
+                and np.dtype(w.aval[1]).kind == "f" and tuple(s.aval[0]) == tuple(w.aval[0]) == tuple(z.aval[0]) \
+                and len({np.dtype(x.aval[1]) for x in (s, w, z, m) if isinstance(x, ir.Node) and x.aval}) == 1:
+            found[z.id] = (s, w, None, None, scale, first, False)  # a region's gathered rows (`region_rows`)
+            skip.update({s.id} | ({m.id} if scale is not None else set()))
+            continue
         if not isinstance(z, ir.Node) or z.op != "getitem_grad" or z.errstate is not None or z.params.get("dense") \
                 or len(z.inputs) != 3 or not only_reader(z, m if scale is not None else s):
             continue
@@ -108,10 +120,25 @@ def sparse_updates(graph: ir.Graph, read: tuple[dict, set]) -> tuple[dict, set]:
     return found, skip
 
 
+def region_rows(w, region, g, index, scale, scale_first):
+    """`w - scale * G` for G a recursion region's gradient of captured array `index` (ops/
+    recursion.py): `sgd_rows` when the run only gathered rows of it (a TreeRNN's embedding, one
+    row per leaf), with the same bits as the region's zeros-and-scatter gradient; else G."""
+    grad = region.sparse_grad(g, index)
+    if type(grad) is not np.ndarray:
+        return sgd_rows(w, grad.idx, grad.rows, scale, scale_first, False)
+    if scale is not None:
+        grad = np.multiply(scale, grad) if scale_first else np.multiply(grad, scale)
+    return np.subtract(w, grad)
+
+
 def code(em, z) -> str:
     """The plan's line for a scatter `sparse_updates` chose: the subtraction's value."""
     s, w, idx, g, scale, first, unique = em.rows[z.id]
     c = "None" if scale is None else em.arg(scale)
+    if z.op == "recursion_grad":
+        region = em.const(z.params["region"])
+        return f"v{s.id} = REGION_ROWS({em.arg(w)}, {region}, {em.arg(z.inputs[0])}, {z.params['index']}, {c}, {first})"
     return f"v{s.id} = SGD_ROWS({em.arg(w)}, {em.arg(idx)}, {em.arg(g)}, {c}, {first}, {unique})"
 
 

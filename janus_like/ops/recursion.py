@@ -27,6 +27,7 @@ the call runs eagerly.
 """
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -113,7 +114,24 @@ class Region:
         self.choice.drop()
         self._run += 1
 
+    @property
+    def row_arrays(self) -> set:
+        """The captured arrays whose gradient is gathered rows only in both forms' code (an
+        embedding read one row per leaf): `sparse_grad` may give their `_Rows`."""
+        uses: dict = {}
+        for kind, j in re.findall(r"acc\.(rows|plain|xs)\[(\d+)\]", self.source + self.batch_source):
+            uses.setdefault(int(j), set()).add(kind)
+        return {j for j, kinds in uses.items() if kinds == {"rows"}}
+
     def grads(self, g, index):
+        out = self.sparse_grad(g, index)
+        if type(out) is _Rows:
+            out = self._grads[index] = out.dense()
+        return out
+
+    def sparse_grad(self, g, index):
+        """The gradient of captured array `index`, or (an array the run only gathered rows of,
+        an embedding) its `_Rows`: the rows and their indices, not yet added into zeros."""
         if self._grads_run != self._run:
             self._grads = self._backward(g)
             self._grads_run = self._run
@@ -151,7 +169,8 @@ class Region:
         return self._totals(acc, arrays)
 
     def _totals(self, acc, arrays):
-        return [acc.total(j, arrays[j]) if j in self.float_arrays else None for j in range(len(arrays))]
+        return [(acc.rows_only(j, arrays[j]) or acc.total(j, arrays[j])) if j in self.float_arrays else None
+                for j in range(len(arrays))]
 
 
 class _Choice:
@@ -244,6 +263,15 @@ class _Accumulators:
             total = total + p
         return total
 
+    def rows_only(self, j, array):
+        """`_Rows` when array j's gradient is gathered rows only (what `total` adds into zeros),
+        in its own dtype; else None."""
+        rows = self.rows[j]
+        if self.plain[j] or self.xs[j] or not rows or rows[0].dtype != array.dtype:
+            return None
+        at = self.rows_at[j]
+        return _Rows(np.asarray(self.join(at) if self.join is np.concatenate else at, np.intp), self.join(rows), array)
+
     def joined(self, values):
         """`join(values)`, computed once for the same values (a bias's cotangents are the folded
         product's `gs`)."""
@@ -252,6 +280,20 @@ class _Accumulators:
         if out is None:
             out = self.seen[key] = self.join(values)
         return out
+
+
+class _Rows:
+    """A gradient that is zeros but for rows added at `idx` (add.at's order); `dense()` makes it."""
+
+    __slots__ = ("idx", "rows", "array")
+
+    def __init__(self, idx, rows, array):
+        self.idx, self.rows, self.array = idx, rows, array
+
+    def dense(self):
+        dense = np.zeros(self.array.shape, self.rows.dtype)
+        scatter_add(dense, self.idx, self.rows)
+        return dense
 
 
 def _failed(region, what):

@@ -13,7 +13,7 @@ from janus_like.source import function_ast
 
 from gradcheck import assert_variable_gradients
 
-from .harness import side_by_side, within
+from .harness import check, side_by_side, within
 
 H, V = 4, 12
 
@@ -82,6 +82,28 @@ def test_folded_weight_gradients_within_rounding():
     with within(1e-5, 1e-6):
         jf = side_by_side(make_tree_rnn, calls([tree(s) for s in range(24)]), reassociate=True)
     assert _regions(jf) and jf.stats()["graph_calls"] >= 12
+
+
+@pytest.mark.parametrize("reassociate", [False, True])
+def test_an_embeddings_sgd_step_updates_the_rows_the_region_gathered(reassociate):
+    """`emb - lr * grad(emb)`, the region having gathered one row of emb per leaf: the plan's
+    REGION_ROWS (executor/rows.py) copies emb and updates the leaves' rows, with the bits of the
+    zeros-and-scatter gradient; trees with a word twice take that dense form. Eager and jit side
+    by side, and the plan against the interpreter on every graph (both forms of the region when
+    reassociating)."""
+    trees = [tree(s) for s in range(16)] + [tree(100 + s, leaves=6, word=lambda w: w % 2) for s in range(4)]
+    trees += [tree(200, leaves=1)] + [tree(s) for s in range(30, 36)]
+    if reassociate:
+        with within(1e-5, 1e-6):
+            jf = check(make_tree_rnn, calls(trees), min_graph_calls=12, reassociate=True)
+    else:
+        jf = check(make_tree_rnn, calls(trees), min_graph_calls=12)
+    sources = [g.plan.source for g in jf.graphs() if g.plan is not None and _regions_in(g)]
+    assert sources and all(src.count("REGION_ROWS(") == 1 for src in sources), sources  # emb only
+
+
+def _regions_in(g):
+    return any(n.op == "recursion" for n in g.graph.all_nodes())
 
 
 def summed(encode, emb, w):

@@ -99,3 +99,42 @@ def test_an_embeddings_sgd_step_agrees_with_eager():
     for reassociate in (False, True):
         jf = check(make, calls, min_graph_calls=3, reassociate=reassociate)
         assert any("SGD_ROWS" in g.plan.source for g in jf.compiled if g.plan is not None), jf.explain()
+
+
+class _Region:
+    """What `rows.region_rows` asks of a recursion region: its gradient of a captured array,
+    as gathered rows (`ops.recursion._Rows`) or dense (already made for another reader)."""
+
+    def __init__(self, grad):
+        self.grad = grad
+
+    def sparse_grad(self, g, index):
+        return self.grad
+
+
+@settings(deadline=None)
+@given(rows=st.integers(1, 10), ids=st.lists(st.integers(0, 9), min_size=1, max_size=8),
+       w_special=st.lists(st.sampled_from(SPECIAL), max_size=4),
+       g_special=st.lists(st.sampled_from(SPECIAL), max_size=4), scale=st.sampled_from([None, 0.05, 3.0]),
+       scale_first=st.booleans(), dense=st.booleans(), seed=st.integers(0, 2**16))
+@example(rows=3, ids=[0, 2], w_special=[-0.0, -0.0, -0.0], g_special=[-0.0, -0.0], scale=0.05, scale_first=True,
+         dense=False, seed=0)
+def test_a_regions_gathered_rows_give_the_dense_gradients_bits(rows, ids, w_special, g_special, scale, scale_first,
+                                                              dense, seed):
+    """`region_rows(w, region, g, j, c, first)` against `w - c * G`, G the region's zeros with
+    the rows added at the ids (add.at's order): repeated ids, -0.0, inf and NaN included."""
+    from janus_like.executor.rows import region_rows
+    from janus_like.ops.recursion import _Rows
+
+    ids = [i % rows for i in ids]
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((rows, 3)).astype(np.float32)
+    g = rng.standard_normal((len(ids), 3)).astype(np.float32)
+    w.flat[:len(w_special)] = w_special
+    g.flat[:len(g_special)] = g_special
+    grad = _Rows(np.array(ids, np.intp), g, w)
+    full = grad.dense()
+    with np.errstate(all="ignore"):
+        want = w - (full if scale is None else np.multiply(scale, full) if scale_first else np.multiply(full, scale))
+        got = region_rows(w.copy(), _Region(full if dense else grad), None, 0, scale, scale_first)
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))  # bit for bit
