@@ -3,6 +3,8 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 """
 from __future__ import annotations
 
+import collections
+
 import functools
 import inspect
 import logging
@@ -279,7 +281,7 @@ class CallsMixin:
                 except Unsupported:  # an ndarray method without a graph op: the array has it
                     return True
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
-        args = self._containers(args, (list, tuple, dict))
+        args = self._containers(args, (list, tuple, dict, collections.deque))
         if func is sum and args and _any_abstract(args[0]):
             total = args[1] if len(args) > 1 else 0
             for x in args[0]:
@@ -295,6 +297,10 @@ class CallsMixin:
         try:
             return self.lift(func(*args, **kwargs))
         except TypeError:  # round(float(x[0])): a Python function of a value the graph computes
+            if any(isinstance(a, ObjRef) for a in (*args, *kwargs.values())):  # an input object it cannot read
+                raise Unsupported("unsupported-call", f"{getattr(func, '__name__', func)}() of "
+                                  f"{', '.join(type(a.obj).__name__ for a in args if isinstance(a, ObjRef))} "
+                                  "from the inputs", self.site) from None
             if not _any_abstract((args, kwargs)):
                 raise
             raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site) from None

@@ -25,10 +25,10 @@ class ContainersMixin:
         if isinstance(target, dict):
             self.prog.check_keys(ref.slot, site)
             return {k: self.classify(self.prog.item(ref.slot, k, v)[0], site, ast_key) for k, v in target.items()}
-        if isinstance(target, (list, tuple)):
+        if isinstance(target, (list, tuple, collections.deque)):  # (a deque's items, as a list)
             self.prog.check_len(ref.slot, site)
             items = [self.classify(self.prog.item(ref.slot, i, v)[0], site, ast_key) for i, v in enumerate(target)]
-            return items if isinstance(target, list) else tuple(items)
+            return tuple(items) if isinstance(target, tuple) else items
         raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
 
     def container_len(self, ref):

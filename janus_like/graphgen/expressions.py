@@ -378,14 +378,12 @@ class ExpressionsMixin:
                 return pending[1][key]  # `history[-1]` just appended: the input's items are not needed
             if pending is not None and type(obj.obj) is list and _last_items(key):
                 # `history[-5:]` after one append: the input's last four items, then the append
-                n, start = len(pending[1]), key.start
-                if start >= -n:
-                    return pending[1][start:]
+                n, start, stop = len(pending[1]), key.start, 0 if key.stop is None else key.stop
                 if ("length", obj.slot.text) not in self.relaxed:  # all of a short list: its length guarded
                     self.prog.check_len(obj.slot, self.site, relax=("length", obj.slot.text))
-                    start = max(start, -len(obj.obj) - n)
-                if -len(obj.obj) <= start + n:  # (a relaxed length: the input's items guarded to exist)
-                    return [self.getitem(obj, i) for i in range(start, -n)] + pending[1]
+                    start, stop = (max(i, -len(obj.obj) - n) for i in (start, stop))
+                if -len(obj.obj) <= start + n or start >= stop:  # (relaxed: the items guarded to exist)
+                    return [pending[1][i] if i >= -n else self.getitem(obj, i) for i in range(start, stop)]
             if pending is not None and type(key) is int and key < 0 and type(obj.obj) is list:
                 key += len(pending[1])  # `history[-2]` after one append: the input's own last item
             else:
@@ -399,8 +397,8 @@ class ExpressionsMixin:
             # last items are read by negative index, guarded only to exist (`history[-3:]`)
             tail = type(obj.obj) is list and ("length", obj.slot.text) in self.relaxed
             if isinstance(key, slice):
-                if tail and _last_items(key) and -len(obj.obj) <= key.start:
-                    return [self.getitem(obj, i) for i in range(key.start, 0)]
+                if tail and _last_items(key) and (-len(obj.obj) <= key.start or key.start >= (key.stop or 0)):
+                    return [self.getitem(obj, i) for i in range(key.start, key.stop or 0)]
                 return self.materialize(obj, self.site)[key]
             try:
                 value = obj.obj[key]
@@ -511,6 +509,6 @@ def _pure(node):
 
 
 def _last_items(key) -> bool:
-    """`key` is a slice of a sequence's last items: `[-k:]`."""
-    return type(key) is slice and key.step in (None, 1) and key.stop is None and type(key.start) is int \
-        and key.start < 0
+    """`key` is a slice of a sequence's last items: `[-k:]`, `[-k:-j]`."""
+    return type(key) is slice and key.step in (None, 1) and type(key.start) is int and key.start < 0 \
+        and (key.stop is None or type(key.stop) is int and key.stop < 0)

@@ -19,6 +19,7 @@ import os
 from .assumptions import Fallback, user_site
 
 GROWING_AFTER = 4  # length-guard failures of one container before `_growing` decides
+REGROW_AFTER = 32  # eager calls before a growing log whose length is relaxed is tried again (doubling)
 
 
 class FailuresMixin:
@@ -87,7 +88,30 @@ class FailuresMixin:
             return False
         entry.eager_reason = Fallback("growing-container", f"the length of {assumption.path} changed on {n} calls "
                                                            "and no graph ran twice", assumption.site)
+        if ("length", assumption.path) in entry.relaxed:  # its last items may become readable as it grows
+            wait = REGROW_AFTER if entry.regrow is None else 2 * entry.regrow[1]
+            entry.regrow = [wait, wait, key]
         self._note(entry.eager_reason)
+        return True
+
+    def _retry_growing(self, entry) -> bool:
+        """Whether this call generates again for a signature a growing log sent eager, its length
+        relaxed: a window of its last items (`history[-10:]`) reads the whole log while the log is
+        shorter, a new graph per length, and only a longer log is read by its last items. After
+        REGROW_AFTER eager calls (then twice as many each time) one graph is generated; a new
+        length failing its guard sends the signature eager again at once. The graphs that ran
+        once (lengths gone by) are dropped."""
+        regrow = entry.regrow
+        if regrow is None or entry.eager_reason is None or entry.eager_reason.reason != "growing-container":
+            return False
+        regrow[0] -= 1
+        if regrow[0] > 0:
+            return False
+        entry.eager_reason = None
+        entry.failures[regrow[2]] = GROWING_AFTER - 1  # this call's guard failure, then one more new length
+        entry.graphs[:] = [g for g in entry.graphs if g.runs > 1]
+        self.counters["regenerations"] += 1
+        self._log("regen", f"{regrow[2][1]} grew for {regrow[1]} eager calls: generating again")
         return True
 
     def _region_graph(self, entry, args):

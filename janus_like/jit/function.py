@@ -57,7 +57,8 @@ _NO_HINT = (lambda: None, ())
 
 
 class _Entry:
-    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries", "split", "split_failed", "lengths")
+    __slots__ = ("graphs", "eager_reason", "failures", "relaxed", "retries", "split", "split_failed", "lengths",
+                 "regrow")
 
     def __init__(self):
         self.graphs: list = []
@@ -68,6 +69,7 @@ class _Entry:
         self.split: dict = {}  # branches generated once per outcome (variants.py): site key -> the outcome
         self.split_failed: set = set()  # the outcome combinations whose generation failed
         self.lengths: dict = {}  # container path -> lengths its failed length guards met (failures._growing)
+        self.regrow = None  # [eager calls left, the next wait, failure key] before a growing log's retry
 
 
 class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin):
@@ -255,7 +257,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             return self._raised(entry, g, payload, args)
         if split_misses:
             return self._other_outcome(entry, split_misses, args)
-        if entry.eager_reason is not None:
+        if entry.eager_reason is not None and not self._retry_growing(entry):
             return self._eager(args)
         # ---- GENERATE
         if guard_failure is not None:

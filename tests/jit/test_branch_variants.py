@@ -186,6 +186,31 @@ def remember_and_count(x, m):
     return len(m.buffer)  # read back: a deque's maxlen drops items, not modelled
 
 
+def smoothed(x, m):
+    m.buffer.append(float(x.sum()))
+    return sum(m.buffer) / 4.0  # read back whole: a deque's maxlen drops items, not modelled
+
+
+def buffer_mean(x, m):
+    return x * sum(m.buffer)  # a deque the function does not append to: its items, guarded
+
+
+def test_reading_a_deque_whole():
+    """`sum()` of an input deque: its items read like a list's; after an append, the clear
+    reason (it was a generator error: TypeError on the deque's reference)."""
+    def make(f):
+        return lambda: (f, {"m": Agent()})
+
+    def call(s, k):
+        s["m"].buffer.append(float(k % 3))
+        return np.random.default_rng(k).standard_normal(3), s["m"]
+
+    check(make(buffer_mean), [lambda s, k=k: call(s, k) for k in range(12)], min_graph_calls=1)
+    jf = check(make(smoothed), _calls(8), min_graph_calls=0)
+    assert "reading an input deque after appending to it" in jf.explain(), jf.explain()
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
 def test_appending_to_an_input_deque():
     def make(f):
         return lambda: (f, {"m": Agent()})
@@ -362,3 +387,34 @@ def test_a_conditional_on_a_growing_logs_length_grows_under_one_graph():
 
     jf = check(make, [lambda s: (0.05 * s["m"].w, s["m"])] * 40, min_graph_calls=30)
     assert "growing-container" not in fallback_reasons(jf), jf.explain()
+
+
+def long_window(x, m):
+    m.history.append(float(x.sum()))
+    return np.mean(m.history[-12:]) * x  # longer than the log for its first calls
+
+
+def test_a_window_longer_than_the_log_is_retried_once_the_log_is_long_enough():
+    """While the log is shorter than the window every length is a new graph: the signature goes
+    eager (`growing-container`) with the length relaxed. After REGROW_AFTER eager calls one graph
+    is generated again; the log is then longer than the window, so the graph reads its last
+    items and serves every later length."""
+    jf = check(_make(long_window), _calls(90), min_graph_calls=30)
+    main = max(jf.graphs(), key=lambda h: h.runs)
+    assert main.runs >= 30, jf.explain()
+
+
+def length_and_sum(x, m):
+    m.history.append(float(x.sum()))
+    return x * len(m.history) + sum(m.history)  # the length relaxed, and the whole log read back
+
+
+def test_a_log_read_back_whole_is_retried_rarely():
+    """A log whose length was relaxed but which is also read whole stays a new graph per
+    length: each retry (after 32, then 64, then 128 eager calls) generates one graph, and the
+    next new length sends the signature eager again."""
+    jf = check(_make(length_and_sum), _calls(260), min_graph_calls=0)
+    stats = jf.stats()
+    assert fallback_reasons(jf) == {"growing-container"}, jf.explain()
+    assert 1 + 3 <= stats["regenerations"] and stats["graphs_generated"] <= 7 + 3, jf.explain()
+    assert stats["eager_calls"] >= 230, stats
