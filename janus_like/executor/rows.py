@@ -93,31 +93,32 @@ def sparse_updates(graph: ir.Graph, read: tuple[dict, set]) -> tuple[dict, set]:
             scale, first, z = (a, True, b) if _positive(a) else (b, False, a) if _positive(b) else (None, True, None)
             if scale is None:
                 continue
-        if isinstance(z, ir.Node) and z.op == "recursion_grad" and z.errstate is None \
-                and only_reader(z, m if scale is not None else s) and z.aval is not None \
-                and pos.get(w.id, -1) < pos[z.id] and z.params["index"] in z.params["region"].row_arrays \
-                and np.dtype(w.aval[1]).kind == "f" and tuple(s.aval[0]) == tuple(w.aval[0]) == tuple(z.aval[0]) \
-                and len({np.dtype(x.aval[1]) for x in (s, w, z, m) if isinstance(x, ir.Node) and x.aval}) == 1:
+        if not isinstance(z, ir.Node) or z.errstate is not None or not only_reader(z, m if scale is not None else s) \
+                or z.aval is None or np.dtype(w.aval[1]).kind != "f" \
+                or tuple(s.aval[0]) != tuple(w.aval[0]) or tuple(z.aval[0]) != tuple(w.aval[0]) \
+                or pos.get(w.id, -1) > pos[z.id]:  # the table is ready where the scatter runs
+            continue
+        if z.op == "recursion_grad" and z.params["index"] in z.params["region"].row_arrays \
+                and _one_dtype(s, w, z, m):
             found[z.id] = (s, w, None, None, scale, first, False)  # a region's gathered rows (`region_rows`)
-            skip.update({s.id} | ({m.id} if scale is not None else set()))
+        elif z.op == "getitem_grad" and not z.params.get("dense") and len(z.inputs) == 3:
+            g, idx = z.inputs[0], z.inputs[2]
+            items, _ = z.params["index"]
+            if (len(items) != 1 or type(items[0]) is not tuple or items[0][0] != "slot" or not isinstance(idx, ir.Node)
+                    or idx.aval is None or len(idx.aval[0]) != 1 or np.dtype(idx.aval[1]).kind not in "iu"
+                    or not isinstance(g, ir.Node) or g.aval is None or not _one_dtype(s, w, z, g, m)
+                    or not ir.numpy_typed(g) or tuple(g.aval[0]) != tuple(idx.aval[0]) + tuple(w.aval[0])[1:]):
+                continue
+            found[z.id] = (s, w, idx, g, scale, first, bool(z.params.get("unique")))
+        else:
             continue
-        if not isinstance(z, ir.Node) or z.op != "getitem_grad" or z.errstate is not None or z.params.get("dense") \
-                or len(z.inputs) != 3 or not only_reader(z, m if scale is not None else s):
-            continue
-        g, idx = z.inputs[0], z.inputs[2]
-        items, _ = z.params["index"]
-        dtypes = {np.dtype(x.aval[1]) for x in (s, w, z, g, m) if isinstance(x, ir.Node) and x.aval is not None}
-        if (len(items) != 1 or type(items[0]) is not tuple or items[0][0] != "slot" or not isinstance(idx, ir.Node)
-                or idx.aval is None or len(idx.aval[0]) != 1 or np.dtype(idx.aval[1]).kind not in "iu"
-                or not isinstance(g, ir.Node) or g.aval is None or len(dtypes) != 1
-                or np.dtype(w.aval[1]).kind != "f" or not ir.numpy_typed(g)
-                or tuple(s.aval[0]) != tuple(w.aval[0]) or tuple(z.aval[0]) != tuple(w.aval[0])
-                or tuple(g.aval[0]) != tuple(idx.aval[0]) + tuple(w.aval[0])[1:]
-                or pos.get(w.id, -1) > pos[z.id]):  # the table is ready where the scatter runs
-            continue
-        found[z.id] = (s, w, idx, g, scale, first, bool(z.params.get("unique")))
         skip.update({s.id} | ({m.id} if scale is not None else set()))
     return found, skip
+
+
+def _one_dtype(*xs) -> bool:
+    """The nodes among xs (a constant scale is a number) have one dtype."""
+    return len({np.dtype(x.aval[1]) for x in xs if isinstance(x, ir.Node) and x.aval is not None}) == 1
 
 
 def region_rows(w, region, g, index, scale, scale_first):

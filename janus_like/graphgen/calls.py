@@ -4,7 +4,6 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 from __future__ import annotations
 
 import collections
-
 import functools
 import inspect
 import logging

@@ -37,18 +37,16 @@ class ContainersMixin:
         length that kept failing its guard on new lengths (a log appended to on every call,
         `if len(history) < n: history.append(loss)`) is read as a graph input instead, plus
         what this call appended so far."""
-        obj = ref.obj
-        if type(obj) is list and ("length", ref.slot.text) in self.relaxed and id(obj) not in self.shadows:
+        obj, pending = ref.obj, self.appends.get(id(ref.obj))
+        if type(obj) is list and _length_key(ref) in self.relaxed and id(obj) not in self.shadows:
             slot, _ = self.prog.length(ref.slot)
             n = self.slot_values.get(slot.index)
             if n is None:
                 n = self.slot_values[slot.index] = Sym(self.input_node(slot, np.asarray(len(obj)), python_number=True),
                                                        "py")
-            pending = self.appends.get(id(obj))
             return n if pending is None else self.builder.py_op(operator.add, n, len(pending[1]))
-        pending = self.appends.get(id(obj))
         if type(obj) is list and pending is not None:  # the input's length (its items unread) + appends
-            self.prog.check_len(ref.slot, self.site, relax=("length", ref.slot.text))
+            self.prog.check_len(ref.slot, self.site, relax=_length_key(ref))
             return len(obj) + len(pending[1])
         self.flush_appends(obj)
         shadow = self.shadows.get(id(obj))
@@ -57,10 +55,59 @@ class ContainersMixin:
         if isinstance(obj, dict):
             self.prog.check_keys(ref.slot, self.site)
         elif isinstance(obj, (list, tuple)):
-            self.prog.check_len(ref.slot, self.site, relax=("length", ref.slot.text) if type(obj) is list else None)
+            self.prog.check_len(ref.slot, self.site, relax=_length_key(ref) if type(obj) is list else None)
         else:
             raise Unsupported("unsupported-call", f"len() of a {type(obj).__name__}", self.site)
         return len(obj)
+
+    def container_item(self, obj, index, ast_key=None):
+        """`obj[index]` of an input container: its item, guarded and classified as the profile saw
+        it. After appends (a log), an appended item is the appended value, and an item or the
+        last items by negative index (`history[-2]`, `history[-5:]`) are the input's own items
+        and the appends, so the input's length alone is guarded (relaxed when it keeps changing);
+        other reads make the function's copy of the list (containers.flush_appends)."""
+        key = _dict_key(index)
+        pending = self.appends.get(id(obj.obj))
+        if pending is not None and type(key) is int and -len(pending[1]) <= key < 0:
+            return pending[1][key]  # `history[-1]` just appended: the input's items are not needed
+        if pending is not None and type(obj.obj) is list and _last_items(key):
+            # `history[-5:]` after one append: the input's last four items, then the append
+            n, start, stop = len(pending[1]), key.start, 0 if key.stop is None else key.stop
+            if _length_key(obj) not in self.relaxed:  # all of a short list: its length guarded
+                self.prog.check_len(obj.slot, self.site, relax=_length_key(obj))
+                start, stop = (max(i, -len(obj.obj) - n) for i in (start, stop))
+            if -len(obj.obj) <= start + n or start >= stop:  # (relaxed: the items guarded to exist)
+                return [pending[1][i] if i >= -n else self.container_item(obj, i) for i in range(start, stop)]
+        if pending is not None and type(key) is int and key < 0 and type(obj.obj) is list:
+            key += len(pending[1])  # `history[-2]` after one append: the input's own last item
+        else:
+            self.flush_appends(obj.obj)
+        shadow = self.shadows.get(id(obj.obj))
+        if shadow is not None:
+            return shadow[key]
+        if isinstance(key, Sym):
+            raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
+        # a list whose length is read when the graph runs (containers.container_len): its
+        # last items are read by negative index, guarded only to exist (`history[-3:]`)
+        tail = type(obj.obj) is list and _length_key(obj) in self.relaxed
+        if isinstance(key, slice):
+            if tail and _last_items(key) and (-len(obj.obj) <= key.start or key.start >= (key.stop or 0)):
+                return [self.container_item(obj, i) for i in range(key.start, key.stop or 0)]
+            return self.materialize(obj, self.site)[key]
+        try:
+            value = obj.obj[key]
+        except (KeyError, IndexError, TypeError) as exc:
+            err = Unsupported("user-error", f"lookup fails: {exc!r}", self.site)
+            err.original = exc  # what eager raises here (a `try` around it may catch it)
+            raise err from None
+        if isinstance(obj.obj, (list, tuple)) and isinstance(key, int) and key < 0:
+            if tail:
+                self.prog.check_min_len(obj.slot, -key, self.site)
+            else:
+                key = len(obj.obj) + key
+                self.prog.check_len(obj.slot, self.site, relax=_length_key(obj) if type(obj.obj) is list else None)
+        slot, _ = self.prog.item(obj.slot, key, value)
+        return self.classify(slot, self.site, ast_key)  # element values that varied become inputs
 
     def attributes(self, ref):
         """vars(obj) of an input object: every attribute, with a guard on the attribute names."""
@@ -140,3 +187,15 @@ class ContainersMixin:
         if name in ("index", "count", "copy"):
             return getattr(view, name)(*args)
         raise Unsupported("unsupported-call", f"{type(target).__name__}.{name} on an input container", self.site)
+
+
+def _last_items(key) -> bool:
+    """`key` is a slice of a sequence's last items: `[-k:]`, `[-k:-j]`."""
+    return type(key) is slice and key.step in (None, 1) and type(key.start) is int and key.start < 0 \
+        and (key.stop is None or type(key.stop) is int and key.stop < 0)
+
+
+def _length_key(ref) -> tuple:
+    """What relaxing a list's length guard adds to the generator's `relaxed` set (the list's
+    length then read when the graph runs: container_len, container_item)."""
+    return ("length", ref.slot.text)

@@ -372,49 +372,7 @@ class ExpressionsMixin:
         if isinstance(index, Sym) and index.kind == "py" and isinstance(obj, (ObjRef, list, tuple, dict)):
             return self.table_lookup(obj, index)
         if isinstance(obj, ObjRef):
-            key = _dict_key(index)
-            pending = self.appends.get(id(obj.obj))
-            if pending is not None and type(key) is int and -len(pending[1]) <= key < 0:
-                return pending[1][key]  # `history[-1]` just appended: the input's items are not needed
-            if pending is not None and type(obj.obj) is list and _last_items(key):
-                # `history[-5:]` after one append: the input's last four items, then the append
-                n, start, stop = len(pending[1]), key.start, 0 if key.stop is None else key.stop
-                if ("length", obj.slot.text) not in self.relaxed:  # all of a short list: its length guarded
-                    self.prog.check_len(obj.slot, self.site, relax=("length", obj.slot.text))
-                    start, stop = (max(i, -len(obj.obj) - n) for i in (start, stop))
-                if -len(obj.obj) <= start + n or start >= stop:  # (relaxed: the items guarded to exist)
-                    return [pending[1][i] if i >= -n else self.getitem(obj, i) for i in range(start, stop)]
-            if pending is not None and type(key) is int and key < 0 and type(obj.obj) is list:
-                key += len(pending[1])  # `history[-2]` after one append: the input's own last item
-            else:
-                self.flush_appends(obj.obj)
-            shadow = self.shadows.get(id(obj.obj))
-            if shadow is not None:
-                return shadow[key]
-            if isinstance(key, (Sym,)):
-                raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
-            # a list whose length is read when the graph runs (containers.container_len): its
-            # last items are read by negative index, guarded only to exist (`history[-3:]`)
-            tail = type(obj.obj) is list and ("length", obj.slot.text) in self.relaxed
-            if isinstance(key, slice):
-                if tail and _last_items(key) and (-len(obj.obj) <= key.start or key.start >= (key.stop or 0)):
-                    return [self.getitem(obj, i) for i in range(key.start, key.stop or 0)]
-                return self.materialize(obj, self.site)[key]
-            try:
-                value = obj.obj[key]
-            except (KeyError, IndexError, TypeError) as exc:
-                err = Unsupported("user-error", f"lookup fails: {exc!r}", self.site)
-                err.original = exc  # what eager raises here (a `try` around it may catch it)
-                raise err from None
-            if isinstance(obj.obj, (list, tuple)) and isinstance(key, int) and key < 0:
-                if tail:
-                    self.prog.check_min_len(obj.slot, -key, self.site)
-                else:
-                    key = len(obj.obj) + key
-                    self.prog.check_len(obj.slot, self.site,
-                                        relax=("length", obj.slot.text) if type(obj.obj) is list else None)
-            slot, _ = self.prog.item(obj.slot, key, value)
-            return self.classify(slot, self.site, ast_key)  # element values that varied become inputs
+            return self.container_item(obj, index, ast_key)
         if isinstance(index, Sym) and isinstance(obj, (list, tuple, dict)):
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
         if isinstance(obj, dict):
@@ -507,8 +465,3 @@ def _pure(node):
     """An expression whose evaluation has no effects a caller could see (no calls)."""
     return all(isinstance(n, _PURE_NODES) for n in ast.walk(node))
 
-
-def _last_items(key) -> bool:
-    """`key` is a slice of a sequence's last items: `[-k:]`, `[-k:-j]`."""
-    return type(key) is slice and key.step in (None, 1) and type(key.start) is int and key.start < 0 \
-        and (key.stop is None or type(key.stop) is int and key.stop < 0)

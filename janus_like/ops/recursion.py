@@ -251,11 +251,7 @@ class _Accumulators:
         if self.xs[j]:
             parts.append(np.matmul(self.joined(self.xs[j]).T, self.joined(self.gs[j])).astype(array.dtype, copy=False))
         if self.rows[j]:
-            dense = np.zeros(array.shape, self.rows[j][0].dtype)
-            at = self.rows_at[j]  # ints, or (batched) arrays of them
-            scatter_add(dense, np.asarray(self.join(at) if self.join is np.concatenate else at, np.intp),
-                        self.join(self.rows[j]))
-            parts.append(dense)
+            parts.append(self._rows(j, array).dense())
         if not parts:
             return None
         total = parts[0]
@@ -269,8 +265,12 @@ class _Accumulators:
         rows = self.rows[j]
         if self.plain[j] or self.xs[j] or not rows or rows[0].dtype != array.dtype:
             return None
-        at = self.rows_at[j]
-        return _Rows(np.asarray(self.join(at) if self.join is np.concatenate else at, np.intp), self.join(rows), array)
+        return self._rows(j, array)
+
+    def _rows(self, j, array):
+        at = self.rows_at[j]  # ints, or (batched) arrays of them
+        return _Rows(np.asarray(self.join(at) if self.join is np.concatenate else at, np.intp),
+                     self.join(self.rows[j]), array, self.rows[j][0].dtype)
 
     def joined(self, values):
         """`join(values)`, computed once for the same values (a bias's cotangents are the folded
@@ -285,13 +285,14 @@ class _Accumulators:
 class _Rows:
     """A gradient that is zeros but for rows added at `idx` (add.at's order); `dense()` makes it."""
 
-    __slots__ = ("idx", "rows", "array")
+    __slots__ = ("idx", "rows", "array", "dtype")
 
-    def __init__(self, idx, rows, array):
+    def __init__(self, idx, rows, array, dtype=None):
         self.idx, self.rows, self.array = idx, rows, array
+        self.dtype = rows.dtype if dtype is None else dtype  # of the zeros: the first row's
 
     def dense(self):
-        dense = np.zeros(self.array.shape, self.rows.dtype)
+        dense = np.zeros(self.array.shape, self.dtype)
         scatter_add(dense, self.idx, self.rows)
         return dense
 
