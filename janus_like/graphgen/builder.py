@@ -63,6 +63,11 @@ class GraphBuilder:
         # ids of gradient nodes that eager leaves None after some branch outcomes (cond_grad.py)
         self.maybe_none_grads: set = set()
         self.uses_rng = False
+        # {node id: branch key} of the values eager holds as an ndarray after some outcomes of that
+        # branch and as a Tensor after others (its branches gave one of each: control.cond). The
+        # graph computes them as Tensors: the values agree, and only where the type could show
+        # (`escape`) does the generator give up, telling the JIT which branch to split
+        self.either: dict = {}
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks
         # JANUS_LIKE_VERIFY (the test suite): run every op anyway and compare with the shortcuts
@@ -129,6 +134,9 @@ class GraphBuilder:
         if node is None:
             node = self.add(ir.Node(op.name, tuple(inputs), dict(params), aval))
         kind = "py" if op.name in _PY_RESULT_OPS else ("tensor" if "tensor" in kinds else "array")
+        if kind == "tensor" and self.either and all(isinstance(a, Sym) and a.node.id in self.either
+                                                    for a, k in zip(args, kinds) if k == "tensor"):
+            self.either[node.id] = self.either[args[kinds.index("tensor")].node.id]  # a Tensor where it is one
         out = Sym(node, kind)
         if kind == "array" and op.name in _VIEW_OPS and isinstance(args[0], Sym):
             # NumPy returns a view: an in-place write through it (or to its base) is not modelled
@@ -216,6 +224,19 @@ class GraphBuilder:
     def to_py(self, sym, pytype):
         node = self.add(ir.Node(ir.TO_PY, (sym.node,), {"type": pytype}, ((), np.dtype(pytype))))
         return Sym(node, "py")
+
+    def either_key(self, v):
+        """The branch after some outcomes of which eager holds v, a Tensor here, as an ndarray."""
+        return self.either.get(v.node.id) if isinstance(v, Sym) and v.kind == "tensor" else None
+
+    def escape(self, v, what, site=None):
+        """v's type shows (`what`): Unsupported when eager's depends on a branch's outcome."""
+        key = self.either_key(v)
+        if key is not None:
+            exc = Unsupported("data-dependent-python", f"a value that is an ndarray after one outcome of a branch "
+                                                       f"and a Tensor after the other is {what}", site or self.site)
+            exc.branch = key  # the JIT makes one graph per outcome of that branch instead
+            raise exc
 
     def assert_(self, cond_sym, expect, assumption):
         self.add(ir.Node(ir.ASSERT, (cond_sym.node,), {"expect": expect, "assumption": assumption}))

@@ -175,12 +175,18 @@ class ControlFlowMixin:
             if not isinstance(a, Sym):
                 same.append((dest, a))
                 continue
-            if a.shape != b.shape or a.dtype != b.dtype or a.kind != b.kind:
+            if a.shape != b.shape or a.dtype != b.dtype:
                 raise Unsupported("data-dependent-python", f"{label} differs in shape/dtype between branches",
                                   self.site)
+            either = self.builder.either_key(a) or self.builder.either_key(b)
+            if a.kind != b.kind:
+                if {a.kind, b.kind} != {"array", "tensor"} or dest[0] != "local":
+                    raise Unsupported("data-dependent-python", f"{label} is a {a.kind} after one branch and a "
+                                                               f"{b.kind} after the other", self.site)
+                either = site_key(frame.filename, node)  # x = seq[t] if teacher_forcing else prediction
             outs_then.append(a.node)
             outs_else.append(b.node)
-            merged.append((dest, a, originals))
+            merged.append((dest, a if a.kind == "tensor" else b, originals, either))
         for container, contents in structure:  # the branches agree on these but for the merged items
             put(container, contents)
         for dest, value in same:
@@ -188,8 +194,10 @@ class ControlFlowMixin:
         cond_node = self.builder.add(ir.Node(ir.COND, (pred.node,), {
             "then_nodes": then_block, "else_nodes": else_block, "then_outs": outs_then, "else_outs": outs_else}))
         results = []
-        for i, (dest, proto, originals) in enumerate(merged):
+        for i, (dest, proto, originals, either) in enumerate(merged):
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
+            if either:
+                self.builder.either[out.node.id] = either
             results.append(out.node)
             # which object the name (item, attribute) refers to now depends on the branch: writing
             # through it, or writing what it might alias, cannot be modelled (see refresh_views)

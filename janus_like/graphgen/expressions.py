@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
+from ..tensor import Tensor
 from .builder import SymbolicTape
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _truth_value, _unwrap_obj
@@ -352,6 +353,10 @@ class ExpressionsMixin:
         if isinstance(obj, Sym) and name in ("size", "__len__") and self.builder.polymorphic:
             raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
                                                  "is not fixed", self.site)
+        if isinstance(obj, Sym) and not (hasattr(np.ndarray, name) and hasattr(Tensor, name)):
+            self.builder.escape(obj, f"read as .{name}")  # x.numpy(), x.base: one type's own
+            if obj.kind == "array" and hasattr(Tensor, name):  # as eager: x.numpy() of an ndarray
+                raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
         if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name) and hasattr(np.ndarray, name):
             raise Unsupported("unsupported-call", f"ndarray.{name} has no graph op", self.site)
         if isinstance(obj, (Sym, SymbolicTape)):

@@ -36,6 +36,7 @@ class Outputs:
         self.result = None
         self.sink_count: dict = {}
         self.duplicates: set = set()
+        self.escape = lambda v, what: None  # the builder's check that v's type cannot show (builder.escape)
 
     def node_index(self, node):
         i = self._index.get(node.id)
@@ -54,6 +55,7 @@ class Outputs:
         if isinstance(v, Sym):
             if v.kind == "stale":
                 raise Unsupported("view-write", "returning a view whose base was written in place", "")
+            self.escape(v, "returned, stored or printed")
             if v.origin is not None and v.kind in ("array", "tensor"):
                 return ("slot", v.origin)
             copy = v.kind == "array" and v.node.op == ir.CONST
@@ -264,6 +266,7 @@ def _op_line(op, expr, const) -> str:
 
 def build_outputs(gen, result) -> Outputs:
     out = Outputs()
+    out.escape = gen.builder.escape
     seen_boxes = {}
     for w in gen.writes:
         if w[0] == "box":

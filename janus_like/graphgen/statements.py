@@ -115,6 +115,7 @@ class StatementsMixin:
                 return cur.assign_sub(rhs)
             return cur.assign(op(Sym(cur.node, "array"), rhs))
         if isinstance(cur, Sym) and cur.kind in ("array", "tensor"):
+            self.builder.escape(cur, "updated in place (`x += ...`)")
             new = op(cur, rhs)
             if cur.kind == "array":
                 self.write_box(cur, self.inplace_value(cur, new))
@@ -308,6 +309,7 @@ class StatementsMixin:
                 obj.assign(new)
                 self.note_write(obj)
                 return
+            self.builder.escape(obj, "written in place (`x[i] = ...`)")
             new = F.index_update(Sym(obj.node, obj.kind), _unwrap_obj(index), value)
             self.write_box(obj, _as_kind(new, obj.kind))
             return
