@@ -17,14 +17,13 @@ from ..errors import GradientError
 from ..ops import api as F
 from ..tensor import Tensor
 from .shapes import DTYPES, UNSAMPLED, by_rule
-from .values import Sym, Unsupported, VarRef
+from .values import OPAQUE, Sym, Unsupported, VarRef
 
 LOOP_GRAD = "loop-grad"  # a tape entry standing for a whole loop node (see loop_grad.py)
 COND_GRAD = "cond-grad"  # ... and for a whole conditional node (see cond_grad.py)
 
 
 _PY_RESULT_OPS = {"reduced_count", "dim_of"}  # ops whose run-time result is a Python number
-OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like",
              "asarray", "flip"}
 

@@ -14,6 +14,8 @@ import numpy as np
 
 from .. import ir
 from ..ops import api as F
+from ..ops.draws import CLOCKS
+from ..ops.registry import P
 from ..source import NoSource, function_ast, has_yield, in_packages, local_names
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
@@ -97,6 +99,8 @@ class CallsMixin:
             return self.super_ref(args)
         if func is np.errstate:  # `with np.errstate(...)`: recorded on the nodes built inside
             return ErrState(dict(kwargs))
+        if isinstance(func, types.BuiltinFunctionType) and func in CLOCKS and not args and not kwargs:
+            return _as_kind(self.builder.emit(P.clock, (), {"fn": func}), "py")  # read when the graph runs
         if func is print or (isinstance(func, types.FunctionType) and func.__module__ == "logging"
                              and func.__name__ in _LOG_FUNCTIONS):
             return self.defer(func, args, kwargs)
@@ -325,6 +329,8 @@ class CallsMixin:
             return VarSnapshot(Sym(v.node, "tensor"), v.var)
         if isinstance(v, Sym) and v.origin is not None:  # the live buffer is written at commit
             return _as_kind(Sym(v.node, "array").copy(), v.kind)
+        if isinstance(v, Sym):  # its value now: a later in-place write (`y += 1`) points v at a new node
+            return Sym(v.node, v.kind)
         if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):
             items = self.materialize(v, self.site)
             if isinstance(items, dict):

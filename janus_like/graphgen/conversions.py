@@ -20,7 +20,7 @@ import numpy as np
 from ..ops import api as F
 from ..ops.registry import P, bind
 from .support import _any_abstract, _as_kind
-from .values import Sym, Unsupported
+from .values import OPAQUE, TENSOR_BUFFER, Sym, Unsupported
 
 _CONSTRUCTORS = (np.asarray, np.asanyarray, np.array)
 
@@ -56,7 +56,10 @@ def convert(func, args, kwargs, site):
         return _scalar(_detach(x), scalar)
     dtype = None if dtype is None else np.dtype(dtype)
     if isinstance(x, Sym):
-        return _one(func, _detach(x), dtype)
+        out = _one(func, _detach(x), dtype)
+        if x.kind == "tensor" and func is not np.array and out.dtype == x.dtype and out.shape:
+            out.view = (OPAQUE, TENSOR_BUFFER)  # the Tensor's own buffer: a write through it changes the Tensor
+        return out
     if isinstance(x, (list, tuple)):
         return _nested(x, dtype, name, site)
     raise Unsupported("unsupported-call", f"{name} of a {type(x).__name__} holding graph values", site)

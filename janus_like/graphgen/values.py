@@ -22,6 +22,11 @@ from ..ops import api as F
 from ..ops.methods import ArrayMethods
 from ..ops.registry import _builder as _BUILDER  # [the builder in charge], a list read per op
 
+OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
+# the second item of an OPAQUE view that is an ndarray sharing a Tensor's buffer (np.asarray(t),
+# t.numpy()): eager writes through it change the Tensor (a Tensor's own `t += 1` takes a new buffer)
+TENSOR_BUFFER = object()
+
 
 class Unsupported(Exception):
     """The generator cannot convert this code; the function stays eager for this signature."""
@@ -120,7 +125,10 @@ class Sym(ArrayMethods):
             from ..ops import api as F
 
             return Sym(F.to_device(self, "cpu").node, "array")
-        return Sym(self.node, "array")
+        out = Sym(self.node, "array")
+        if self.kind == "tensor":
+            out.view = (OPAQUE, TENSOR_BUFFER)
+        return out
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from ..tensor import _REDUCERS, _UFUNCS

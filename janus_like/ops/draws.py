@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import random
+import time
 
 import numpy as np
 
@@ -45,3 +46,20 @@ def restore(rng, state):
         rng.setstate(state)
     else:
         rng.bit_generator.state = state
+
+
+# The standard library's clocks: `t0 = time.perf_counter()` in a step that logs its own time.
+# A read is a stateful node (never folded, merged or dropped, kept in order with the other
+# effects), and the plan keeps it where the program put it among the ops, so `perf_counter() -
+# t0` measures the graph's work in between.
+CLOCKS = frozenset((time.time, time.perf_counter, time.monotonic, time.process_time, time.thread_time,
+                    time.time_ns, time.perf_counter_ns, time.monotonic_ns, time.process_time_ns,
+                    time.thread_time_ns))
+
+
+def _clock(xp, fn):
+    return fn()
+
+
+register("clock", _clock, stateful=True, shape=lambda fn: ((), np.dtype(type(fn()))),
+         doc="a reading of the standard library clock `fn` (`time.perf_counter`, ...), a Python number")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import janus_like as jl
 from janus_like import F
 
-from .harness import check, load_module, random_array
+from .harness import call_sequence, check, load_module, random_array
 
 # l: a Python float, n: a Python int, m: a NumPy scalar of x's dtype, x: the array
 _PRELUDE = "l = float(np.sum(x)); n = int(np.argmax(x)); m = x.mean()"
@@ -174,3 +174,22 @@ def test_generated_array_literals_match_eager(tmp_path_factory, rows, dtype):
     module = _module(tmp_path_factory.mktemp("conv"), body)
     jf = check(lambda: (module.f, {}), _calls())
     assert not jf.fallbacks(), (body, jf.explain())
+
+
+@pytest.mark.parametrize("convert", ["np.asarray(y)", "np.asanyarray(y)", "y.numpy()", "np.array(y)",
+                                     "np.asarray(y, dtype=np.float64)"])
+@pytest.mark.parametrize("write", ["a += 1.0", "a[0] = 7.0", "np.add(a, 1.0, out=a)", ""])
+def test_an_ndarray_sharing_a_tensors_buffer(tmp_path, convert, write):
+    """`np.asarray(t)` and `t.numpy()` of a CPU Tensor are its buffer: eager's write through them
+    changes the Tensor (held in state here), so such a write keeps the step eager; a copy
+    (`np.array(t)`, another dtype) and a read are staged."""
+    module = load_module(tmp_path, "import numpy as np\n\ndef f(m, t):\n    y = t * 1.0\n    m['last'] = y\n"
+                                   f"    a = {convert}\n    {write or 'pass'}\n    return a * 2.0, y\n")
+
+    def make():
+        return module.f, {"m": {}}
+
+    copies = convert.startswith("np.array(") or "float64" in convert
+    jf = check(make, call_sequence(6, lambda s, i: (s["m"], jl.tensor(random_array(i, (3,)).astype(np.float32)))),
+               min_graph_calls=0)
+    assert (jf.stats()["graph_calls"] > 0) == (copies or not write), jf.explain()

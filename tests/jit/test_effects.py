@@ -155,6 +155,25 @@ def test_print_of_arrays_and_tensors():
     check(make, call_sequence(6, lambda s, i: (random_array(i, (3,)), jl.tensor(random_array(i + 9, (2,))))))
 
 
+def test_print_shows_a_value_as_it_was_before_an_in_place_write():
+    """`print(y)` then `y += 1.0`: the deferred print shows y before the write, for an ndarray,
+    a Tensor and a view of a local array (the graph's print once showed the written value)."""
+    def make():
+        def f(x, t):
+            y, z, w = x * 1.0, t * 1.0, np.zeros((2, 3))
+            row = w[0]
+            print(y, z, row, [y, {"z": z}])
+            y += 1.0
+            z += 1.0
+            w[0] += x
+            return y, z, row
+
+        return f, {}
+
+    check(make, call_sequence(6, lambda s, i: (random_array(i, (3,)), jl.tensor(random_array(i + 9, (3,))))),
+          min_graph_calls=2)
+
+
 def test_print_tensor_made_from_graph_value():
     def make():
         def f(x):

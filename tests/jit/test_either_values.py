@@ -8,11 +8,13 @@ one graph per outcome or runs eagerly, and every call agrees with eager.
 import random
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import janus_like as jl
 from janus_like import F
 
-from .harness import check, fallback_reasons, random_array, within
+from .harness import check, fallback_reasons, load_module, random_array, within
 
 
 def _model():
@@ -158,3 +160,40 @@ def test_an_ndarray_has_no_tensor_methods():
 
     jf = check(lambda: (wrong, {"m": _model()}), _seqs(5), min_graph_calls=0)
     assert "user-error" in fallback_reasons(jf), jf.explain()
+
+
+# What a generated step does with `x` (an ndarray or a Tensor, by the branch) and `y` (computed
+# from x with no other Tensor operand): each line keeps x and y of one broadcast shape (2, 3)
+_USES = ["y = y * 2.0 + seq[3]", "y = np.tanh(y)", "y = y[::-1] + 0.5", "y = np.maximum(y, 0.0) - x",
+         "y = np.asarray(y) + 1.0", "y = y @ np.ones((3, 3), np.float32)", "y = y + np.sum(y, axis=0)",
+         "y = y.T.T * 0.5", "y = y.reshape(3, 2).reshape(2, 3)", "y = np.where(y > 0.0, y, 0.1 * y)",
+         "y = y + m['w'][:2]",  # a Tensor whatever x is
+         "y = y if float(np.sum(seq[4])) > 0 else y * 0.5",  # a second branch
+         "y = y if float(np.sum(seq[4])) > 0 else np.asarray(y)",
+         "out.append(y)", "out.append(float(np.sum(y)))", "m['last'] = y", "y += 1.0", "y[0] = 0.0",
+         "out.append(isinstance(y, jl.Tensor))", "out.append(hasattr(y, 'numpy'))", "print(float(np.sum(y)))",
+         "print(y)", "out.append(y.shape[0] + y.ndim)"]
+_ENDS = ["return y", "return float(np.sum(y))", "return F.mean(y * m['w'][0])", "return out", "return (y, x)",
+         "return np.asarray(y)"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(uses=st.lists(st.sampled_from(_USES), max_size=4), end=st.sampled_from(_ENDS),
+       then_tensor=st.booleans(), seed=st.integers(0, 1000))
+def test_generated_uses_of_a_value_of_either_type(tmp_path_factory, uses, end, then_tensor, seed):
+    """Whatever the step does with the merged value — ops that keep the type a question, ops that
+    settle it, returns, state, type checks, in-place writes, prints — every call agrees with
+    eager: the branch is one conditional node, or one graph per outcome, or eager."""
+    arms = ["np.tanh(seq[0] @ m['w'][:3])", "seq[1] * 1.0"]
+    a, b = arms if then_tensor else arms[::-1]
+    source = "\n".join(["import numpy as np", "import janus_like as jl", "from janus_like import F", "",
+                        "def step(m, seq):", "    out = []", f"    x = {a} if float(np.sum(seq[2])) > 0 else {b}",
+                        "    y = x * 1.0"] + [f"    {u}" for u in uses] + [f"    {end}"])
+    module = load_module(tmp_path_factory.mktemp("either"), source)
+    def make():
+        w = np.random.default_rng(seed).standard_normal((3, 3)).astype(np.float32)
+        return module.step, {"m": {"w": jl.Variable(w)}}
+
+    calls = [lambda s, i=i: (s["m"], np.random.default_rng(seed + i).standard_normal((5, 2, 3)).astype(np.float32))
+             for i in range(12)]
+    check(make, calls, min_graph_calls=0)

@@ -218,9 +218,11 @@ def statements(draw, depth=2):
                                                           f"    {w} += {b}", "    obj.acc *= 0.5"]))]
                                   if draw(st.booleans()) else [] for _ in range(2))
         test = draw(st.sampled_from([f"np.sum({w}) > 0.0", f"not np.any({w} > 1.5)", f"np.all({w} < 2.0)"]))
-        form = draw(st.sampled_from(["statement", "statement", "expression", "number", "boolop"]))
+        form = draw(st.sampled_from(["statement", "statement", "expression", "number", "boolop", "either"]))
         if form == "expression" and not then_extra and not else_extra:  # `a if test else b` (expressions.py)
             return [f"{v} = ({a}) if {test} else ({b})"]
+        if form == "either":  # a Tensor (y is one when tensor_y) or an ndarray: graphgen/builder.either
+            return [f"{v} = y * 0.5 if {test} else np.asarray({a})"]
         if form == "boolop":  # `and` / `or` used as values (expressions.expr_BoolOp)
             return [draw(st.sampled_from([f"{v} = {v} * (float(np.sum({w})) > 0.0 or 0.5)",
                                           f"{v} = (np.max({w}) > 1.0) or ({v} * 2.0)",
