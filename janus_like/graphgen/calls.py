@@ -25,9 +25,11 @@ from .draws import _SEARCHES
 from .early_returns import function_body
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call
-from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import CACHED, OPAQUE, BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
+
+_STORES = frozenset(("append", "insert"))  # list methods that store an item without comparing or iterating it
 
 # builtins (and C library functions outside the library modules' names) that call a function
 # they are given; the other builtins only hold, name or test it
@@ -88,6 +90,8 @@ class CallsMixin:
             keywords = self.getattr(func, "keywords")
             keywords = self.materialize_dict(keywords) if isinstance(keywords, ObjRef) else keywords
             return self.call(self.getattr(func, "func"), list(pargs) + list(args), {**keywords, **kwargs}, node)
+        if isinstance(func, ObjRef) and isinstance(func.obj, functools._lru_cache_wrapper):
+            return self.cached_call(func.obj, args, kwargs)
         if isinstance(func, ObjRef):
             call = getattr(type(func.obj), "__call__", None)
             if isinstance(call, types.FunctionType):
@@ -152,8 +156,12 @@ class CallsMixin:
             return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
-            if isinstance(owner, (list, dict, set, str, tuple)) and not _any_objref((args, kwargs)):
-                self.library_callback(func, args, kwargs)  # raises for a user function (list.sort(key=f))
+            # (an input's object may go into a local list, `modules.append((name, module))`: no
+            # method that compares items, whose `==` eager calls and an ObjRef does not have)
+            if isinstance(owner, (list, dict, set, str, tuple)) and (
+                    not _any_objref((args, kwargs)) or (isinstance(owner, list) and func.__name__ in _STORES)):
+                if func.__name__ not in _STORES:  # (stored, never called: a Module appended)
+                    self.library_callback(func, args, kwargs)  # raises for a user function (list.sort(key=f))
                 return func(*args, **kwargs)  # a local container's method
         if isinstance(func, type):
             if issubclass(func, BaseException):
@@ -287,6 +295,8 @@ class CallsMixin:
                     return True
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
         args = self._containers(args, (list, tuple, dict, collections.deque))
+        if func in (max, min, sum) and len(args) >= 1 and isinstance(args[0], types.GeneratorType):
+            args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
         if func is sum and args and _any_abstract(args[0]):
             total = args[1] if len(args) > 1 else 0
             for x in args[0]:
@@ -296,7 +306,7 @@ class CallsMixin:
         if is_number_call(func, module, args, kwargs):
             return number_call(self.builder, func, module, args, self.site)
         if func in (max, min) and _any_abstract(args):
-            raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", self.site)
+            return self.scalar_extreme(func, args, kwargs)
         if func is str and args and isinstance(args[0], Sym):
             return DeferredStr([(args[0], "s", "")])
         try:
@@ -309,6 +319,34 @@ class CallsMixin:
             if not _any_abstract((args, kwargs)):
                 raise
             raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site) from None
+
+    def cached_call(self, func, args, kwargs):
+        """A `functools.lru_cache` function of constants (`posenc(T, d)` with T a guarded size):
+        called now, its result is a constant of the graph, the object eager's calls get from the
+        cache. An in-place write into it (eager's would change the cache) is not staged."""
+        plain = (int, float, str, bool, bytes, type(None))
+        if not all(type(a) in plain or (type(a) is tuple and all(type(e) in plain for e in a))
+                   for a in (*args, *kwargs.values())):
+            raise Unsupported("unsupported-call", f"the lru_cache function {func.__name__} of graph values or "
+                                                  "objects", self.site)
+        out = self.lift(func(*args, **kwargs))
+        if isinstance(out, Sym):
+            out = Sym(out.node, out.kind)
+            out.view = (OPAQUE, CACHED)
+        return out
+
+    def scalar_extreme(self, func, args, kwargs):
+        """`max(norms)` of one-element NumPy values of one dtype (NumPy scalars, 0-d arrays): the
+        builtin itself runs on them when the graph runs, so the result is the very item eager's
+        comparisons pick (NaN included), of its type."""
+        items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+        if kwargs or not items or (len(args) == 1 and not isinstance(args[0], (list, tuple))) or not all(isinstance(x, Sym) and x.kind == "array" and x.shape == () for x in items) \
+                or len({x.dtype for x in items}) != 1:
+            raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", self.site)
+        if len(items) == 1:
+            return items[0]
+        node = self.builder.add(ir.Node(ir.PY_OP, tuple(x.node for x in items), {"fn": func}, ((), items[0].dtype)))
+        return Sym(node, "array")
 
     def getattr_default(self, obj, name, default):
         try:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ops import api as F
 from .builder import OPAQUE, SymbolicTape
-from .values import TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef
+from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, _BINOPS, _Break, _Continue, _MISSING, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
 
 
@@ -162,7 +162,9 @@ class StatementsMixin:
             what = ("a name that refers to one of several arrays (which one depends on a branch taken or a "
                     "loop's trip count)" if box.view is not None and box.view[1] is None
                     else "an ndarray sharing a Tensor's buffer (np.asarray(t), t.numpy())"
-                    if box.view is not None and box.view[1] is TENSOR_BUFFER else "a reshaped or transposed view")
+                    if box.view is not None and box.view[1] is TENSOR_BUFFER
+                    else "an array an lru_cache function returned (eager's write changes its cache)"
+                    if box.view is not None and box.view[1] is CACHED else "a reshaped or transposed view")
             raise Unsupported("view-write", f"in-place write through {what}", self.site)
         if self.pure_depth:
             self.branch_box_write(box)

@@ -26,6 +26,7 @@ OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpo
 # the second item of an OPAQUE view that is an ndarray sharing a Tensor's buffer (np.asarray(t),
 # t.numpy()): eager writes through it change the Tensor (a Tensor's own `t += 1` takes a new buffer)
 TENSOR_BUFFER = object()
+CACHED = object()  # ... that is an array a `functools.lru_cache` function returned (eager's write changes the cache)
 
 
 class Unsupported(Exception):

@@ -1,0 +1,142 @@
+"""Training-step idioms a probe round found running eagerly, side by side with eager:
+- a model switched to `eval()` and back inside the step (the module walk appends each sub-module
+  to a local list);
+- `max(float(n) for n in norms)`, `max(norms)` and `min(...)` of NumPy scalars (gradient norms);
+- a `functools.lru_cache` helper of sizes (positional encodings), whose result is the cached array.
+"""
+import functools
+
+import numpy as np
+import pytest
+
+import janus_like as jl
+from janus_like import F, nn
+
+from .harness import call_sequence, check, fallback_reasons, load_module, random_array
+
+
+def test_eval_mode_inside_the_step():
+    """Every third call evaluates with dropout off; `model.eval()` / `model.train()` write
+    `training` on every sub-module."""
+    def make():
+        r = np.random.default_rng(0)
+        model = nn.Sequential(nn.Linear(4, 8, rng=r), nn.ReLU(), nn.Dropout(0.3, rng=np.random.default_rng(1)),
+                              nn.Linear(8, 2, rng=r))
+        state = {"i": 0}
+
+        def step(x, y):
+            state["i"] += 1
+            if state["i"] % 3 == 0:
+                model.eval()
+                out = model(x)
+                model.train()
+                return float(np.mean(np.argmax(out.numpy(), 1) == y))
+            with jl.GradientTape() as tape:
+                loss = F.cross_entropy(model(x), y)
+            vs = model.trainable_variables
+            for v, g in zip(vs, tape.gradient(loss, vs)):
+                v.assign_sub(0.1 * g)
+            return loss
+
+        return step, {"model": model, "state": state}
+
+    calls = call_sequence(15, lambda s, i: (random_array(i, (6, 4)).astype(np.float32), np.arange(6) % 2))
+    jf = check(make, calls, min_graph_calls=8)
+    assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+
+def test_a_local_list_of_input_objects():
+    def make():
+        boxes = [Box(np.ones(2)), Box(np.zeros(2))]
+
+        def f(x):
+            found = []
+            for b in boxes:
+                found.append(b)
+            found.insert(0, boxes[1])
+            for b in found:
+                b.v = b.v + x
+            return len(found), found[0].v
+
+        return f, {"boxes": boxes}
+
+    check(make, call_sequence(6, lambda s, i: (random_array(i, (2,)),)), min_graph_calls=2)
+
+
+@pytest.mark.parametrize("expr", ["max(float(np.sum(g)) for g in gs)", "min(np.linalg.norm(g) for g in gs)",
+                                  "max([np.linalg.norm(g) for g in gs])", "max(np.sum(gs[0]), np.sum(gs[1]))",
+                                  "min(np.max(g) for g in gs) * np.ones(2, np.float32)",
+                                  "sum(np.sum(g) for g in gs)",
+                                  "max(np.sum(g) for g in gs[:1])"])
+def test_max_and_min_of_gradient_norms(tmp_path, expr):
+    """Python's own max/min run on the NumPy scalars when the graph runs: eager's item and type,
+    NaN included (the third call has one)."""
+    module = load_module(tmp_path, f"import numpy as np\n\ndef f(gs):\n    return {expr}\n")
+
+    def make():
+        return module.f, {}
+
+    def call(s, i):
+        gs = [random_array(i + k, (3,)).astype(np.float32) for k in range(3)]
+        if i == 3:
+            gs[1][0] = np.nan
+        return (gs,)
+
+    check(make, call_sequence(6, call), min_graph_calls=2)
+
+
+def test_max_of_mixed_dtypes_stays_eager():
+    def f(a, b):
+        return max(np.sum(a), np.sum(b))
+
+    def make():
+        return f, {}
+
+    jf = check(make, call_sequence(5, lambda s, i: (random_array(i, (3,)), random_array(i, (3,)).astype(np.float32))),
+               min_graph_calls=0)
+    assert "max() over graph values" in jf.explain()
+
+
+@functools.lru_cache(maxsize=None)
+def _posenc(n, d):
+    pos, i = np.arange(n)[:, None], np.arange(d)[None, :]
+    angle = pos / np.power(10000.0, (2 * (i // 2)) / d)
+    return np.where(i % 2 == 0, np.sin(angle), np.cos(angle)).astype(np.float32)
+
+
+def test_an_lru_cache_helper_of_sizes():
+    def make():
+        w = jl.Variable(np.random.default_rng(0).standard_normal((4, 1)).astype(np.float32))
+
+        def step(x):
+            h = x + _posenc(x.shape[0], 4)
+            with jl.GradientTape() as tape:
+                loss = F.mean((h @ w) ** 2)
+            w.assign_sub(0.1 * tape.gradient(loss, w))
+            return loss, _posenc(2, 4)
+
+        return step, {"w": w}
+
+    jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (3 + i % 2, 4)).astype(np.float32),)),
+               min_graph_calls=3)
+    assert not fallback_reasons(jf), jf.explain()
+
+
+def test_a_write_into_a_cached_array_stays_eager():
+    def make():
+        cache = functools.lru_cache(maxsize=None)(lambda n: np.zeros(n))  # one cache a side
+
+        def f(x):
+            acc = cache(len(x))
+            acc += x  # changes the cached array: the next call sees it
+            return acc.copy()
+
+        return f, {}
+
+    jf = check(make, call_sequence(5, lambda s, i: (random_array(i, (3,)),)), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "lru_cache" in jf.explain(), jf.explain()
