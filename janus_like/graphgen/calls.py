@@ -15,7 +15,6 @@ import numpy as np
 from .. import ir
 from ..ops import api as F
 from ..ops.draws import CLOCKS
-from ..ops.registry import P
 from ..source import NoSource, function_ast, has_yield, in_packages, local_names
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
@@ -24,8 +23,8 @@ from .conversions import convert, is_conversion
 from .draws import _SEARCHES
 from .early_returns import function_body
 from .recursion import recursion_kind
-from .py_numbers import is_number_call, number_call
-from .values import CACHED, OPAQUE, BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, VarSnapshot
+from .py_numbers import is_number_call, number_call, scalar_extreme
+from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
 
@@ -104,7 +103,7 @@ class CallsMixin:
         if func is np.errstate:  # `with np.errstate(...)`: recorded on the nodes built inside
             return ErrState(dict(kwargs))
         if isinstance(func, types.BuiltinFunctionType) and func in CLOCKS and not args and not kwargs:
-            return _as_kind(self.builder.emit(P.clock, (), {"fn": func}), "py")  # read when the graph runs
+            return self.clock_read(func)
         if func is print or (isinstance(func, types.FunctionType) and func.__module__ == "logging"
                              and func.__name__ in _LOG_FUNCTIONS):
             return self.defer(func, args, kwargs)
@@ -306,7 +305,7 @@ class CallsMixin:
         if is_number_call(func, module, args, kwargs):
             return number_call(self.builder, func, module, args, self.site)
         if func in (max, min) and _any_abstract(args):
-            return self.scalar_extreme(func, args, kwargs)
+            return scalar_extreme(self.builder, func, args, kwargs, self.site)
         if func is str and args and isinstance(args[0], Sym):
             return DeferredStr([(args[0], "s", "")])
         try:
@@ -320,65 +319,11 @@ class CallsMixin:
                 raise
             raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site) from None
 
-    def cached_call(self, func, args, kwargs):
-        """A `functools.lru_cache` function of constants (`posenc(T, d)` with T a guarded size):
-        called now, its result is a constant of the graph, the object eager's calls get from the
-        cache. An in-place write into it (eager's would change the cache) is not staged."""
-        plain = (int, float, str, bool, bytes, type(None))
-        if not all(type(a) in plain or (type(a) is tuple and all(type(e) in plain for e in a))
-                   for a in (*args, *kwargs.values())):
-            raise Unsupported("unsupported-call", f"the lru_cache function {func.__name__} of graph values or "
-                                                  "objects", self.site)
-        out = self.lift(func(*args, **kwargs))
-        if isinstance(out, Sym):
-            out = Sym(out.node, out.kind)
-            out.view = (OPAQUE, CACHED)
-        return out
-
-    def scalar_extreme(self, func, args, kwargs):
-        """`max(norms)` of one-element NumPy values of one dtype (NumPy scalars, 0-d arrays): the
-        builtin itself runs on them when the graph runs, so the result is the very item eager's
-        comparisons pick (NaN included), of its type."""
-        items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
-        if kwargs or not items or (len(args) == 1 and not isinstance(args[0], (list, tuple))) or not all(isinstance(x, Sym) and x.kind == "array" and x.shape == () for x in items) \
-                or len({x.dtype for x in items}) != 1:
-            raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", self.site)
-        if len(items) == 1:
-            return items[0]
-        node = self.builder.add(ir.Node(ir.PY_OP, tuple(x.node for x in items), {"fn": func}, ((), items[0].dtype)))
-        return Sym(node, "array")
-
     def getattr_default(self, obj, name, default):
         try:
             return self.getattr(obj, name)
         except AttributeError:
             return default
-
-    def defer(self, fn, args, kwargs):
-        if self.pure_depth:
-            raise Unsupported("unsupported-syntax", "print inside a data-dependent branch", self.site)
-        snap = self.snapshot_for_effect
-        self.effects.append((fn, [snap(a) for a in args], {k: snap(v) for k, v in kwargs.items()}, self.site))
-        return None
-
-    def snapshot_for_effect(self, v):
-        """What a deferred print/log call must see: state as it is *now*, not after the commit."""
-        if isinstance(v, VarRef):
-            return VarSnapshot(Sym(v.node, "tensor"), v.var)
-        if isinstance(v, Sym) and v.origin is not None:  # the live buffer is written at commit
-            return _as_kind(Sym(v.node, "array").copy(), v.kind)
-        if isinstance(v, Sym):  # its value now: a later in-place write (`y += 1`) points v at a new node
-            return Sym(v.node, v.kind)
-        if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):
-            items = self.materialize(v, self.site)
-            if isinstance(items, dict):
-                return {k: self.snapshot_for_effect(x) for k, x in items.items()}
-            return type(items)(self.snapshot_for_effect(x) for x in items)
-        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
-            return type(v)(self.snapshot_for_effect(x) for x in v)
-        if isinstance(v, dict):
-            return {k: self.snapshot_for_effect(x) for k, x in v.items()}
-        return v
 
     def function_frame(self, func):
         """(AST, Frame) of a user function to inline: the scope its free names are read from."""

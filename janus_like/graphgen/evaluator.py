@@ -21,6 +21,7 @@ from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
 from .callbacks import CallbacksMixin
 from .calls import CallsMixin
+from .effects import EffectsMixin
 from .containers import ContainersMixin
 from .draws import DrawsMixin
 from .blocks import BlocksMixin
@@ -42,8 +43,8 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-class Generator(CallsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin, StatementsMixin,
-                ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin):
+class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
+                StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input

@@ -7,6 +7,7 @@ fails the graph run and the call re-runs eagerly, where it raises for the user.
 """
 from __future__ import annotations
 
+from .. import ir
 from .builder import py_sample
 from .values import Sym, Unsupported
 
@@ -49,3 +50,18 @@ def number_call(builder, func, module, args, site):
 def _number(a) -> bool:
     return isinstance(a, _NUMBER_TYPES) or isinstance(a, Sym) and a.kind == "py"
 
+
+
+def scalar_extreme(builder, func, args, kwargs, site):
+    """`max(norms)` of one-element NumPy values of one dtype (NumPy scalars, 0-d arrays): the
+    builtin itself runs on them when the graph runs, so the result is the very item eager's
+    comparisons pick (NaN included), of its type."""
+    items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    if (kwargs or not items or (len(args) == 1 and not isinstance(args[0], (list, tuple)))
+            or not all(isinstance(x, Sym) and x.kind == "array" and x.shape == () for x in items)
+            or len({x.dtype for x in items}) != 1):
+        raise Unsupported("data-dependent-python", f"{func.__name__}() over graph values", site)
+    if len(items) == 1:
+        return items[0]
+    node = builder.add(ir.Node(ir.PY_OP, tuple(x.node for x in items), {"fn": func}, ((), items[0].dtype)))
+    return Sym(node, "array")
