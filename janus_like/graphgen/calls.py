@@ -165,6 +165,8 @@ class CallsMixin:
         if isinstance(func, type):
             if issubclass(func, BaseException):
                 return func(*args, **kwargs)
+            if issubclass(func, tuple) and hasattr(func, "_fields") and not _any_objref((args, kwargs)):
+                return func(*args, **kwargs)  # a namedtuple of graph values is a tuple (outputs.spec rebuilds it)
             if in_packages(func.__module__, _INLINE_LIBRARY) or func.__module__ not in ("builtins",):
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)

@@ -2,8 +2,10 @@
 - a model switched to `eval()` and back inside the step (the module walk appends each sub-module
   to a local list);
 - `max(float(n) for n in norms)`, `max(norms)` and `min(...)` of NumPy scalars (gradient norms);
-- a `functools.lru_cache` helper of sizes (positional encodings), whose result is the cached array.
+- a `functools.lru_cache` helper of sizes (positional encodings), whose result is the cached array;
+- a functional step that returns a new namedtuple of its state.
 """
+import collections
 import functools
 
 import numpy as np
@@ -140,3 +142,28 @@ def test_a_write_into_a_cached_array_stays_eager():
 
     jf = check(make, call_sequence(5, lambda s, i: (random_array(i, (3,)),)), min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and "lru_cache" in jf.explain(), jf.explain()
+
+
+State = collections.namedtuple("State", "w m step")
+
+
+def test_a_functional_step_returns_a_new_namedtuple():
+    """JAX-style: the state goes in and a new `State(...)` comes out; the step counter, a field,
+    changes every call (its value guard is relaxed after repeated failures)."""
+    def step(s, x, y):
+        w = jl.tensor(s.w)
+        with jl.GradientTape() as tape:
+            tape.watch(w)
+            loss = F.mean((x @ w - y) ** 2)
+        m = 0.9 * s.m + tape.gradient(loss, w).numpy()
+        new = State(s.w - 0.05 * m, m=m, step=s.step + 1)
+        return new, new.step, new.m.shape, len(new)
+
+    def make():
+        return step, {}
+
+    def call(s, i):
+        state = State(random_array(1, (3, 1)), np.zeros((3, 1)), i)
+        return state, random_array(i, (5, 3)), random_array(i + 20, (5, 1))
+
+    check(make, call_sequence(12, call), min_graph_calls=6)
