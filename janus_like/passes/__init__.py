@@ -24,6 +24,7 @@ from .lift import lift_row_blocks
 from .onehot import dense_row_sums, sparse_onehot_grads
 from .operands import contiguous_operands
 from .products import small_products
+from .quotient import fold_adam_quotient
 from .scale import scale_smaller_operand
 from .simplify import simplify, sum_to_reshape, unique_scatters
 from .stacks import stack_parts
@@ -34,7 +35,7 @@ PIPELINE = [simplify, fold_constants, cse, share_im2col, dce, hoist_asserts]
 # fold and folds the rest at its end.
 REASSOCIATING = [sum_to_reshape, unique_scatters, fold_accumulations, batch_matmuls, gather_rows, bias_first,
                  lift_row_blocks, reduce_blocks, fold_row_chains, stack_parts, fold_constants, cse, sparse_onehot_grads,
-                 dense_row_sums, scale_smaller_operand, small_products, contiguous_operands, dce, hoist_asserts]
+                 dense_row_sums, scale_smaller_operand, fold_adam_quotient, small_products, contiguous_operands, dce, hoist_asserts]
 
 
 def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
@@ -56,4 +57,4 @@ def optimize(graph: ir.Graph, reassociate: bool = False) -> ir.Graph:
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "reduce_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "small_products", "contiguous_operands", "hoist_asserts"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "reduce_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "fold_adam_quotient", "small_products", "contiguous_operands", "hoist_asserts"]
