@@ -34,6 +34,14 @@ from .order import refs
 MIN_TERMS = 3
 
 
+def _blocks(graph):
+    """The graph's node lists: the top level and every conditional's and loop's blocks."""
+    blocks = [graph.nodes]
+    for n in graph.all_nodes():
+        blocks += [n.params[k] for k in ir.BLOCKS if k in n.params]
+    return blocks
+
+
 def _users(graph):
     count: dict = {}
     for n in graph.all_nodes():

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
-from .chains import _users
+from .chains import _blocks, _users
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -130,9 +130,6 @@ def fold_adam_quotient(graph: ir.Graph) -> ir.Graph:
     """Rewrite `lr * (m / c1) / (sqrt(v / c2) + eps)` as `(m * (lr * sqrt(c2) / c1)) / (sqrt(v) +
     eps * sqrt(c2))` under an assert that c2 > 0; the old intermediates are left to DCE."""
     uses = _users(graph)
-    blocks = [graph.nodes]
-    for n in graph.all_nodes():
-        blocks += [n.params[k] for k in ir.BLOCKS if k in n.params]
-    for block in blocks:
+    for block in _blocks(graph):
         _rewrite(block, uses)
     return graph

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from .. import ir
-from .chains import _users
+from .chains import _blocks, _users
 from .families import _shape
 
 _PRODUCTS = ("matmul", "dot")
@@ -94,9 +94,6 @@ def scale_smaller_operand(graph: ir.Graph) -> ir.Graph:
     """Rewrite `c * (A @ B)` as `A @ (c * B)` (or `(c * A) @ B`) where that scales fewer
     elements; the product left without users is removed by DCE."""
     uses = _users(graph)
-    blocks = [graph.nodes]
-    for n in graph.all_nodes():
-        blocks += [n.params[k] for k in ir.BLOCKS if k in n.params]
-    for block in blocks:
+    for block in _blocks(graph):
         _rewrite(block, uses)
     return graph
