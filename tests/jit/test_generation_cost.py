@@ -30,9 +30,9 @@ def raw_graphs(monkeypatch):
     seen = []
     original = JF.optimize
 
-    def capture(graph, reassociate=False):
+    def capture(graph, *args):
         seen.append([(n.op, [getattr(i, "aval", None) for i in n.inputs], n.aval) for n in graph.all_nodes()])
-        return original(graph, reassociate)
+        return original(graph, *args)
 
     monkeypatch.setattr(JF, "optimize", capture)
     return seen
