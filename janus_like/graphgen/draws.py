@@ -12,6 +12,7 @@ import functools
 
 import numpy as np
 
+from ..ops import api as F
 from .support import _any_abstract, _any_objref, _as_kind
 from .values import ObjRef, Sym, Unsupported
 
@@ -33,6 +34,8 @@ class DrawsMixin:
         Generator the function reaches through its inputs (its identity guarded): a draw node
         that calls the method on that Generator when the graph runs, in program order with the
         other draws; a run that fails puts the Generator's state back."""
+        if method == "shuffle" and self.shuffled(lambda m, a, k: self.generator_draw(rng, m, a, k), args, kwargs):
+            return None
         if _any_abstract((args, kwargs)):
             raise Unsupported("unsupported-call", f"Generator.{method} with graph-valued arguments", self.site)
         from ..ops.registry import P
@@ -66,7 +69,21 @@ class DrawsMixin:
             raise Unsupported("unsupported-call", f"random.{method.__name__}() in a graph", self.site)
         return self.generator_draw(method.__self__, method.__name__, args, kwargs)
 
+    def shuffled(self, draw, args, kwargs):
+        """`np.random.shuffle(idx)` / `rng.shuffle(idx)` of an array the graph holds: the same
+        generator calls as `permutation(len(idx))` (NumPy's permutation shuffles an arange), so
+        the draw is that permutation and idx is written in place with its rows taken in that order
+        (the rows' order is all a shuffle changes). Returns None, as shuffle does."""
+        x = args[0] if len(args) == 1 and not kwargs else None
+        if not (isinstance(x, Sym) and x.kind == "array" and x.ndim >= 1):
+            return None
+        order = draw("permutation", (x.shape[0],), {})
+        self.write_box(x, _as_kind(F.getitem(x, order), "array"))
+        return True
+
     def global_random(self, method, args, kwargs):
+        if method == "shuffle" and self.shuffled(self.global_random, args, kwargs):
+            return None
         if _any_abstract((args, kwargs)):
             raise Unsupported("unsupported-call", f"numpy.random.{method} with graph-valued arguments", self.site)
         probe = np.random.RandomState()

@@ -3,7 +3,8 @@
   to a local list);
 - `max(float(n) for n in norms)`, `max(norms)` and `min(...)` of NumPy scalars (gradient norms);
 - a `functools.lru_cache` helper of sizes (positional encodings), whose result is the cached array;
-- a functional step that returns a new namedtuple of its state.
+- a functional step that returns a new namedtuple of its state;
+- an epoch shuffled in place (`np.random.shuffle(idx)`, `rng.shuffle(rows)`).
 """
 import collections
 import functools
@@ -167,3 +168,37 @@ def test_a_functional_step_returns_a_new_namedtuple():
         return state, random_array(i, (5, 3)), random_array(i + 20, (5, 1))
 
     check(make, call_sequence(12, call), min_graph_calls=6)
+
+
+@pytest.mark.parametrize("source", ["global", "generator"])
+def test_an_epoch_shuffled_in_place(source):
+    """`np.random.shuffle(idx)` (or `rng.shuffle`) of a local index array, of a local copy of the
+    rows, and of the caller's own array (shuffled in place for the caller, as eager does): the
+    same draws as eager, in the same order, and the same arrays after."""
+    def make():
+        rng = np.random.default_rng(3)
+        w = jl.Variable(np.random.default_rng(0).standard_normal((5, 1)).astype(np.float32))
+        shuffle = np.random.shuffle if source == "global" else rng.shuffle
+
+        def step(X, Y, order):
+            idx = np.arange(len(X))
+            shuffle(idx)
+            rows = X.copy()
+            shuffle(rows)
+            shuffle(order)
+            total = 0.0
+            for s in range(0, len(X), 4):
+                b = idx[s:s + 4]
+                with jl.GradientTape() as tape:
+                    loss = F.mean((X[b] @ w - Y[b]) ** 2)
+                w.assign_sub(0.05 * tape.gradient(loss, w))
+                total += float(loss)
+            return total, rows[0], order[:2]
+
+        return step, {"w": w, "rng": rng}
+
+    def call(s, i):
+        return (random_array(i, (8, 5)).astype(np.float32), random_array(i + 30, (8, 1)).astype(np.float32),
+                np.arange(6) * (i + 1))
+
+    check(make, call_sequence(8, call), min_graph_calls=4)
