@@ -4,8 +4,10 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import functools
 import inspect
+import itertools
 import logging
 import random
 import types
@@ -28,7 +30,12 @@ from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, S
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
 
-_STORES = frozenset(("append", "insert"))  # list methods that store an item without comparing or iterating it
+_ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
+                        itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
+                        itertools.accumulate, itertools.pairwise))
+_STORES = frozenset(("append", "insert"))
+# what `max`/`min`/`sum` pull whole: a generator expression, an iterator, `d.values()`, `d.keys()`
+_VIEWS = (collections.abc.Iterator, collections.abc.KeysView, collections.abc.ValuesView)  # list methods that store an item without comparing or iterating it
 
 # builtins (and C library functions outside the library modules' names) that call a function
 # they are given; the other builtins only hold, name or test it
@@ -162,6 +169,11 @@ class CallsMixin:
                 if func.__name__ not in _STORES:  # (stored, never called: a Module appended)
                     self.library_callback(func, args, kwargs)  # raises for a user function (list.sort(key=f))
                 return func(*args, **kwargs)  # a local container's method
+        if func in _ITERTOOLS:  # finite iterators over the function's lists (infinite ones would not end here)
+            args = self._containers(args, (list, tuple, dict, collections.deque))
+            if any(isinstance(a, ObjRef) for a in (*args, *kwargs.values())):
+                raise Unsupported("unsupported-call", f"itertools.{func.__name__} of an input object", self.site)
+            return func(*args, **kwargs)  # (given a user function, `library_callback` above has raised)
         if isinstance(func, type):
             if issubclass(func, BaseException):
                 return func(*args, **kwargs)
@@ -296,7 +308,7 @@ class CallsMixin:
                     return True
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
         args = self._containers(args, (list, tuple, dict, collections.deque))
-        if func in (max, min, sum) and len(args) >= 1 and isinstance(args[0], types.GeneratorType):
+        if func in (max, min, sum) and len(args) >= 1 and isinstance(args[0], _VIEWS):
             args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
         if func is sum and args and _any_abstract(args[0]):
             total = args[1] if len(args) > 1 else 0

@@ -4,7 +4,8 @@
 - `max(float(n) for n in norms)`, `max(norms)` and `min(...)` of NumPy scalars (gradient norms);
 - a `functools.lru_cache` helper of sizes (positional encodings), whose result is the cached array;
 - a functional step that returns a new namedtuple of its state;
-- an epoch shuffled in place (`np.random.shuffle(idx)`, `rng.shuffle(rows)`).
+- an epoch shuffled in place (`np.random.shuffle(idx)`, `rng.shuffle(rows)`);
+- finite `itertools` iterators over the function's lists, and `max(d.values())`.
 """
 import collections
 import functools
@@ -202,3 +203,33 @@ def test_an_epoch_shuffled_in_place(source):
                 np.arange(6) * (i + 1))
 
     check(make, call_sequence(8, call), min_graph_calls=4)
+
+
+@pytest.mark.parametrize("expr", ["[float(np.sum(g)) for g in itertools.islice(gs, 1, None)]",
+                                  "[a + b for a, b in itertools.pairwise(gs)]",
+                                  "sum(a * b for a, b in itertools.product(gs[:2], gs[1:]))",
+                                  "list(itertools.accumulate(gs))[-1]",
+                                  "[k for k, _ in itertools.zip_longest(names, gs)]",
+                                  "max({k: float(np.sum(g)) for k, g in zip(names, gs)}.values())",
+                                  "min(np.max(g) for g in itertools.chain(gs, [gs[0] * 2.0]))"])
+def test_finite_itertools_over_the_functions_lists(tmp_path, expr):
+    module = load_module(tmp_path, "import itertools\nimport numpy as np\n\n"
+                                   f"def f(gs, names):\n    return {expr}\n")
+
+    def make():
+        return module.f, {}
+
+    check(make, call_sequence(6, lambda s, i: ([random_array(i + k, (3,)) for k in range(3)], ["a", "b", "c"])),
+          min_graph_calls=2)
+
+
+@pytest.mark.parametrize("expr, reason", [("list(itertools.accumulate(gs, lambda a, b: a * b))[-1]",
+                                           "would call the user function"),
+                                          ("[g for g, _ in zip(itertools.cycle(gs), range(4))]",
+                                           "creating a cycle")])
+def test_itertools_calling_user_code_or_without_end_stay_eager(tmp_path, expr, reason):
+    module = load_module(tmp_path, "import itertools\nimport numpy as np\n\n"
+                                   f"def f(gs):\n    return {expr}\n")
+    jf = check(lambda: (module.f, {}), call_sequence(5, lambda s, i: ([random_array(i + k, (3,)) for k in range(3)],)),
+               min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and reason in jf.explain(), jf.explain()
