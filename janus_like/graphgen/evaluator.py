@@ -206,7 +206,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         graph.outputs = outputs.nodes
         graph.n_inputs = len(self.input_nodes)
         return GeneratedGraph(graph=graph, guard=guard, guard_src=guard_src, outputs=outputs,
-                              assumptions=self.prog.assumptions + [n.params["assumption"] for n in graph.asserts],
+                              assumptions=list(self.prog.assumptions),  # the asserts' after the passes (_build)
                               uses_rng=self.builder.uses_rng, slots=self.prog.slots, try_sites=self.try_sites,
                               forced=self.forced, region_misses=self.region_misses)
 

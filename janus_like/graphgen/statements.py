@@ -15,6 +15,12 @@ from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, _BINOPS, _Break, _Continue, _MISSING, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
 
 
+# what an opaque view's second item (values.OPAQUE) says an in-place write through it would write
+_OPAQUE_WRITES = ((None, "a name that refers to one of several arrays (which one depends on a branch taken or a "
+                         "loop's trip count)"),
+                  (TENSOR_BUFFER, "an ndarray sharing a Tensor's buffer (np.asarray(t), t.numpy())"),
+                  (CACHED, "an array an lru_cache function returned (eager's write changes its cache)"))
+
 class StatementsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -159,12 +165,8 @@ class StatementsMixin:
             self.note_write(box)
             return
         if box.kind == "stale" or (box.view is not None and box.view[0] is OPAQUE):
-            what = ("a name that refers to one of several arrays (which one depends on a branch taken or a "
-                    "loop's trip count)" if box.view is not None and box.view[1] is None
-                    else "an ndarray sharing a Tensor's buffer (np.asarray(t), t.numpy())"
-                    if box.view is not None and box.view[1] is TENSOR_BUFFER
-                    else "an array an lru_cache function returned (eager's write changes its cache)"
-                    if box.view is not None and box.view[1] is CACHED else "a reshaped or transposed view")
+            what = next((text for marker, text in _OPAQUE_WRITES if box.view is not None and box.view[1] is marker),
+                        "a reshaped or transposed view")
             raise Unsupported("view-write", f"in-place write through {what}", self.site)
         if self.pure_depth:
             self.branch_box_write(box)

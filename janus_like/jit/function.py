@@ -339,8 +339,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                         reassociate=self.reassociate, split={**entry.split, **(forced or {})},
                         regions=bool(self._regions)).generate(args)
         optimize(gen.graph, self.reassociate, entry.relaxed)
-        known = {id(a) for a in gen.assumptions}  # asserts a pass added (passes/quotient.py) are listed too
-        gen.assumptions += [a for a in (n.params["assumption"] for n in gen.graph.asserts) if id(a) not in known]
+        # the guards', then the asserts' the graph runs (a pass may add one: passes/quotient.py)
+        gen.assumptions += [n.params["assumption"] for n in gen.graph.asserts]
         gen.outputs.plan_copies()
         if self.reassociate:
             inplace_updates(gen)
