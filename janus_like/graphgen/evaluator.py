@@ -96,6 +96,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.builder.polymorphic = self.builder.graph.polymorphic = bool(self.unknown_dims)
         try:
             arg_values = []
+            self.prog.check_arity(len(args))
             for i, a in enumerate(args):
                 slot, _ = self.prog.root_arg(i, a)
                 self._unknown = self.unknown_dims.get(i, ())

@@ -62,6 +62,12 @@ class InputProgram:
         self.consts.append(value)
         return f"K{len(self.consts) - 1}"
 
+    def check_arity(self, n):
+        """The call passes n positional arguments: a graph made from a call that left a parameter
+        to its default must not run a call that passes it (the default is a constant here)."""
+        self.assumptions.append(Assumption("arity", "the call", n, "positional arguments"))
+        self.lines.append(f"if len(args) != {n}: return {len(self.assumptions) - 1}")
+
     # ------------------------------------------------------------------ slots
     def root_arg(self, i, value):
         return self._new(None, ("arg", i), f"arg{i}", value, f"args[{i}]")

@@ -12,6 +12,7 @@ import traceback
 from dataclasses import dataclass, field
 
 KINDS = {
+    "arity": "the number of positional arguments passed (a default fills the rest)",
     "type": "the Python type of an input",
     "shape": "the shape, dtype and device of an input array",
     "value": "the value of a Python scalar read by the function",

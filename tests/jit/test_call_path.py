@@ -395,3 +395,24 @@ def test_fused_calls_while_a_native_tier_waits_then_its_decision_when_due(monkey
     assert g.fast is not None and "DEADLINE" not in g.fast.source  # the plan's fused call from now on
     call(), call()
     assert jf.stats()["graph_calls"] == 11 and jf.stats()["calls"] == 14
+
+
+def test_a_graph_made_without_an_optional_argument_does_not_take_a_call_that_passes_it():
+    # the default was a constant in the graph of `f(x)`; `f(x, False)` reaches that hot graph
+    # first and must not run in it (nor must `f(x, x, x)`, which raises in eager)
+    def make():
+        state = {"running": np.zeros(3)}
+
+        def f(state, x, train=True):
+            if train:
+                state["running"] *= 0.5
+                return x - x.mean(0)
+            return x - state["running"]
+
+        return f, state
+
+    extra = [(), (), (), (), (), (False,), (), (True,), (False,), (), (1, 2), ()]
+    calls = call_sequence(len(extra), lambda s, i: (s, random_array(i, (4, 3))) + extra[i])
+    jf = side_by_side(make, calls)
+    assert jf.stats()["graph_calls"] >= 6
+    assert any(a.kind == "arity" for g in jf.graphs() for a in g.assumptions)

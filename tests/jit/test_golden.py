@@ -246,6 +246,7 @@ def test_golden_explain_lists_assumptions(prog):
         jf(np.ones(2))
     text = normalize(jf.explain())
     assert text.splitlines()[2:] == [
+        "    assume arity: positional arguments expected 1 (the call)",
         "    assume type: arg0 expected 'ndarray' (argument 0)",
         "    assume shape: arg0 expected 'float64[2]' (argument 0)",
         "    assume branch: expected True (prog.py:10)",
