@@ -256,7 +256,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                 return self._assert_failed(entry, g, payload, args)
             return self._raised(entry, g, payload, args)
         if split_misses:
-            return self._other_outcome(entry, split_misses, args)
+            return self._other_outcome(entry, split_misses, args, guard_failure)
         if entry.eager_reason is not None and not self._retry_growing(entry):
             return self._eager(args)
         # ---- GENERATE

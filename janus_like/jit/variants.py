@@ -58,16 +58,25 @@ class VariantsMixin:
                 return True
         return False
 
-    def _other_outcome(self, entry, misses, args):
-        """Every graph of the signature failed a split branch's assert: the graph for the
-        outcomes this call takes (each miss names one), generated unless it exists, failed to
-        generate, or the signature has its MAX_VARIANTS graphs; else eagerly."""
+    def _other_outcome(self, entry, misses, args, guard_failure=None):
+        """Every graph of the signature failed a split branch's assert or a guard: the graph for
+        the outcomes this call takes (each miss names one), generated unless it exists, failed to
+        generate, or the signature has its MAX_VARIANTS graphs; else eagerly. When the graph for
+        those outcomes exists and its guard rejected the call (`guard_failure`: a step counter's
+        value), that counts as the guard failure it is: the value relaxes as it would without
+        the split, and the graph made after it takes the call."""
         g, assumption = misses[0]
         forced = dict(g.gen.forced)
         for _ in range(len(entry.split)):
             forced[assumption.relax[1]] = not assumption.expected
+            twins = [h for h in entry.graphs if h.gen.forced == forced]
+            if guard_failure is not None and guard_failure[0] in twins:
+                self.counters["guard_failures"] += 1
+                if self._guard_failed(entry, *guard_failure, args):
+                    return self._eager(args)  # (counted) until the value has failed regen_after times
+                twins, guard_failure = [], None  # relaxed, its graphs dropped; or a new structure
             if (frozenset(forced.items()) in entry.split_failed or len(entry.graphs) >= MAX_VARIANTS
-                    or any(h.gen.forced == forced for h in entry.graphs) or self._cache_full() is not None):
+                    or twins or self._cache_full() is not None):
                 break
             try:
                 new = self._generate(entry, args, forced)

@@ -63,6 +63,28 @@ def unsupported_outcome(x, m):
     return x * m.t
 
 
+class Stopper:
+    def __init__(self):
+        self.w = np.full(3, 2.0)
+        self.best, self.best_w, self.bad = np.inf, None, 0
+
+
+def early_stopping(x, s):
+    s.w = s.w * 0.9 + 0.3 * x
+    loss = float(np.sum(s.w ** 2))
+    if loss < s.best:  # split: best_w is None before and a list after
+        s.best, s.bad, s.best_w = loss, 0, [s.w.copy()]
+    else:
+        s.bad += 1  # a counter the other outcome resets: its value relaxes under the split
+    return loss, s.bad > 2
+
+
+def test_a_counter_under_a_split_branch_relaxes_as_without_the_split():
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal(3), s["s"]) for k in range(60)]
+    jf = check(lambda: (early_stopping, {"s": Stopper()}), calls, min_graph_calls=40)
+    assert 2 <= len(jf.graphs()) <= 4, jf.explain()
+
+
 def test_a_logging_branch_runs_as_one_graph_per_outcome():
     jf = check(_make(log_every_third), _calls(30), min_graph_calls=20)
     assert {frozenset(g.gen.forced.values()) for g in jf.graphs()} == {frozenset([True]), frozenset([False])}
