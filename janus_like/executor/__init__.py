@@ -50,7 +50,8 @@ class CompiledGraph:
         self.tier = Tier(gen.graph, native if self.plan is not None and not self.devices else "off")
         self.uses_rng = gen.uses_rng
         self.generators = list({id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()
-                                if n.op in ("random_uniform", "generator_draw")}.values())
+                                if n.op in ("random_uniform", "generator_draw", "draw_of")
+                                and n.params["rng"] is not None}.values())
         self.counts = Counts()  # runs, seconds and slots of the fused function's calls
         self._runs = 0  # the others' (try_run)
         self._time_s = 0.0

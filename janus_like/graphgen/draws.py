@@ -37,7 +37,7 @@ class DrawsMixin:
         if method == "shuffle" and self.shuffled(lambda m, a, k: self.generator_draw(rng, m, a, k), args, kwargs):
             return None
         if _any_abstract((args, kwargs)):
-            raise Unsupported("unsupported-call", f"Generator.{method} with graph-valued arguments", self.site)
+            return self.draw_of(rng, method, args, kwargs)
         from ..ops.registry import P
 
         sample = getattr(copy.deepcopy(rng), method)(*args, **kwargs)  # (a copy: the Generator does not move)
@@ -45,6 +45,40 @@ class DrawsMixin:
             raise Unsupported("unsupported-call", f"Generator.{method} giving a {type(sample).__name__}", self.site)
         drawn = np.asarray(sample)
         out = self.builder.emit(P.generator_draw, (), dict(rng=rng, method=method, args=tuple(args), kwargs=dict(kwargs)),
+                                aval=(tuple(drawn.shape), drawn.dtype))
+        return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
+
+    def draw_of(self, rng, method, args, kwargs):
+        """A draw whose arguments hold numbers or arrays the graph computes: `rng.binomial(1, p)`
+        of a Gibbs step, `np.random.choice(n, p=probs)` of a policy, `rng.normal(mu, sigma)`. A
+        `draw_of` node calls the same method on the same generator (`rng` None: the NumPy global
+        RNG) with those values in place, in program order with the other draws. Its shape and
+        type come from the method run on a copy of the generator with stand-ins of the values'
+        shapes and dtypes (its numbers where the graph knows them)."""
+        from ..ops.draws import Hole
+        from ..ops.registry import P
+
+        values = []
+
+        def lift(v):
+            if isinstance(v, Sym):
+                if v.kind not in ("array", "py", "tensor") or self.builder.polymorphic:
+                    raise Unsupported("unsupported-call", f"{method}() of a {v.kind} graph value", self.site)
+                values.append(v)
+                return Hole(len(values) - 1)
+            if type(v) in (list, tuple):
+                return type(v)(lift(x) for x in v)
+            if _any_abstract(v) or _any_objref(v):
+                raise Unsupported("unsupported-call", f"{method}() with graph values in a {type(v).__name__}",
+                                  self.site)
+            return v
+
+        t_args, t_kwargs = tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
+        sample = _stand_in_draw(rng, method, t_args, t_kwargs, values, self.site)
+        drawn = np.asarray(sample)
+        if rng is None:
+            self.builder.uses_rng = True
+        out = self.builder.emit(P.draw_of, tuple(values), dict(rng=rng, method=method, args=t_args, kwargs=t_kwargs),
                                 aval=(tuple(drawn.shape), drawn.dtype))
         return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
 
@@ -85,7 +119,7 @@ class DrawsMixin:
         if method == "shuffle" and self.shuffled(self.global_random, args, kwargs):
             return None
         if _any_abstract((args, kwargs)):
-            raise Unsupported("unsupported-call", f"numpy.random.{method} with graph-valued arguments", self.site)
+            return self.draw_of(None, method, args, kwargs)
         probe = np.random.RandomState()
         probe.set_state(np.random.get_state())
         drawn = getattr(probe, method)(*args, **kwargs)  # a copy of the global state: the RNG does not move
@@ -114,6 +148,35 @@ class DrawsMixin:
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
         sample = values[0] if not isinstance(values[0], Sym) else kinds.pop()()
         return self.builder.py_op(functools.partial(_lookup, keys), key, *values, sample=sample)
+
+
+def _stand_in_draw(rng, method, args, kwargs, values, site):
+    """`method` of a copy of `rng` (None: of the NumPy global RNG's state) on stand-ins for the
+    graph values: their known numbers, else 0.5 / 1 / True by dtype; where that is outside the
+    method's domain, each float array an even distribution over its elements (a choice's `p`)."""
+    from ..ops.draws import fill
+
+    def stand_in(v, even):
+        dtype = np.dtype(v.dtype)
+        if v.kind == "py":
+            hint = v.node.hint
+            return hint if hint is not None else v.py_type(True if dtype.kind == "b" else 1 if dtype.kind in "iu" else 0.5)
+        fill_value = True if dtype.kind == "b" else 1 if dtype.kind in "iu" else 1.0 / max(v.size, 1) if even else 0.5
+        return np.full(v.shape, fill_value, dtype)
+
+    error = None
+    for even in (False, True):
+        if rng is None:
+            probe = np.random.RandomState()
+            probe.set_state(np.random.get_state())
+        else:
+            probe = copy.deepcopy(rng)
+        stand_ins = [stand_in(v, even) for v in values]
+        try:
+            return getattr(probe, method)(*fill(args, stand_ins), **{k: fill(v, stand_ins) for k, v in kwargs.items()})
+        except Exception as exc:
+            error = error or exc
+    raise Unsupported("unsupported-call", f"{method}() of graph values: {error}", site) from error
 
 
 def _lookup(keys, key, *values):

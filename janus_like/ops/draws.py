@@ -36,6 +36,38 @@ register("generator_draw", _draw, stateful=True, shape=_draw_aval,
          doc="a draw of Generator method `method` (a Python number or an array, as the method gives it)")
 
 
+class Hole:
+    """Where the draw's i-th graph value goes in its arguments (`draw_of`)."""
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return f"<value {self.index}>"
+
+
+def fill(template, values):
+    """The arguments with each Hole replaced by its value (in lists and tuples too)."""
+    cls = template.__class__
+    if cls is Hole:
+        return values[template.index]
+    if cls is list or cls is tuple:
+        return cls(fill(t, values) for t in template)
+    return template
+
+
+def _draw_of(xp, *values, rng, method, args, kwargs):
+    fn = getattr(np.random if rng is None else rng, method)
+    return fn(*fill(args, values), **{k: fill(v, values) for k, v in kwargs.items()})
+
+
+register("draw_of", _draw_of, stateful=True,
+         doc="a draw whose arguments hold values the graph computes (`rng.binomial(1, p)`, `np.random.choice(n, "
+             "p=probs)`): method `method` of Generator or random.Random `rng` (None: the NumPy global RNG), "
+             "called with `args`/`kwargs`, each Hole in them filled with the node's inputs in order")
+
+
 def state_of(rng):
     """The state of a numpy Generator or a `random.Random`, for `restore`."""
     return rng.getstate() if isinstance(rng, random.Random) else rng.bit_generator.state

@@ -2,7 +2,11 @@
 with eager (the Generator's state compared after every call): noise with `rng.normal`, a flip
 decided by `rng.random() < 0.5` (a conditional node on a drawn Python float), a shuffle with
 `rng.permutation`; a call that fails after drawing puts the Generator back; another Generator
-object gets another graph (its identity is guarded)."""
+object gets another graph (its identity is guarded). Draws whose arguments the graph computes
+(`rng.binomial(1, p)` of a Gibbs step, `np.random.choice(n, p=probs)` of a policy) run in the
+graph too, and arguments eager rejects raise eager's error."""
+import random
+
 import numpy as np
 
 from .harness import check, fallback_reasons
@@ -53,3 +57,57 @@ def test_each_generator_object_is_guarded():
     calls = [lambda s, k=k: (np.ones((5, 4)) * k, s["m"] if k % 2 else Model(k)) for k in range(12)]
     jf = check(lambda: (augment_step, {"m": Model()}), calls, min_graph_calls=2)
     assert any(a.kind == "identity" for g in jf.graphs() for a in g.assumptions), jf.explain()
+
+
+def _sig(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def gibbs_step(v0, m):
+    ph = _sig(v0 @ m.w)
+    h = m.rng.binomial(1, ph)  # an array of probabilities the graph computes
+    pv = _sig(h @ m.w.T)
+    v1 = m.rng.normal(pv, 0.1 + 0.01 * float(pv.mean()))  # an array and a Python number
+    if np.max(np.abs(v1 + v0)) > 20.0:  # never seen in the warm-up: an assert after the draws
+        v1 = v1 * 0.0
+    m.w = m.w + 0.05 * (v0.T @ ph - v1.T @ _sig(v1 @ m.w)) / len(v0)
+    return float(np.mean((v0 - pv) ** 2)), h
+
+
+def test_draws_of_computed_probabilities_and_means_run_in_the_graph():
+    calls = _calls(16, big=(9,))
+    jf = check(lambda: (gibbs_step, {"m": Model()}), calls, min_graph_calls=10)
+    assert any(n.op == "draw_of" for g in jf.graphs() for n in g.graph.all_nodes()), jf.explain()
+    assert jf.stats()["assert_failures"] >= 1, jf.stats()  # call 9 drew, failed and was put back
+
+
+def policy(s, table):
+    z = s @ table["w"]
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    a = np.random.choice(3, p=p)  # the NumPy global RNG, with the graph's probabilities
+    q = float(p[0])
+    coin = np.random.choice(2, p=[1.0 - q, q])  # a list of Python numbers the graph computes
+    flip = table["r"].gauss(q, 1.0)  # a random.Random with a graph mean
+    table["w"] += 0.1 * np.outer(s, np.eye(3)[a] - p)
+    return a, coin, flip, float(np.log(p[a]))
+
+
+def test_a_policys_choice_from_the_graphs_probabilities():
+    make = lambda: (policy, {"t": {"w": np.random.default_rng(1).standard_normal((4, 3)), "r": random.Random(3)}})
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal(4), s["t"]) for k in range(14)]
+    check(make, calls, min_graph_calls=9)
+
+
+def bad_probabilities(x, m):
+    p = np.abs(x[0]) / np.abs(x[0]).sum()
+    return m.rng.choice(4, size=2, p=p * x[1, 0])  # p no longer sums to 1 when x[1, 0] != 1
+
+
+def test_probabilities_eager_rejects_raise_eagers_error():
+    # call 7's probabilities sum to 3: eager raises ValueError, and so does the jitted call (the
+    # harness compares the exceptions, and the Generator's state after it)
+    calls = [lambda s, k=k: (np.where(np.arange(20).reshape(5, 4) == 4, 1.0 if k != 7 else 3.0,
+                                      np.random.default_rng(k).random((5, 4)) + 0.1), s["m"]) for k in range(10)]
+    jf = check(lambda: (bad_probabilities, {"m": Model()}), calls, min_graph_calls=5)
+    assert "user-error" in fallback_reasons(jf), jf.explain()
