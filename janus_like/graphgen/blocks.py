@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..source import site_key
 from .builder import SymbolicTape
 from .values import Sym, Unsupported
-from .support import ErrState, _Break, _Continue, _Return
+from .support import ErrState, _Break, _Continue, _Leave, _Return
 
 
 class BlocksMixin:
@@ -34,7 +34,7 @@ class BlocksMixin:
         try:
             try:
                 self.exec_block(node.body, frame)
-            except (_Return, _Break, _Continue):
+            except (_Return, _Break, _Continue, _Leave):
                 raise
             except Exception as exc:  # the user's code raised while generating: eager's handler may catch it
                 raised = getattr(exc, "original", None) if isinstance(exc, Unsupported) else exc
@@ -47,7 +47,7 @@ class BlocksMixin:
                     raise err from exc
                 raise
             self.exec_block(node.orelse, frame)
-        except (_Return, _Break, _Continue):  # leaving through `finally`, as Python does
+        except (_Return, _Break, _Continue, _Leave):  # leaving through `finally`, as Python does
             self.exec_block(node.finalbody, frame)
             raise
         self.exec_block(node.finalbody, frame)

@@ -364,6 +364,8 @@ class ControlFlowMixin:
         return ("dynamic", start, stop, step)
 
     def stmt_For(self, node, frame):
+        if self.generator_loop(node, frame, loop_exit(node)):  # over a user generator (generators.py)
+            return
         bounds = self.dynamic_range(node, frame)
         if bounds is not None and bounds[0] == "dynamic":  # a trip count known only at run time
             return self.loop(node, frame, counter=(node.target.id,) + tuple(bounds[1:]))

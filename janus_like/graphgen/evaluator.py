@@ -24,6 +24,7 @@ from .calls import CallsMixin
 from .effects import EffectsMixin
 from .containers import ContainersMixin
 from .draws import DrawsMixin
+from .generators import GeneratorLoopsMixin
 from .blocks import BlocksMixin
 from .control import ControlFlowMixin
 from .expressions import ExpressionsMixin
@@ -44,7 +45,8 @@ class GeneratedGraph:
 
 
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
-                StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin):
+                StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin,
+                GeneratorLoopsMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input
@@ -87,6 +89,8 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.branch_marks: list = []  # per cond/loop node being built: the first node id made inside it
         self.frames: list = []  # the frames of the functions being generated, outermost first
         self.try_sites: list = []  # `try` statements run as if their bodies raise nothing (control.stmt_Try)
+        self.armed_loops: list = []  # `for` loops over a user generator, waiting for its call (generators.py)
+        self.yield_loops: dict = {}  # id of a generator's frame -> the loop its yields go to
         self.comprehensions = 0  # comprehensions being evaluated (a lambda there is not supported)
         self.site = ""
         self._unknown = ()

@@ -172,7 +172,11 @@ class ExpressionsMixin:
                 kwargs.update(self.materialize_dict(extra))
             else:
                 kwargs[kw.arg] = self.eval(kw.value, frame)
-        result = self.call(func, args, kwargs, node)
+        loop = self.consuming_loop(node) if self.armed_loops else None
+        if loop is not None:  # `for ... in gen(...)`: the generator's body runs, with the loop's at each yield
+            result = self.inline_generator(loop, func, args, kwargs)
+        else:
+            result = self.call(func, args, kwargs, node)
         self.set_site(node, frame)
         return result
 

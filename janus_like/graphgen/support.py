@@ -40,6 +40,15 @@ class _Return(Exception):
         self.value = value
 
 
+class _Leave(BaseException):
+    """A `break` (ret None) or `return` (ret: the _Return) in the body of a loop over a user
+    generator: out of the generator's body, through its `finally` blocks, as Python closes the
+    generator there (generators.py). A BaseException: no handler in that body takes it."""
+
+    def __init__(self, loop, ret=None):
+        self.loop, self.ret = loop, ret
+
+
 class _Break(Exception):
     pass
 

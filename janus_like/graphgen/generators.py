@@ -1,0 +1,179 @@
+"""`for` loops over the user's generator functions (a mixin of the graph generator).
+
+    def batches(x, y, bs):
+        for i in range(0, len(x), bs):
+            yield x[i:i + bs], y[i:i + bs]
+
+    for xb, yb in batches(x, y, 8):      # or: for k, (xb, yb) in enumerate(batches(x, y, 8)):
+        ...
+
+Python runs the generator's body up to a `yield`, then the loop's body on the yielded value, then
+the generator again. The generator does the same: the generator's body is inlined like a call,
+and each `yield v` it reaches runs one trip of the loop's body with the target bound to v, in the
+loop's frame, before the generator's body goes on. So reads and writes interleave as in eager
+code (a generator that reads what the loop's body writes sees the write). A `break` or a `return`
+in the loop's body leaves the generator where it stands, as `for` does (the generator is closed).
+`yield from` another generator call delivers its items to the same loop; `yield from` a list,
+each item. The generator's `return` ends the loop, its value is that of `yield from`.
+
+What stays eager: a generator consumed any other way (`list(gen())`, `next(g)`, `zip(gen(), ..)`),
+and a `yield` inside a branch or loop on graph values (a conditional or loop node cannot stop in
+the middle).
+"""
+from __future__ import annotations
+
+import ast
+
+from ..source import function_ast, has_yield, local_names
+from .early_returns import function_body
+from .support import Frame, _Leave, _Return
+from .values import LocalFunction, Unsupported
+
+
+class _Loop:
+    """A `for` loop consuming a user generator: where its items go."""
+    __slots__ = ("node", "frame", "exit", "index", "depth", "call", "outer")
+
+    def __init__(self, node, frame, exit_, index, depth, call, outer=None):
+        self.node, self.frame, self.exit, self.index, self.depth, self.call = node, frame, exit_, index, depth, call
+        self.outer = outer  # a `yield from` generator's: the loop its items go on to
+
+
+class GeneratorLoopsMixin:
+    """Methods of the graph generator (see evaluator.Generator)."""
+
+    def generator_loop(self, node, frame, exit_) -> bool:
+        """Run `for` statement `node` over a call of a user generator function (or enumerate of
+        one) by inlining the generator; False when its iterable is something else (nothing was
+        evaluated then)."""
+        call, index = node.iter, None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "enumerate"
+                and 1 <= len(call.args) <= 2 and not call.keywords and isinstance(call.args[0], ast.Call)
+                and self.load_name("enumerate", frame, call.func) is enumerate):
+            index = 0 if len(call.args) == 1 else self.eval(call.args[1], frame)
+            if type(index) is not int:
+                raise Unsupported("unsupported-syntax", "enumerate() of a generator with a start the graph computes",
+                                  self.site)
+            call = call.args[0]
+        if not isinstance(call, ast.Call) or not self._names_a_generator(call.func, frame):
+            return False
+        loop = _Loop(node, frame, exit_, index, self.pure_depth, call)
+        self.armed_loops.append(loop)
+        try:
+            self.eval(call, frame)  # expressions.expr_Call hands the call to inline_generator
+        except _Leave as leave:
+            if leave.loop is not loop:
+                raise
+            if leave.ret is not None:
+                raise leave.ret
+            return True  # a break: no `else`
+        finally:
+            if self.armed_loops and self.armed_loops[-1] is loop:
+                self.armed_loops.pop()
+        self.exec_block(node.orelse, frame)
+        return True
+
+    def _names_a_generator(self, func_node, frame) -> bool:
+        """Whether `func_node` is a plain name of a user generator function (looked up without
+        guards: the call itself evaluates it again)."""
+        if not isinstance(func_node, ast.Name):
+            return False
+        try:
+            func = self.load_name(func_node.id, frame, func_node)
+        except Unsupported:
+            return False
+        if isinstance(func, LocalFunction):
+            return has_yield(func.node)
+        code = getattr(func, "__code__", None)
+        if code is None or not hasattr(func, "__globals__"):
+            return False
+        try:
+            return has_yield(function_ast(func))
+        except Exception:
+            return False
+
+    def consuming_loop(self, node):
+        """The armed loop that consumes call `node`'s generator, or None (expressions.expr_Call)."""
+        loops = self.armed_loops
+        return loops[-1] if loops and loops[-1].call is node else None
+
+    def inline_generator(self, loop, func, args, kwargs):
+        """The generator's body, inlined like a call, its yields delivered to `loop`."""
+        if isinstance(func, LocalFunction):
+            fn_ast, outer = func.node, func.frame
+            frame = Frame(func, outer.globals, outer.filename, outer, local_names(fn_ast))
+            frame.cells = outer.cells
+        elif getattr(func, "__code__", None) is not None and hasattr(func, "__globals__"):
+            fn_ast = function_ast(func)
+            frame = Frame(func, func.__globals__, func.__code__.co_filename)
+            if func.__closure__:
+                for name, cell in zip(func.__code__.co_freevars, func.__closure__):
+                    frame.cells[name] = cell
+        else:
+            raise Unsupported("generator", f"{getattr(func, '__qualname__', func)} is not a plain generator function",
+                              self.site)
+        if isinstance(fn_ast, ast.AsyncFunctionDef) or not has_yield(fn_ast):
+            raise Unsupported("generator", f"{func.__qualname__} is a coroutine", self.site)
+        self.armed_loops.pop()  # taken: calls inside the generator's body are not this loop's
+        self.depth += 1
+        self.bind_args(frame, fn_ast, func, args, kwargs)
+        saved_site = self.site
+        self.frames.append(frame)
+        self.yield_loops[id(frame)] = loop
+        try:
+            self.exec_block(function_body(fn_ast), frame)
+            return None
+        except _Return as ret:
+            return ret.value
+        except Unsupported as exc:
+            raise self.located(exc)
+        finally:
+            del self.yield_loops[id(frame)]
+            self.frames.pop()
+            self.depth -= 1
+            self.site = saved_site
+            self.builder.site = saved_site
+
+    def expr_Yield(self, node, frame):
+        loop = self.yield_loops.get(id(frame))
+        if loop is None:
+            raise Unsupported("generator", "a generator consumed other than by a for loop", self.site)
+        self.deliver(loop, None if node.value is None else self.eval(node.value, frame))
+        return None  # what `yield` gives a generator a `for` loop runs
+
+    def expr_YieldFrom(self, node, frame):
+        loop = self.yield_loops.get(id(frame))
+        if loop is None:
+            raise Unsupported("generator", "a generator consumed other than by a for loop", self.site)
+        inner = node.value
+        if isinstance(inner, ast.Call) and self._names_a_generator(inner.func, frame):
+            sub = _Loop(loop.node, loop.frame, loop.exit, None, loop.depth, inner, outer=loop)
+            self.armed_loops.append(sub)
+            try:
+                return self.eval(inner, frame)  # the sub-generator's `return` value
+            finally:
+                if self.armed_loops and self.armed_loops[-1] is sub:
+                    self.armed_loops.pop()
+        for item in self.iterate_lazily(self.eval(inner, frame)):
+            self.deliver(loop, item)
+        return None
+
+    def deliver(self, loop, value):
+        """One trip of the consuming loop's body with its target bound to `value`."""
+        while loop.outer is not None:  # a `yield from` generator's: the loop it delivers to
+            loop = loop.outer
+        if self.pure_depth != loop.depth:
+            raise Unsupported("generator", "a yield inside a branch or loop on graph values", self.site)
+        self.count_unroll()
+        if loop.index is not None:  # enumerate(gen())
+            value, loop.index = (loop.index, value), loop.index + 1
+        self.frames.append(loop.frame)  # the loop's body runs in its function's frame
+        try:
+            self.assign(loop.node.target, value, loop.frame)
+            outcome = self.iteration(loop.node.body, loop.frame, loop.exit)
+        except _Return as ret:
+            raise _Leave(loop, ret) from None
+        finally:
+            self.frames.pop()
+        if outcome == "break":
+            raise _Leave(loop)
