@@ -437,14 +437,15 @@ class CallsMixin:
             bound[a.kwarg.arg] = kw_left
         elif a.kwarg:
             bound[a.kwarg.arg] = {}
-        for name, default in zip(params[len(params) - len(defaults):], defaults):
-            bound.setdefault(name, default)
+        for i, name in enumerate(params[len(params) - len(defaults):]):
+            if name not in bound:
+                bound[name] = self.default_value(func, "__defaults__", i, defaults[i])
         kwd = func.__kwdefaults__ or {}
         for k in a.kwonlyargs:
             if k.arg not in bound:
                 if k.arg not in kwd:
                     raise Unsupported("user-error", f"missing keyword argument {k.arg}", self.site)
-                bound[k.arg] = kwd[k.arg]
+                bound[k.arg] = self.default_value(func, "__kwdefaults__", k.arg, kwd[k.arg])
         for name in params:
             if name not in bound:
                 raise Unsupported("user-error", f"{func.__qualname__}() missing argument {name!r}", self.site)

@@ -11,6 +11,7 @@ JIT then keeps that signature eager.
 """
 from __future__ import annotations
 
+import sys
 import types
 
 import numpy as np
@@ -33,7 +34,8 @@ from .loops import LoopMixin
 from .recursion import RecursionMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
-from .support import MAX_UNROLL, _is_immutable, _is_jit
+from ..source import in_packages
+from .support import _LIBRARY_PREFIXES, MAX_UNROLL, _is_immutable, _is_jit
 from .values import ObjRef, Sym, Unsupported, VarRef  # Unsupported is re-exported
 
 
@@ -42,6 +44,12 @@ class GeneratedGraph:
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
+
+
+# what a class, function or module attribute may hold that is not state: read as the object itself
+_HELD_AS_IS = (types.BuiltinFunctionType, types.MethodType, np.ufunc, staticmethod, classmethod, property, np.dtype,
+               types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType,
+               types.MemberDescriptorType, types.ClassMethodDescriptorType)
 
 
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
@@ -168,6 +176,35 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         """A concrete object reached through a guarded constant (a bound method's `self`)."""
         slot, _ = self.prog.root_const(obj, f"<{type(obj).__name__} object>")
         return self.classify(slot, self.site)
+
+    def default_value(self, func, where, key, value):
+        """A parameter's default, `func.<where>[key]`: the object itself when it cannot change (a
+        constant of the graph), else read through guards like a global (`cache={}`, a default
+        array or object), so that writes into it are the graph's, made at the commit, and the
+        object is never written while the graph is generated."""
+        if not isinstance(func, types.FunctionType) or _is_immutable(value) \
+                or isinstance(value, (types.BuiltinFunctionType, np.ufunc)):
+            return value
+        root, _ = self.prog.root_const(func, func.__qualname__)
+        holder, _ = self.prog.attr(root, where, getattr(func, where))
+        slot, _ = self.prog.item(holder, key, value)
+        return self.classify(slot, self.site)
+
+    def shared_attribute(self, owner, name, value, key=None):
+        """`owner.name` of a class, a function or a user's module, which the graph holds as
+        constants: the value itself when it cannot change, else read through guards from its
+        owner like a global (`Registry.table`, `helpers.STATE`, a class-level `history = []` read
+        through `self`), so that writes into it are the graph's, made at the commit, and the
+        object is never written while the graph is generated."""
+        if _is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value):
+            return value
+        if isinstance(owner, types.ModuleType):
+            if in_packages(owner.__name__, _LIBRARY_PREFIXES) or owner.__name__.split(".")[0] in sys.stdlib_module_names:
+                return value
+            return self.read_global(owner.__dict__, name, key)
+        root, _ = self.prog.root_const(owner, getattr(owner, "__qualname__", type(owner).__name__))
+        slot, _ = self.prog.attr(root, name, value)
+        return self.classify(slot, self.site, key)
 
     def _dynamic(self, slot, ast_key):
         if ("value", relax_text(slot)) in self.relaxed:

@@ -316,7 +316,7 @@ class ExpressionsMixin:
             mro = type(obj.obj.obj).__mro__
             return self.class_attribute(obj.obj, name, key, mro[mro.index(obj.cls) + 1:])
         if isinstance(obj, types.ModuleType):
-            return getattr(obj, name)
+            return self.shared_attribute(obj, name, getattr(obj, name), key)
         return self.value_attribute(obj, name, key)
 
     def class_attribute(self, obj, name, key, mro):
@@ -345,7 +345,7 @@ class ExpressionsMixin:
         if type(attr).__name__ == "member_descriptor":
             slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
             return self.classify(slot, self.site, key)
-        return attr  # a class-level constant (the object's type is guarded)
+        return self.shared_attribute(klass, name, attr, key)  # a class-level value (the object's type is guarded)
 
     def value_attribute(self, obj, name, key):
         """An attribute of a graph value, a Variable or a plain Python object."""
@@ -367,6 +367,8 @@ class ExpressionsMixin:
             return getattr(obj, name)
         if isinstance(obj, DeferredStr):
             raise Unsupported("data-dependent-python", "string methods on a formatted graph value", self.site)
+        if isinstance(obj, (type, types.FunctionType)):  # `Registry.table`, `fn.cache`
+            return self.shared_attribute(obj, name, getattr(obj, name), key)
         return getattr(obj, name)
 
     def getitem(self, obj, index, ast_key=None):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import operator
 import os
+import types
 
 import numpy as np
 
@@ -304,6 +305,9 @@ class StatementsMixin:
             return
         if isinstance(obj, (Sym, SymbolicTape)):
             raise Unsupported("unsupported-syntax", f"setting attribute {name!r} on an array", self.site)
+        if isinstance(obj, (type, types.FunctionType, types.ModuleType)):
+            raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of {type(obj).__name__} "
+                                                    f"{getattr(obj, '__qualname__', obj.__name__)}", self.site)
         raise Unsupported("object-construction", f"setting attribute {name!r} on a {type(obj).__name__} "
                                                  "created inside the function", self.site)
 

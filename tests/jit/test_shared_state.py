@@ -1,0 +1,85 @@
+"""State that lives outside the arguments and globals, side by side with eager: a mutable default
+(`cache={}`, a default buffer array, a keyword-only default list), a class attribute written
+through the class (`Registry.table[k] = v`) or through an instance (`self.history.append`, a
+class-level list), and a user module's dict (`helpers.STATE["n"] += 1`). Each is read through
+guards and written at the commit; none may be written while a graph is generated (they were:
+the graph's symbolic values ended up in the user's objects)."""
+import numpy as np
+
+from .harness import check, load_module, random_array
+
+HELPERS = """
+import numpy as np
+STATE = {"n": 0, "acc": np.zeros(3)}
+"""
+
+PROGRAM = """
+import numpy as np
+
+helpers = None  # set by the test: a fresh helpers module per side
+
+
+class Registry:
+    table = {}
+    scale = 2.0
+
+
+class Model:
+    history = []  # class-level: shared by every Model
+    steps = 0
+
+    def __init__(self):
+        self.w = np.ones(3)
+
+    def step(self, x):
+        self.w = self.w * 0.9 + x
+        self.history.append(float(self.w.sum()))
+        return self.w * Registry.scale
+
+
+def cached(x, cache={}, buf=np.zeros(3), *, seen=[]):
+    key = x.shape
+    if key not in cache:
+        cache[key] = np.zeros(x.shape)
+    cache[key] += x
+    buf += x[:3]
+    seen.append(len(cache))
+    return cache[key].sum() + buf.sum()
+
+
+def registry_and_module(x, m):
+    Registry.table["last"] = x * 2.0
+    if "first" not in Registry.table:
+        Registry.table["first"] = x * 3.0
+    helpers.STATE["acc"] += x
+    helpers.STATE["n"] += 1
+    y = m.step(x)
+    return y + Registry.table["first"] + helpers.STATE["acc"] * helpers.STATE["n"]
+"""
+
+
+def _program(tmp_path):
+    mod = load_module(tmp_path, PROGRAM)
+    mod.helpers = load_module(tmp_path, HELPERS, "helpers")
+    return mod
+
+
+def test_mutable_defaults_are_state_written_at_the_commit(tmp_path):
+    def make():
+        mod = _program(tmp_path)
+        return mod.cached, {"defaults": mod.cached.__defaults__, "kw": mod.cached.__kwdefaults__}
+
+    shapes = [(3,), (3,), (3,), (3,), (3,), (2, 3), (3,), (3,), (2, 3), (2, 3), (3,)]
+    calls = [lambda s, k=k: (random_array(k, shapes[k]),) for k in range(len(shapes))]
+    check(make, calls, min_graph_calls=4)
+
+
+def test_class_attributes_and_a_modules_dict_are_state_written_at_the_commit(tmp_path):
+    def make():
+        mod = _program(tmp_path)
+        m = mod.Model()  # (each side's own class: the state holds its instance's attributes)
+        return (lambda x: mod.registry_and_module(x, m)), \
+            {"m": vars(m), "table": mod.Registry.table, "history": mod.Model.history, "helpers": mod.helpers.STATE}
+
+    calls = [lambda s, k=k: (random_array(k, (3,)),) for k in range(10)]
+    check(make, calls, min_graph_calls=5)
