@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import collections
 import operator
+import types
 
 import numpy as np
 
 from .values import ObjRef, Sym, Unsupported
 from .support import _MISSING, _dict_key, _unwrap_obj
+
+# the containers whose items an input program reads directly (a user class's `__getitem__` is inlined)
+_CONTAINERS = (list, tuple, dict, collections.deque)
 
 
 class ContainersMixin:
@@ -57,7 +61,14 @@ class ContainersMixin:
         elif isinstance(obj, (list, tuple)):
             self.prog.check_len(ref.slot, self.site, relax=_length_key(ref) if type(obj) is list else None)
         else:
-            raise Unsupported("unsupported-call", f"len() of a {type(obj).__name__}", self.site)
+            method = getattr(type(obj), "__len__", None)
+            if not isinstance(method, types.FunctionType):
+                raise Unsupported("unsupported-call", f"len() of a {type(obj).__name__}", self.site)
+            n = self.inline(method, [ref], {})  # a user class's own, on what the call wrote
+            if type(n) is not int:
+                raise Unsupported("data-dependent-python", f"len() of a {type(obj).__name__} the graph computes",
+                                  self.site)
+            return n
         return len(obj)
 
     def container_item(self, obj, index, ast_key=None):
@@ -66,6 +77,11 @@ class ContainersMixin:
         last items by negative index (`history[-2]`, `history[-5:]`) are the input's own items
         and the appends, so the input's length alone is guarded (relaxed when it keeps changing);
         other reads make the function's copy of the list (containers.flush_appends)."""
+        if not isinstance(obj.obj, _CONTAINERS):  # a user class's own `__getitem__`, run on what the call wrote
+            method = getattr(type(obj.obj), "__getitem__", None)
+            if not isinstance(method, types.FunctionType):
+                raise Unsupported("unsupported-call", f"indexing a {type(obj.obj).__name__}", self.site)
+            return self.inline(method, [obj, index], {})
         key = _dict_key(index)
         pending = self.appends.get(id(obj.obj))
         if pending is not None and type(key) is int and -len(pending[1]) <= key < 0:
@@ -94,6 +110,11 @@ class ContainersMixin:
             if tail and _last_items(key) and (-len(obj.obj) <= key.start or key.start >= (key.stop or 0)):
                 return [self.container_item(obj, i) for i in range(key.start, key.stop or 0)]
             return self.materialize(obj, self.site)[key]
+        if hasattr(type(obj.obj), "__missing__") and key not in obj.obj:  # a defaultdict inserts: eager does that
+            err = Unsupported("data-dependent-python", f"a missing key of a {type(obj.obj).__name__} (it inserts one)",
+                              self.site)
+            err.retry = True  # this call only: the next one finds the key
+            raise err
         try:
             value = obj.obj[key]
         except (KeyError, IndexError, TypeError) as exc:

@@ -3,10 +3,14 @@
 through the class (`Registry.table[k] = v`) or through an instance (`self.history.append`, a
 class-level list), and a user module's dict (`helpers.STATE["n"] += 1`). Each is read through
 guards and written at the commit; none may be written while a graph is generated (they were:
-the graph's symbolic values ended up in the user's objects)."""
+the graph's symbolic values ended up in the user's objects). Items and lengths of a user class
+(its own `__getitem__`/`__len__`) see what the call wrote before them, and a defaultdict's
+missing key (which inserts one) is eager's to insert."""
+import collections
+
 import numpy as np
 
-from .harness import check, load_module, random_array
+from .harness import check, fallback_reasons, load_module, random_array
 
 HELPERS = """
 import numpy as np
@@ -83,3 +87,31 @@ def test_class_attributes_and_a_modules_dict_are_state_written_at_the_commit(tmp
 
     calls = [lambda s, k=k: (random_array(k, (3,)),) for k in range(10)]
     check(make, calls, min_graph_calls=5)
+
+
+class Ring:
+    def __init__(self):
+        self.items = [np.zeros(2)]
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+    def __len__(self):
+        return len(self.items)
+
+
+def ring_step(r, x, hist, key):
+    keep = r.items[-2:]
+    r.items = [r[-1] * 0.5 + x]  # written, then read through __getitem__/__len__: one item here
+    mid = len(r)
+    r.items = keep + r.items
+    fresh = key not in hist
+    hist[key].append(len(r))  # a missing key: the defaultdict inserts a list
+    return r[len(r) - 1] + r[0] * mid, fresh, len(hist)
+
+
+def test_a_user_containers_items_and_a_defaultdicts_missing_keys():
+    keys = ["a", "a", "a", "a", "a", "b", "b", "c", "a", "b", "d", "d"]
+    calls = [lambda s, k=k: (s["r"], random_array(k, (2,)), s["hist"], keys[k]) for k in range(len(keys))]
+    jf = check(lambda: (ring_step, {"r": Ring(), "hist": collections.defaultdict(list)}), calls, min_graph_calls=5)
+    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()  # the new keys' calls
