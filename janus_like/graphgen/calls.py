@@ -320,6 +320,8 @@ class CallsMixin:
             return number_call(self.builder, func, module, args, self.site)
         if func in (max, min) and _any_abstract(args):
             return scalar_extreme(self.builder, func, args, kwargs, self.site)
+        if func is divmod and len(args) == 2 and _any_abstract(args):  # Python's and NumPy's alike
+            return args[0] // args[1], args[0] % args[1]
         if func is str and args and isinstance(args[0], Sym):
             return DeferredStr([(args[0], "s", "")])
         try:

@@ -76,6 +76,8 @@ class DrawsMixin:
         t_args, t_kwargs = tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
         sample = _stand_in_draw(rng, method, t_args, t_kwargs, values, self.site)
         drawn = np.asarray(sample)
+        if drawn.dtype == object:  # `np.random.seed(k)`: not a draw
+            raise Unsupported("unsupported-call", f"{method}() of graph values gives {type(sample).__name__}", self.site)
         if rng is None:
             self.builder.uses_rng = True
         out = self.builder.emit(P.draw_of, tuple(values), dict(rng=rng, method=method, args=t_args, kwargs=t_kwargs),
@@ -118,6 +120,8 @@ class DrawsMixin:
     def global_random(self, method, args, kwargs):
         if method == "shuffle" and self.shuffled(self.global_random, args, kwargs):
             return None
+        if not callable(getattr(np.random.RandomState, method, None)) or method in ("get_state", "set_state"):
+            raise Unsupported("unsupported-call", f"numpy.random.{method}() in a graph", self.site)
         if _any_abstract((args, kwargs)):
             return self.draw_of(None, method, args, kwargs)
         probe = np.random.RandomState()

@@ -4,6 +4,7 @@ operators, comparisons and f-strings (comprehensions: comprehensions.py).
 from __future__ import annotations
 
 import ast
+import functools
 import builtins
 import collections
 import operator
@@ -180,6 +181,13 @@ class ExpressionsMixin:
         self.set_site(node, frame)
         return result
 
+    def expr_NamedExpr(self, node, frame):
+        if self.comprehensions:  # it binds in the function's scope, not the comprehension's
+            raise Unsupported("unsupported-syntax", "`:=` inside a comprehension", self.site)
+        value = self.eval(node.value, frame)
+        self.assign(node.target, value, frame)
+        return value
+
     def expr_JoinedStr(self, node, frame):
         parts = []
         for v in node.values:
@@ -338,6 +346,10 @@ class ExpressionsMixin:
             return BoundMethod(attr.__wrapped__, obj)
         if isinstance(attr, property):
             return self.inline(attr.fget, [obj], {})
+        if isinstance(attr, functools.cached_property) and isinstance(obj, ObjRef):
+            value = self.inline(attr.func, [obj], {})  # its first read: computed, then kept in the
+            self.setattr(obj, attr.attrname, value)  # object's __dict__, a write made at the commit
+            return value
         if isinstance(attr, staticmethod):
             return attr.__func__
         if isinstance(attr, classmethod):

@@ -5,7 +5,9 @@
 - a `functools.lru_cache` helper of sizes (positional encodings), whose result is the cached array;
 - a functional step that returns a new namedtuple of its state;
 - an epoch shuffled in place (`np.random.shuffle(idx)`, `rng.shuffle(rows)`);
-- finite `itertools` iterators over the function's lists, and `max(d.values())`.
+- finite `itertools` iterators over the function's lists, and `max(d.values())`;
+- `:=`, `divmod` of counters, a `functools.cached_property` read for the first time in the step,
+  and `np.random.seed(k)` / `np.random.default_rng(k)` with k a graph value (eager, named).
 """
 import collections
 import functools
@@ -233,3 +235,49 @@ def test_itertools_calling_user_code_or_without_end_stay_eager(tmp_path, expr, r
     jf = check(lambda: (module.f, {}), call_sequence(5, lambda s, i: ([random_array(i + k, (3,)) for k in range(3)],)),
                min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and reason in jf.explain(), jf.explain()
+
+
+class Lazy:
+    def __init__(self, w):
+        self.w = w
+
+    @functools.cached_property
+    def wt(self):
+        return self.w.T * 2.0
+
+
+def walrus_divmod_cached(o, x, state):
+    state["n"] += 1
+    q, r = divmod(state["n"], 3)
+    if (total := float(x.sum())) > 0.0:
+        x = x * q
+    return x @ o.w + (o.wt @ x[:2].T).sum() + r, total, divmod(x[0], 0.75)
+
+
+def test_walrus_divmod_and_a_cached_property():
+    objs = [Lazy(random_array(k, (3, 2))) for k in range(4)]  # the first reads of wt are in graphs
+
+    def make():
+        return walrus_divmod_cached, {"objs": [Lazy(o.w.copy()) for o in objs], "state": {"n": 0}}
+
+    calls = call_sequence(12, lambda s, i: (s["objs"][i % 4], random_array(i, (2, 3)), s["state"]))
+    jf = check(make, calls, min_graph_calls=6)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def test_reseeding_with_a_graph_value_stays_eager_with_its_reason(tmp_path):
+    mod = load_module(tmp_path, """
+        import numpy as np
+
+        def reseed(x, k):
+            np.random.seed(k)
+            return x + np.random.randn(3)
+
+        def fresh(x, k):
+            return x + np.random.default_rng(k).normal(size=3)
+    """)
+    for f in (mod.reseed, mod.fresh):
+        calls = call_sequence(8, lambda s, i: (random_array(i, (3,)), i % 5))
+        jf = check(lambda: (f, None), calls, min_graph_calls=0)
+        assert "unsupported-call" in fallback_reasons(jf), jf.explain()
+        assert "RandomState" not in jf.explain(), jf.explain()  # the reason names the call, not a probe
