@@ -301,6 +301,17 @@ class StatementsMixin:
 
     def setattr(self, obj, name, value):
         if isinstance(obj, ObjRef):
+            cls = type(obj.obj)
+            attr = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+            if isinstance(attr, property):  # its setter, as eager runs it (it writes what it writes)
+                if attr.fset is None:
+                    raise AttributeError(f"property {name!r} of {cls.__name__!r} object has no setter")
+                self.inline(attr.fset, [obj, value], {})
+                return
+            if cls.__setattr__ is not object.__setattr__ or (hasattr(type(attr), "__set__")
+                                                             and type(attr).__name__ != "member_descriptor"):
+                raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of a {cls.__name__} through "
+                                                        f"its own __setattr__ or a descriptor", self.site)
             self.state_write("setattr", obj, name, value)
             return
         if isinstance(obj, (Sym, SymbolicTape)):

@@ -115,3 +115,49 @@ def test_a_user_containers_items_and_a_defaultdicts_missing_keys():
     calls = [lambda s, k=k: (s["r"], random_array(k, (2,)), s["hist"], keys[k]) for k in range(len(keys))]
     jf = check(lambda: (ring_step, {"r": Ring(), "hist": collections.defaultdict(list)}), calls, min_graph_calls=5)
     assert "data-dependent-python" in fallback_reasons(jf), jf.explain()  # the new keys' calls
+
+
+class Clipped:
+    def __init__(self):
+        self.a = np.ones(3)
+
+    @property
+    def norm(self):
+        return float(np.sqrt((self.a ** 2).sum()))
+
+    @norm.setter
+    def norm(self, value):
+        self.a = self.a * (value / self.norm)
+
+
+class Logged:
+    def __init__(self):
+        object.__setattr__(self, "log", [])
+        object.__setattr__(self, "w", np.ones(3))
+
+    def __setattr__(self, name, value):
+        self.log.append(name)
+        object.__setattr__(self, name, value)
+
+
+def property_step(c, g, x):
+    c.a = c.a + x
+    if c.norm > 3.0:  # a branch on a graph value: the setter runs in the conditional node
+        c.norm = 3.0  # the property's setter, as eager runs it (not a plain attribute)
+    g.w = g.w + x  # through the class's own __setattr__: eager's
+    return c.norm, c.a
+
+
+def test_a_property_setter_runs_and_a_custom_setattr_stays_eager():
+    calls = [lambda s, k=k: (s["c"], s["g"], random_array(k, (3,)) * 2.0) for k in range(8)]
+    jf = check(lambda: (property_step, {"c": Clipped(), "g": Logged()}), calls, min_graph_calls=0)
+    assert "unsupported-syntax" in fallback_reasons(jf), jf.explain()
+
+    def no_custom(c, x):
+        c.a = c.a + x
+        if c.norm > 3.0:
+            c.norm = 3.0
+        return c.norm, c.a
+
+    calls = [lambda s, k=k: (s["c"], random_array(k, (3,)) * 2.0) for k in range(8)]
+    check(lambda: (no_custom, {"c": Clipped()}), calls, min_graph_calls=4)
