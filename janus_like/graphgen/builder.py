@@ -153,6 +153,12 @@ class GraphBuilder:
             return (tuple(shape), np.dtype(dtype))
         if op.name == "to_device":  # a transfer keeps shape and dtype (and must not run here)
             return inputs[0].aval if isinstance(inputs[0], ir.Node) else (np.shape(args[0]), np.asarray(args[0]).dtype)
+        if op.name in ("getitem", "getitem_raw") and any(isinstance(i, ir.Node) and np.dtype(i.aval[1]).kind == "b"
+                                                          for i in inputs[1:]):
+            # x[mask]: as many items as the mask has True values, which the graph does not know (the
+            # run on stand-ins below would give a size of 0 and bake it in: len(), shapes)
+            raise Unsupported("data-dependent-shape", "indexing with a boolean mask the graph computes (the result's "
+                                                 "size depends on the data)", self.site)
         ruled = None if op.elementwise else by_rule(op, inputs, params)
         if ruled is not None and (not self.check_shortcuts or op.name in UNSAMPLED):
             return ruled

@@ -317,7 +317,7 @@ class CallsMixin:
             return total
         module = getattr(func, "__module__", None)
         if is_number_call(func, module, args, kwargs):
-            return number_call(self.builder, func, module, args, self.site)
+            return number_call(self.builder, func, module, args, self.site, kwargs)
         if func in (max, min) and _any_abstract(args):
             return scalar_extreme(self.builder, func, args, kwargs, self.site)
         if func is divmod and len(args) == 2 and _any_abstract(args):  # Python's and NumPy's alike

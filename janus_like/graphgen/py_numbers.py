@@ -7,6 +7,8 @@ fails the graph run and the call re-runs eagerly, where it raises for the user.
 """
 from __future__ import annotations
 
+import functools
+
 from .. import ir
 from .builder import py_sample
 from .values import Sym, Unsupported
@@ -19,8 +21,8 @@ _NUMBER_TYPES = (bool, int, float)
 def is_number_call(func, module, args, kwargs) -> bool:
     """Whether `func(*args)` is a Python-number function some argument of which is a number the
     graph computes (a Python number, or a one-element array for `math`)."""
-    if kwargs or not args:
-        return False
+    if not args or (kwargs and (module != "math" or any(isinstance(v, Sym) for v in kwargs.values()))):
+        return False  # (`math.isclose(a, b, rel_tol=1e-3)`: constant keywords)
     if func in (min, max) and len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = args[0]
     if not any(isinstance(a, Sym) for a in args):
@@ -30,8 +32,10 @@ def is_number_call(func, module, args, kwargs) -> bool:
     return func in _NUMBER_BUILTINS and all(_number(a) for a in args)
 
 
-def number_call(builder, func, module, args, site):
-    """The PY_OP node computing `func(*args)` (see `is_number_call`)."""
+def number_call(builder, func, module, args, site, kwargs=None):
+    """The PY_OP node computing `func(*args, **kwargs)` (see `is_number_call`)."""
+    if kwargs:
+        func = functools.partial(func, **kwargs)
     if func in (min, max) and len(args) == 1:
         args = tuple(args[0])
         if len(args) == 1:  # max([x]) is x

@@ -74,6 +74,11 @@ def _constructs_object(x):
     return p.v + 1.0
 
 
+def _masked(x):
+    kept = x[x > 0.5]  # MARK (as many items as pass: a graph would bake in the stand-ins' count, 0)
+    return kept.sum() + len(kept)
+
+
 @pytest.mark.parametrize("fn,reason", [
     (_try_fn, "try"),
     (_uses_generator, "generator"),
@@ -81,7 +86,8 @@ def _constructs_object(x):
     (_uses_unsupported_library, "unsupported-call"),
     (_uses_unsupported_numpy, "unsupported-call"),
     (_constructs_object, "object-construction"),
-], ids=["try", "generator", "lambda", "library-call", "numpy-call", "object"])
+    (_masked, "data-dependent-shape"),
+], ids=["try", "generator", "lambda", "library-call", "numpy-call", "object", "mask"])
 def test_unconvertible_code_stays_eager_with_reason_and_line(fn, reason):
     jf = side_by_side(lambda: (fn, {}), call_sequence(7, lambda s, i: (np.abs(random_array(i, (3,))) + 0.1,)))
     s = jf.stats()

@@ -6,11 +6,14 @@
 - a functional step that returns a new namedtuple of its state;
 - an epoch shuffled in place (`np.random.shuffle(idx)`, `rng.shuffle(rows)`);
 - finite `itertools` iterators over the function's lists, and `max(d.values())`;
-- `:=`, `divmod` of counters, a `functools.cached_property` read for the first time in the step,
+- `:=`, `divmod` of counters, `operator.mul` (through a partial), `math.isclose(..., rel_tol=)`,
+  a `functools.cached_property` read for the first time in the step,
   and `np.random.seed(k)` / `np.random.default_rng(k)` with k a graph value (eager, named).
 """
 import collections
 import functools
+import math
+import operator
 
 import numpy as np
 import pytest
@@ -246,19 +249,24 @@ class Lazy:
         return self.w.T * 2.0
 
 
+_SCALE = functools.partial(operator.mul, 0.5)
+
+
 def walrus_divmod_cached(o, x, state):
     state["n"] += 1
     q, r = divmod(state["n"], 3)
     if (total := float(x.sum())) > 0.0:
         x = x * q
-    return x @ o.w + (o.wt @ x[:2].T).sum() + r, total, divmod(x[0], 0.75)
+    near = math.isclose(total, state["last"], rel_tol=0.5, abs_tol=0.25)  # constant keywords
+    state["last"] = total
+    return _SCALE(x @ o.w) + (o.wt @ x[:2].T).sum() + r, total, divmod(x[0], 0.75), near, operator.neg(total)
 
 
 def test_walrus_divmod_and_a_cached_property():
     objs = [Lazy(random_array(k, (3, 2))) for k in range(4)]  # the first reads of wt are in graphs
 
     def make():
-        return walrus_divmod_cached, {"objs": [Lazy(o.w.copy()) for o in objs], "state": {"n": 0}}
+        return walrus_divmod_cached, {"objs": [Lazy(o.w.copy()) for o in objs], "state": {"n": 0, "last": 0.0}}
 
     calls = call_sequence(12, lambda s, i: (s["objs"][i % 4], random_array(i, (2, 3)), s["state"]))
     jf = check(make, calls, min_graph_calls=6)
