@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from .. import ir
-from ..ops.draws import restore, state_of
+from ..ops.draws import GAUSS_FREE, global_state, restore, restore_global, state_of
 from .codegen import compile_plan
 from .fused import MISS, Counts, fuse
 from .gpu_plan import compile_gpu_plan
@@ -49,6 +47,9 @@ class CompiledGraph:
             keep_for(graph_bytes(gen.graph))  # freed temporaries stay in the heap for the next call (heap.py)
         self.tier = Tier(gen.graph, native if self.plan is not None and not self.devices else "off")
         self.uses_rng = gen.uses_rng
+        # its global draws leave the legacy Gaussian cache alone: the RNG's state is saved cheaply
+        self.gauss_free = all(n.params["method"] in GAUSS_FREE for n in gen.graph.all_nodes()
+                              if n.op == ir.RANDOM or (n.op == "draw_of" and n.params["rng"] is None))
         self.generators = list({id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()
                                 if n.op in ("random_uniform", "generator_draw", "draw_of")
                                 and n.params["rng"] is not None}.values())
@@ -123,7 +124,7 @@ class CompiledGraph:
         slots = self.guard(args)
         if slots.__class__ is int:
             return GUARD_FAILED, slots
-        saved = np.random.get_state() if self.uses_rng else None
+        saved = global_state(self.gauss_free) if self.uses_rng else None
         saved_gens = [state_of(g) for g in self.generators] if self.generators else ()
         try:
             values = self.plan(slots) if self._direct else self.body(slots)
@@ -143,7 +144,7 @@ class CompiledGraph:
 
     def _restore(self, saved, saved_gens):
         if saved is not None:
-            np.random.set_state(saved)
+            restore_global(saved)
         for g, state in zip(self.generators, saved_gens):
             restore(g, state)
 

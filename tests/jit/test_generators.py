@@ -9,6 +9,8 @@ import random
 
 import numpy as np
 
+import janus_like as jl
+
 from .harness import check, fallback_reasons
 
 
@@ -111,3 +113,34 @@ def test_probabilities_eager_rejects_raise_eagers_error():
                                       np.random.default_rng(k).random((5, 4)) + 0.1), s["m"]) for k in range(10)]
     jf = check(lambda: (bad_probabilities, {"m": Model()}), calls, min_graph_calls=5)
     assert "user-error" in fallback_reasons(jf), jf.explain()
+
+
+def global_draws_then_check(x, m, gauss):
+    mask = np.random.rand(*x.shape) > 0.3  # (the global RNG: its state is saved by a copy of its struct)
+    picks = np.random.choice(5, 3, p=np.full(5, 0.2))
+    noise = np.random.randn(3) if gauss else 0.0  # an odd count: the legacy Gaussian cache is left full
+    y = x * mask + picks.sum() + np.sum(noise)
+    if np.max(np.abs(y)) > 20.0:  # never seen in the warm-up: an assert after the draws
+        y = y * 0.0
+    m.w = m.w + 0.0
+    return y
+
+
+def test_a_failed_run_puts_the_global_rng_back_exactly():
+    for gauss in (False, True):  # a struct copy; get_state() where the Gaussian cache is involved
+        calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal((5, 4)) * (50.0 if k in (7, 10) else 1.0),
+                                 s["m"], gauss) for k in range(14)]
+        jf = check(lambda: (global_draws_then_check, {"m": Model()}), calls, min_graph_calls=8)
+        assert jf.stats()["assert_failures"] >= 1, jf.stats()
+        assert all(g.gauss_free is not gauss for g in jf.graphs()), jf.explain()
+        # a failed run leaves the state as it found it, the legacy Gaussian cache included
+        speculating = jl.jit(global_draws_then_check)
+        m = Model()
+        for k in range(5):
+            speculating(calls[k]({"m": m})[0], m, gauss)
+        np.random.seed(3)
+        np.random.randn(1)  # the cache full
+        before = np.random.get_state()
+        status, _ = speculating.graphs()[0].try_run((calls[7]({"m": m})[0], m, gauss))
+        after = np.random.get_state()
+        assert status == "assert" and before[2:] == after[2:] and np.array_equal(before[1], after[1])
