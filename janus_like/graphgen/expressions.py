@@ -17,6 +17,7 @@ from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from ..tensor import Tensor
 from .builder import SymbolicTape
+from .py_numbers import number_chain
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _truth_value, _unwrap_obj
 
@@ -140,13 +141,16 @@ class ExpressionsMixin:
     def expr_Compare(self, node, frame):
         left = self.eval(node.left, frame)
         result = True
-        for op, comp in zip(node.ops, node.comparators):
+        for i, (op, comp) in enumerate(zip(node.ops, node.comparators)):
             right = self.eval(comp, frame)
             r = self.compare(op, left, right)
             if len(node.ops) == 1:
                 return r
-            if isinstance(r, Sym):
-                raise Unsupported("data-dependent-python", "chained comparison of graph values", self.site)
+            if isinstance(r, Sym):  # `lo < v < hi`: the rest is evaluated where eager may stop, so it must be pure
+                if not all(_pure(c) for c in node.comparators[i + 1:]):
+                    raise Unsupported("data-dependent-python", "chained comparison of graph values", self.site)
+                values = [left, right] + [self.eval(c, frame) for c in node.comparators[i + 1:]]
+                return number_chain(self.builder, node.ops[i:], values, self.site)
             if not r:
                 return False
             left = right

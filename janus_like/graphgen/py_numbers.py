@@ -11,6 +11,7 @@ import functools
 
 from .. import ir
 from .builder import py_sample
+from .support import _CMPOPS
 from .values import Sym, Unsupported
 
 # builtins that take and give Python numbers; `math` module functions are added by module name
@@ -69,3 +70,24 @@ def scalar_extreme(builder, func, args, kwargs, site):
         return items[0]
     node = builder.add(ir.Node(ir.PY_OP, tuple(x.node for x in items), {"fn": func}, ((), items[0].dtype)))
     return Sym(node, "array")
+
+
+def number_chain(builder, ops, values, site):
+    """`v0 < v1 <= v2 ...` (the AST's comparison operators `ops`) where a comparison is of Python
+    numbers the graph computes: one PY_OP over all the operands, a Python bool as eager's."""
+    if not all(type(o) in _CMPOPS for o in ops) or not all(_number(v) for v in values):
+        raise Unsupported("data-dependent-python", "chained comparison of graph values", site)
+    return builder.py_op(_chain(tuple(type(o) for o in ops)), *values)
+
+
+@functools.lru_cache(maxsize=None)
+def _chain(op_types):
+    fns = [_CMPOPS[t] for t in op_types]
+
+    def chain(*values):  # the first false comparison's result, else the last one's: as Python's
+        for fn, a, b in zip(fns, values, values[1:]):
+            result = fn(a, b)
+            if not result:
+                return result
+        return result
+    return chain

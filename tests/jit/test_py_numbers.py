@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from .harness import check, fallback_reasons
+from .harness import call_sequence, check, fallback_reasons, random_array
 
 
 def _calls(n, scale=1.0):
@@ -61,3 +61,17 @@ def tuple_result(x, k):
 def test_math_functions_giving_tuples_stay_eager():
     jf = check(lambda: (tuple_result, None), _calls(6), min_graph_calls=0)
     assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()
+
+
+def chained(x, state, lo=-0.5, hi=0.5):
+    state["n"] += 1
+    v = float(x.mean())
+    inside = lo < v < hi  # a Python bool the graph computes, as eager's
+    if 0 <= v <= 1 and state["n"] != 3 < state["n"] + 1:
+        v = v * 2
+    return inside, v, lo < v <= hi != v
+
+
+def test_chained_comparisons_of_python_numbers():
+    calls = call_sequence(12, lambda s, i: (random_array(i, (3,)), s["s"]))
+    check(lambda: (chained, {"s": {"n": 0}}), calls, min_graph_calls=6)
