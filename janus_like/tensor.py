@@ -384,6 +384,7 @@ _FUNCTIONS = {
     np.outer: F.outer, np.argmax: lambda a, axis=None, keepdims=False: F.argmax(a, axis, keepdims),
     np.argmin: lambda a, axis=None, keepdims=False: F.argmin(a, axis, keepdims),
     np.argsort: lambda a, axis=-1, kind=None, order=None, stable=None: F.argsort(a, axis),
+    np.argpartition: lambda a, kth, axis=-1, kind="introselect", order=None: F.argpartition(a, kth, axis),
     np.zeros_like: lambda a, dtype=None: F.zeros_like(a, dtype),
     np.ones_like: lambda a, dtype=None: F.ones_like(a, dtype),
     np.full_like: lambda a, fill_value, dtype=None: F.full_like(a, fill_value, dtype),
@@ -417,6 +418,7 @@ _SIGNATURES = {
     np.ndim: (1, set(), {}), np.size: (2, {"axis"}, {}), np.copy: (1, set(), {"order": "K"}),
     np.pad: (2, {"pad_width"}, {"mode": "constant"}), np.roll: (3, {"shift", "axis"}, {}), np.flip: (2, {"axis"}, {}),
     np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
+    np.argpartition: (3, {"kth", "axis"}, {"kind": "introselect", "order": None}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 2, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
                    np.outer: 2, np.full_like: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2,

@@ -36,8 +36,10 @@ _NOT_HANDLED = object()
 
 
 def is_user_callable(v) -> bool:
-    """A function whose body the generator would inline if it were called directly."""
-    if isinstance(v, (LocalFunction, BoundMethod)) or _is_jit(v):
+    """A function whose body the generator would inline if it were called directly; or `id`,
+    which it answers itself (`map(id, params)`: the identity of the Variable or object a graph
+    value stands for, not of the generator's wrapper around it)."""
+    if isinstance(v, (LocalFunction, BoundMethod)) or _is_jit(v) or v is id:
         return True
     if isinstance(v, types.MethodType):
         v = v.__func__

@@ -148,6 +148,10 @@ def argsort(x, axis=-1):
     return bind(P.argsort, x, axis=axis)
 
 
+def argpartition(x, kth, axis=-1):
+    return bind(P.argpartition, x, kth=kth if isinstance(kth, int) else tuple(kth), axis=axis)
+
+
 def norm(x, axis=None, keepdims=False):
     return bind(P.norm, x, axis=_axis(axis), keepdims=keepdims)
 

@@ -1,6 +1,6 @@
 """Variance and standard deviation (`np.var`, `np.std`, `x.var(axis=-1, keepdims=True)` in a
 hand-written layer norm), the 2-norm (`np.linalg.norm(g)` in gradient clipping), `any` / `all`
-(a NaN check) and `argsort` (a top-k): ops of their own, computed by NumPy's own function, so a
+(a NaN check), `argsort` and `argpartition` (a top-k): ops of their own, computed by NumPy's own function, so a
 graph gives eager's bits (NumPy's two-pass variance, its summation order and its `ddof` count)."""
 from __future__ import annotations
 
@@ -53,3 +53,6 @@ register("all", lambda xp, x, axis=None, keepdims=False: _arr(xp, x).all(axis=ax
          doc="whether every element over `axis` is true (no gradient)")
 register("argsort", lambda xp, x, axis=-1: xp.argsort(x, axis=axis),
          doc="the indices that sort x along `axis` (NumPy's default kind; no gradient): a top-k by hand")
+register("argpartition", lambda xp, x, kth, axis=-1: xp.argpartition(x, kth, axis=axis),
+         doc="indices that put the kth element of x in its sorted place along `axis`, the smaller before it "
+             "(NumPy's introselect, its order within each side included; no gradient): a beam's top k")

@@ -138,3 +138,31 @@ def test_other_library_code_given_a_user_function_is_eager_with_the_reason():
 
 def _scaled_pair(a, b):
     return a * b * SCALE
+
+
+def test_map_of_id_over_variables_keys_their_gradients():
+    """Parameter groups with gradients keyed by `id(p)`: `map(id, params)` and `id(p)` give the
+    Variables' identities (the builtin on the generator's wrappers gave the wrappers', so the
+    lookup failed while generating and the step ran eagerly as an internal error)."""
+    import janus_like as jl
+    from janus_like import F
+
+    def make():
+        r = np.random.default_rng(0)
+        groups = [{"params": [jl.Variable(r.standard_normal((3, 4)))], "lr": 0.01},
+                  {"params": [jl.Variable(r.standard_normal(4))], "lr": 0.1}]
+
+        def step(x):
+            every = [p for g in groups for p in g["params"]]
+            with jl.GradientTape() as tape:
+                loss = F.sum(F.tanh(x @ every[0] + every[1]) ** 2)
+            grads = dict(zip(map(id, every), tape.gradient(loss, every)))
+            for g in groups:
+                for p in g["params"]:
+                    p.assign_sub(g["lr"] * grads[id(p)])
+            return loss
+
+        return step, groups
+
+    jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (2, 3)),)), min_graph_calls=4)
+    assert fallback_reasons(jf) == set(), jf.explain()

@@ -7,7 +7,7 @@ import numpy as np
 import janus_like as jl
 from janus_like import F
 
-from .harness import check, fallback_reasons
+from .harness import check, fallback_reasons, random_array
 
 
 class Net:
@@ -171,3 +171,19 @@ def test_roll_and_flip_in_an_augmented_step():
     jf = check(lambda: (flipped_write, {}), [lambda s, k=k: (np.arange(6.0).reshape(3, 2) + k,) for k in range(8)],
                min_graph_calls=0)
     assert fallback_reasons(jf) == {"view-write"}, jf.explain()
+
+
+def beam_step(h, w, k):
+    logp = h @ w
+    logp = logp - np.log(np.exp(logp).sum())
+    top = np.argpartition(-logp, k)[:k]  # NumPy's introselect: its order within each side too
+    top = top[np.argsort(-logp[top])]
+    halves = np.argpartition(logp, [1, len(logp) - 2])
+    return [(int(i), float(logp[i])) for i in top], halves
+
+
+def test_a_beams_top_k_with_argpartition():
+    w = np.random.default_rng(9).standard_normal((4, 10))
+    calls = [lambda s, i=i: (random_array(i, (4,)), w, 3) for i in range(10)]
+    jf = check(lambda: (beam_step, None), calls, min_graph_calls=5)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
