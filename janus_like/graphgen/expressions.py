@@ -163,6 +163,10 @@ class ExpressionsMixin:
         return self.eval(node.body if self.truth(test) else node.orelse, frame)
 
     def expr_Call(self, node, frame):
+        if node.args and isinstance(node.args[0], ast.Call):  # `list(gen(...))` (generators.py)
+            result = self.collected_call(node, frame)
+            if result is not _MISSING:
+                return result
         func = self.eval(node.func, frame)
         args = []
         for a in node.args:

@@ -16,9 +16,10 @@ in the loop's body leaves the generator where it stands, as `for` does (the gene
 `yield from` another generator call delivers its items to the same loop; `yield from` a list,
 each item. The generator's `return` ends the loop, its value is that of `yield from`.
 
-What stays eager: a generator consumed any other way (`list(gen())`, `next(g)`, `zip(gen(), ..)`),
-and a `yield` inside a branch or loop on graph values (a conditional or loop node cannot stop in
-the middle).
+`list(gen(...))`, `tuple`, `sorted`, `sum`, `max`, `min` and `set` of one run it to its end first,
+as Python does, and take the collected items. What stays eager: a generator consumed any other
+way (`next(g)`, `zip(gen(), ..)`, a comprehension over one), and a `yield` inside a branch or
+loop on graph values (a conditional or loop node cannot stop in the middle).
 """
 from __future__ import annotations
 
@@ -26,17 +27,24 @@ import ast
 
 from ..source import function_ast, has_yield, local_names
 from .early_returns import function_body
-from .support import Frame, _Leave, _Return
+from .expressions import _pure
+from .support import _MISSING, Frame, _Leave, _Return
 from .values import LocalFunction, Unsupported
+
+
+# functions that pull a generator to its end before doing anything with its items
+_COLLECTORS = (list, tuple, sorted, sum, max, min, set)
+_COLLECTOR_NAMES = frozenset(f.__name__ for f in _COLLECTORS)
 
 
 class _Loop:
     """A `for` loop consuming a user generator: where its items go."""
-    __slots__ = ("node", "frame", "exit", "index", "depth", "call", "outer")
+    __slots__ = ("node", "frame", "exit", "index", "depth", "call", "outer", "items")
 
-    def __init__(self, node, frame, exit_, index, depth, call, outer=None):
+    def __init__(self, node, frame, exit_, index, depth, call, outer=None, items=None):
         self.node, self.frame, self.exit, self.index, self.depth, self.call = node, frame, exit_, index, depth, call
         self.outer = outer  # a `yield from` generator's: the loop its items go on to
+        self.items = items  # `list(gen())`: a list the items are appended to (no loop body)
 
 
 class GeneratorLoopsMixin:
@@ -91,6 +99,30 @@ class GeneratorLoopsMixin:
             return has_yield(function_ast(func))
         except Exception:
             return False
+
+    def collected_call(self, node, frame):
+        """`list(gen(...))`, `sum(gen(...))`, `sorted(gen(...), key=...)`: Python runs the
+        generator to its end before the function does anything with the items, so its body is
+        inlined and its items collected first. _MISSING unless `node` is such a call (the other
+        arguments pure: they are evaluated after the generator here, before it in Python)."""
+        if not (isinstance(node.func, ast.Name) and node.func.id in _COLLECTOR_NAMES
+                and not any(isinstance(a, ast.Starred) for a in node.args) and None not in (k.arg for k in node.keywords)
+                and all(_pure(a) for a in node.args[1:]) and all(_pure(k.value) for k in node.keywords)
+                and self._names_a_generator(node.args[0].func, frame)):
+            return _MISSING
+        func = self.load_name(node.func.id, frame, node.func)
+        if func not in _COLLECTORS:
+            return _MISSING
+        items = []
+        loop = _Loop(None, frame, None, None, self.pure_depth, node.args[0], items=items)
+        self.armed_loops.append(loop)
+        try:
+            self.eval(node.args[0], frame)
+        finally:
+            if self.armed_loops and self.armed_loops[-1] is loop:
+                self.armed_loops.pop()
+        rest = [self.eval(a, frame) for a in node.args[1:]]
+        return self.call(func, [items] + rest, {k.arg: self.eval(k.value, frame) for k in node.keywords}, node)
 
     def consuming_loop(self, node):
         """The armed loop that consumes call `node`'s generator, or None (expressions.expr_Call)."""
@@ -165,6 +197,9 @@ class GeneratorLoopsMixin:
         if self.pure_depth != loop.depth:
             raise Unsupported("generator", "a yield inside a branch or loop on graph values", self.site)
         self.count_unroll()
+        if loop.items is not None:  # list(gen())
+            loop.items.append(value)
+            return
         if loop.index is not None:  # enumerate(gen())
             value, loop.index = (loop.index, value), loop.index + 1
         self.frames.append(loop.frame)  # the loop's body runs in its function's frame
