@@ -162,6 +162,8 @@ class CallsMixin:
             return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
+            if type(owner) is str and func.__name__ == "format" and _any_abstract((args, kwargs)):
+                return self.str_format(owner, args, kwargs)
             # (an input's object may go into a local list, `modules.append((name, module))`: no
             # method that compares items, whose `==` eager calls and an ObjRef does not have)
             if isinstance(owner, (list, dict, set, str, tuple)) and (

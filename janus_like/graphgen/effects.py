@@ -5,9 +5,11 @@ constants, whose cached result becomes a graph constant.
 """
 from __future__ import annotations
 
+import string
+
 from ..ops.registry import P
 from .support import _as_kind
-from .values import CACHED, OPAQUE, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 
 class EffectsMixin:
@@ -57,3 +59,38 @@ class EffectsMixin:
             out = Sym(out.node, out.kind)
             out.view = (OPAQUE, CACHED)
         return out
+
+    def formatted_part(self, value, conv, spec):
+        """One `{value!conv:spec}` of an f-string or a str.format: its text now, or (a graph value)
+        the value as it is now, formatted when the effect that prints or logs it runs."""
+        if isinstance(value, (Sym, ObjRef)):
+            return (self.snapshot_for_effect(value), conv, spec)
+        return _CONVERSIONS[conv](value, spec)
+
+    def str_format(self, template, args, kwargs):
+        """`"loss {:.4f} at {step}".format(loss, step=k)` with graph values: a deferred string, as
+        an f-string is. Fields that reach into a value (`{0.shape}`, `{d[k]}`) or nested specs
+        stay eager."""
+        parts, auto = [], 0
+        for literal, field, spec, conv in string.Formatter().parse(template):
+            if literal:
+                parts.append(literal)
+            if field is None:
+                continue
+            if "{" in (spec or "") or not (field == "" or field.isdigit() or field.isidentifier()):
+                raise Unsupported("data-dependent-python", f"str.format field {{{field}}} of graph values", self.site)
+            if (field == "" and auto is None) or (field.isdigit() and auto):  # Python's own errors
+                raise ValueError("cannot switch from " + ("manual field specification to automatic field numbering"
+                                                          if field == "" else
+                                                          "automatic field numbering to manual field specification"))
+            if field == "":
+                field, auto = auto, auto + 1
+            elif field.isdigit():
+                auto = None
+            value = kwargs[field] if isinstance(field, str) and not field.isdigit() else args[int(field)]
+            parts.append(self.formatted_part(value, conv or "", spec or ""))
+        return DeferredStr(parts)
+
+
+_CONVERSIONS = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
+                "a": lambda x, s: format(ascii(x), s)}

@@ -7,6 +7,7 @@ import ast
 import functools
 import builtins
 import collections
+import enum
 import operator
 import random
 import types
@@ -212,12 +213,7 @@ class ExpressionsMixin:
         spec = "" if node.format_spec is None else self.eval(node.format_spec, frame)
         if isinstance(spec, DeferredStr):
             raise Unsupported("data-dependent-python", "format spec computed in the graph", self.site)
-        conv = {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion]
-        if isinstance(value, (Sym, ObjRef)):  # formatted later, with the value it has now
-            return DeferredStr([(self.snapshot_for_effect(value), conv, spec)])
-        text = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
-                "a": lambda x, s: format(ascii(x), s)}[conv](value, spec)
-        return DeferredStr([text])
+        return DeferredStr([self.formatted_part(value, {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion], spec)])
 
     def expr_Lambda(self, node, frame):
         if self.comprehensions:  # its free names would be the comprehension's, gone after it
@@ -365,6 +361,11 @@ class ExpressionsMixin:
         if type(attr).__name__ == "member_descriptor":
             slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
             return self.classify(slot, self.site, key)
+        if hasattr(type(attr), "__get__") and not isinstance(attr, (types.FunctionType, type)):  # another descriptor:
+            if name == "__class__" or isinstance(target, enum.Enum):  # what it gives is fixed by the guards
+                return getattr(target, name)  # (the object's type; an enum member's name and value)
+            raise Unsupported("unsupported-syntax", f"{type(target).__name__}.{name} through a {type(attr).__name__} "
+                                                    "descriptor", self.site)
         return self.shared_attribute(klass, name, attr, key)  # a class-level value (the object's type is guarded)
 
     def value_attribute(self, obj, name, key):

@@ -142,6 +142,29 @@ def test_print_once_in_order_after_commit():
     assert jf.stats()["graph_calls"] == 5
 
 
+def test_str_format_of_graph_values_like_an_f_string():
+    # "{:.4f}".format(loss) formatted the graph's symbol while generating: an internal error
+    def make():
+        v = jl.Variable(np.zeros(2))
+
+        def f(x, step):
+            v.assign_add(x)
+            loss = np.sum(v * v)
+            line = "step {0} loss {1:.4f} {x!r} {1:>9.2e}".format(step, float(loss), x=x.sum())
+            print("{0}|{0}".format(loss))
+            v.assign(v * 0.5)  # after the print: it shows the values before
+            return line, "{:.3f}".format(float(v[0]))
+
+        return f, {"v": v}
+
+    jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (2,)), i)), min_graph_calls=3)
+    assert jf.stats()["fallbacks"] <= 2, jf.explain()
+
+    for text in ("{0.shape} {1}", "{} {1}", "{1} {}"):  # reaching into a value stays eager; mixed numbering raises
+        check(lambda: ((lambda x: text.format(x * 2.0, 3)), {}), call_sequence(5, lambda s, i: (random_array(i, (2,)),)),
+              min_graph_calls=0)
+
+
 def test_print_of_arrays_and_tensors():
     def make():
         def f(x, t):

@@ -7,6 +7,7 @@ the graph's symbolic values ended up in the user's objects). Items and lengths o
 (its own `__getitem__`/`__len__`) see what the call wrote before them, and a defaultdict's
 missing key (which inserts one) is eager's to insert."""
 import collections
+import enum
 
 import numpy as np
 
@@ -161,3 +162,34 @@ def test_a_property_setter_runs_and_a_custom_setattr_stays_eager():
 
     calls = [lambda s, k=k: (s["c"], random_array(k, (3,)) * 2.0) for k in range(8)]
     check(lambda: (no_custom, {"c": Clipped()}), calls, min_graph_calls=4)
+
+
+class Mode(enum.Enum):
+    TRAIN = 1
+    EVAL = 2
+
+
+class Switch:
+    mode_default = Mode.TRAIN  # a class-level enum member
+
+    def __init__(self):
+        self.mode = Mode.TRAIN
+        self.w = np.ones(3)
+
+
+def enum_step(s, x):
+    if s.mode == Mode.TRAIN and Switch.mode_default is Mode.TRAIN:
+        s.w = s.w + x
+    # an enum member's name and value (descriptors: the graph had the descriptor object itself)
+    return s.w.sum(), s.mode.name, s.mode.value, s.__class__.__name__
+
+
+def test_an_enum_members_name_and_value_and_an_objects_class():
+    modes = [Mode.TRAIN] * 5 + [Mode.EVAL] * 3 + [Mode.TRAIN] * 3
+
+    def call(s, k):
+        s["s"].mode = modes[k]
+        return s["s"], random_array(k, (3,))
+
+    check(lambda: (enum_step, {"s": Switch()}), [lambda s, k=k: call(s, k) for k in range(len(modes))],
+          min_graph_calls=5)
