@@ -29,17 +29,19 @@ import numpy as np
 from .. import ir
 from ..ops.registry import REGISTRY
 from ..source import in_packages
-from .support import Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
+from .support import OPERATORS, Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
 from .values import BoundMethod, LocalFunction, ObjRef, Sym, Unsupported
 
 _NOT_HANDLED = object()
 
 
 def is_user_callable(v) -> bool:
-    """A function whose body the generator would inline if it were called directly; or `id`,
-    which it answers itself (`map(id, params)`: the identity of the Variable or object a graph
-    value stands for, not of the generator's wrapper around it)."""
-    if isinstance(v, (LocalFunction, BoundMethod)) or _is_jit(v) or v is id:
+    """A function whose body the generator would inline if it were called directly; or one it
+    answers itself: `id` (`map(id, params)`: the identity of the Variable or object a graph
+    value stands for, not of the generator's wrapper around it) and the operator module's
+    arithmetic (`functools.reduce(operator.add, losses)`)."""
+    if isinstance(v, (LocalFunction, BoundMethod)) or _is_jit(v) or v is id or (
+            isinstance(v, types.BuiltinFunctionType) and v in OPERATORS):
         return True
     if isinstance(v, types.MethodType):
         v = v.__func__

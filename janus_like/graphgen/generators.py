@@ -69,6 +69,7 @@ class GeneratorLoopsMixin:
         self.armed_loops.append(loop)
         try:
             self.eval(call, frame)  # expressions.expr_Call hands the call to inline_generator
+            self._consumed(loop)
         except _Leave as leave:
             if leave.loop is not loop:
                 raise
@@ -81,9 +82,14 @@ class GeneratorLoopsMixin:
         self.exec_block(node.orelse, frame)
         return True
 
+    def _consumed(self, loop):
+        """The call armed for `loop` reached inline_generator (else the loop would see no items)."""
+        if self.armed_loops and self.armed_loops[-1] is loop:
+            raise Unsupported("generator", "a generator call that was not inlined", self.site)
+
     def _names_a_generator(self, func_node, frame) -> bool:
-        """Whether `func_node` is a plain name of a user generator function (looked up without
-        guards: the call itself evaluates it again)."""
+        """Whether `func_node` is a plain name of a user generator function (its guards, if
+        any, are the ones the call's own evaluation of the name adds again)."""
         if not isinstance(func_node, ast.Name):
             return False
         try:
@@ -118,6 +124,7 @@ class GeneratorLoopsMixin:
         self.armed_loops.append(loop)
         try:
             self.eval(node.args[0], frame)
+            self._consumed(loop)
         finally:
             if self.armed_loops and self.armed_loops[-1] is loop:
                 self.armed_loops.pop()

@@ -23,15 +23,16 @@ _CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast
            ast.Gt: operator.gt, ast.GtE: operator.ge}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
 
+# the operator module's arithmetic and comparisons: the operators, on graph values too
+OPERATORS = frozenset((operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+                       operator.pow, operator.neg, operator.pos, operator.abs, operator.matmul, operator.lt,
+                       operator.le, operator.gt, operator.ge, operator.eq, operator.ne))
 # builtins evaluated at generation time on concrete values (pure, deterministic)
 _PURE_BUILTINS = {id, vars, abs, all, any, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset,
                   getattr, hasattr, hash, int, isinstance, issubclass, iter, len, list, map, max, min,
                   next, ord, pow, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, type,
                   zip, format,
-                  # the operator module's arithmetic and comparisons: the operators, on graph values too
-                  operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
-                  operator.pow, operator.neg, operator.pos, operator.abs, operator.matmul, operator.lt, operator.le,
-                  operator.gt, operator.ge, operator.eq, operator.ne}
+                  *OPERATORS}
 _LIBRARY_PREFIXES = ("numpy", "math", "builtins", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff",
                      "janus_like.backend", "operator", "functools", "itertools", "collections", "typing")
 _INLINE_LIBRARY = ("janus_like.nn", "janus_like.optim")

@@ -166,3 +166,19 @@ def test_map_of_id_over_variables_keys_their_gradients():
 
     jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (2, 3)),)), min_graph_calls=4)
     assert fallback_reasons(jf) == set(), jf.explain()
+
+
+def test_reduce_and_map_with_the_operator_modules_functions():
+    import operator
+
+    def make():
+        def f(xs, w):
+            total = functools.reduce(operator.add, xs)  # the operators, on graph values
+            scaled = list(map(operator.mul, xs, [w, 2.0 * w, 0.5]))
+            return total, functools.reduce(operator.mul, [x.sum() for x in scaled], 1.0)
+
+        return f, {}
+
+    jf = check(make, call_sequence(8, lambda s, i: ([random_array(i + k, (2,)) for k in range(3)], 0.5 + i)),
+               min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
