@@ -162,7 +162,7 @@ class CallsMixin:
             return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
-            if type(owner) is str and func.__name__ == "format" and _any_abstract((args, kwargs)):
+            if type(owner) is str and func.__name__ == "format" and self.formats_graph_values(args, kwargs):
                 return self.str_format(owner, args, kwargs)
             # (an input's object may go into a local list, `modules.append((name, module))`: no
             # method that compares items, whose `==` eager calls and an ObjRef does not have)

@@ -67,6 +67,11 @@ class EffectsMixin:
             return (self.snapshot_for_effect(value), conv, spec)
         return _CONVERSIONS[conv](value, spec)
 
+    @staticmethod
+    def formats_graph_values(args, kwargs) -> bool:
+        """Whether str.format's arguments hold graph values or text made from them."""
+        return any(isinstance(v, (Sym, ObjRef, DeferredStr)) for v in (*args, *kwargs.values()))
+
     def str_format(self, template, args, kwargs):
         """`"loss {:.4f} at {step}".format(loss, step=k)` with graph values: a deferred string, as
         an f-string is. Fields that reach into a value (`{0.shape}`, `{d[k]}`) or nested specs
@@ -88,6 +93,12 @@ class EffectsMixin:
             elif field.isdigit():
                 auto = None
             value = kwargs[field] if isinstance(field, str) and not field.isdigit() else args[int(field)]
+            if isinstance(value, DeferredStr):  # an f-string of graph values: its parts, as they are
+                if conv not in (None, "s") or spec:
+                    raise Unsupported("data-dependent-python", "a format spec for text made from graph values",
+                                      self.site)
+                parts.extend(value.parts)
+                continue
             parts.append(self.formatted_part(value, conv or "", spec or ""))
         return DeferredStr(parts)
 

@@ -4,10 +4,10 @@ operators, comparisons and f-strings (comprehensions: comprehensions.py).
 from __future__ import annotations
 
 import ast
-import functools
 import builtins
 import collections
 import enum
+import functools
 import operator
 import random
 import types
@@ -364,8 +364,7 @@ class ExpressionsMixin:
         if hasattr(type(attr), "__get__") and not isinstance(attr, (types.FunctionType, type)):  # another descriptor:
             if name == "__class__" or isinstance(target, enum.Enum):  # what it gives is fixed by the guards
                 return getattr(target, name)  # (the object's type; an enum member's name and value)
-            raise Unsupported("unsupported-syntax", f"{type(target).__name__}.{name} through a {type(attr).__name__} "
-                                                    "descriptor", self.site)
+            raise Unsupported("unsupported-syntax", f"{type(target).__name__}.{name} through a descriptor", self.site)
         return self.shared_attribute(klass, name, attr, key)  # a class-level value (the object's type is guarded)
 
     def value_attribute(self, obj, name, key):
@@ -427,6 +426,8 @@ class ExpressionsMixin:
                                                             if isinstance(right, ObjRef) else right)
             raise Unsupported("unsupported-syntax", f"operator {op.__name__} on Python objects", self.site)
         if isinstance(left, DeferredStr) or isinstance(right, DeferredStr):
+            if op is not operator.add:  # (`f"{x}" * 3`: the text is needed now)
+                raise Unsupported("data-dependent-python", f"{op.__name__} of text from graph values", self.site)
             return DeferredStr(_str_parts(left) + _str_parts(right))
         if op is operator.mod and isinstance(left, str) and _any_abstract(right):
             raise Unsupported("data-dependent-python", "%-formatting of graph values", self.site)

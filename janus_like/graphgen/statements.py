@@ -135,7 +135,7 @@ class StatementsMixin:
         if isinstance(cur, ObjRef) and isinstance(cur.obj, list) and op is operator.add:
             self.container_method(ContainerMethod(cur, "extend"), [rhs], {})
             return cur
-        return op(cur, rhs)
+        return self.binop(op, cur, rhs)  # (`line += f"..."` of graph values: a deferred string too)
 
     def inplace_value(self, target, value):
         """The value an in-place NumPy write leaves in `target`: cast to its dtype, its shape."""

@@ -293,6 +293,12 @@ class DeferredStr:
     def __init__(self, parts):
         self.parts = parts  # list of str | (value, conversion, format_spec)
 
+    def __str__(self):  # its text exists only after the commit: code that needs it now stays eager
+        raise Unsupported("data-dependent-python", "text formatted from graph values, used as a string")
+
+    def __format__(self, spec):
+        raise Unsupported("data-dependent-python", "text formatted from graph values, formatted again")
+
 
 class VarSnapshot:
     """A Variable as a deferred print saw it: same name, the value at the time of the call."""

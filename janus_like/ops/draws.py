@@ -88,19 +88,19 @@ def _bit_generator():
 
 def _fast_state_works() -> bool:
     if not _FAST_STATE:
-        ok = False
+        ok, before = False, np.random.get_state()
         try:
             if type(_bit_generator()).__name__ == "MT19937":
-                before = np.random.get_state()
                 saved = ctypes.string_at(_bit_generator().ctypes.state_address, _MT_STATE_BYTES)
                 drawn = np.random.random_sample(700)  # past one refill of the 624 words
                 ctypes.memmove(_bit_generator().ctypes.state_address, saved, _MT_STATE_BYTES)
                 after = np.random.get_state()
                 ok = before[0] == after[0] and bool((before[1] == after[1]).all()) and before[2:] == after[2:] \
                     and bool((np.random.random_sample(700) == drawn).all())
-                np.random.set_state(before)
         except Exception:
             ok = False
+        finally:
+            np.random.set_state(before)  # the check leaves the user's generator as it found it
         _FAST_STATE.append(ok)
     return _FAST_STATE[0]
 

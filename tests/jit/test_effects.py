@@ -151,6 +151,7 @@ def test_str_format_of_graph_values_like_an_f_string():
             v.assign_add(x)
             loss = np.sum(v * v)
             line = "step {0} loss {1:.4f} {x!r} {1:>9.2e}".format(step, float(loss), x=x.sum())
+            line += " | {} {}".format(f"{float(loss):.2f}", "done")  # an f-string's text inside (it was its repr)
             print("{0}|{0}".format(loss))
             v.assign(v * 0.5)  # after the print: it shows the values before
             return line, "{:.3f}".format(float(v[0]))
@@ -163,6 +164,9 @@ def test_str_format_of_graph_values_like_an_f_string():
     for text in ("{0.shape} {1}", "{} {1}", "{1} {}"):  # reaching into a value stays eager; mixed numbering raises
         check(lambda: ((lambda x: text.format(x * 2.0, 3)), {}), call_sequence(5, lambda s, i: (random_array(i, (2,)),)),
               min_graph_calls=0)
+    for use in (lambda t: str(t), lambda t: "{:>12}".format(t)):  # the f-string's text is needed now: eager
+        check(lambda: ((lambda x: use(f"{float(x.sum()):.3f}")), {}),
+              call_sequence(5, lambda s, i: (random_array(i, (2,)),)), min_graph_calls=0)
 
 
 def test_print_of_arrays_and_tensors():
