@@ -51,7 +51,7 @@ class CompiledGraph:
         self.gauss_free = all(n.params["method"] in GAUSS_FREE for n in gen.graph.all_nodes()
                               if n.op == ir.RANDOM or (n.op == "draw_of" and n.params["rng"] is None))
         self.generators = list({id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()
-                                if n.op in ("random_uniform", "generator_draw", "draw_of")
+                                if n.op in ("random_uniform", "draw_of")
                                 and n.params["rng"] is not None}.values())
         self.counts = Counts()  # runs, seconds and slots of the fused function's calls
         self._runs = 0  # the others' (try_run)

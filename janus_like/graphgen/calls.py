@@ -3,6 +3,7 @@ print/logging are deferred, the NumPy global RNG becomes a graph node.
 """
 from __future__ import annotations
 
+import ast
 import collections
 import collections.abc
 import functools
@@ -343,8 +344,9 @@ class CallsMixin:
         except AttributeError:
             return default
 
-    def function_frame(self, func):
-        """(AST, Frame) of a user function to inline: the scope its free names are read from."""
+    def function_frame(self, func, generator=False):
+        """(AST, Frame) of a user function to inline: the scope its free names are read from (a
+        generator function's only with `generator`: its yields go to a loop, generators.py)."""
         if isinstance(func, LocalFunction):  # defined in jitted code: its scope is the defining frame
             fn_ast, outer = func.node, func.frame
             frame = Frame(func, outer.globals, outer.filename, outer, local_names(fn_ast))
@@ -358,7 +360,7 @@ class CallsMixin:
             if func.__closure__:
                 for name, cell in zip(func.__code__.co_freevars, func.__closure__):
                     frame.cells[name] = cell
-        if has_yield(fn_ast):
+        if has_yield(fn_ast) and not (generator and isinstance(fn_ast, ast.FunctionDef)):
             raise Unsupported("generator", f"{func.__qualname__} is a generator", self.site)
         return fn_ast, frame
 
@@ -373,6 +375,10 @@ class CallsMixin:
                     f"recursion region {func.__qualname__}: {exc.detail}"
                 if not any(m.startswith(what) for m in self.region_misses):  # once, at the outermost call
                     self.region_misses.append(what + (f" (called at {exc.site})" if exc.site else ""))
+        return self.inlined_body(func, fn_ast, frame, args, kwargs)
+
+    def inlined_body(self, func, fn_ast, frame, args, kwargs):
+        """Run `func`'s body in `frame`, its parameters bound to the arguments: its return value."""
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.depth -= 1
@@ -382,9 +388,9 @@ class CallsMixin:
         self.frames.append(frame)
         try:
             self.exec_block(function_body(fn_ast), frame)
-            result = None
+            return None
         except _Return as ret:
-            result = ret.value
+            return ret.value
         except Unsupported as exc:
             raise self.located(exc)
         finally:
@@ -392,7 +398,6 @@ class CallsMixin:
             self.depth -= 1
             self.site = saved_site
             self.builder.site = saved_site
-        return result
 
     def super_ref(self, args):
         """`super()` in an inlined method (its class from the `__class__` cell Python gives a
@@ -416,44 +421,6 @@ class CallsMixin:
             exc.site = self.site
             exc.args = (f"{exc.reason}: {exc.detail} at {exc.site}",)
         return exc
-
-    def bind_args(self, frame, fn_ast, func, args, kwargs):
-        a = fn_ast.args
-        params = [p.arg for p in a.posonlyargs + a.args]
-        defaults = func.__defaults__ or ()
-        bound = {}
-        for name, value in zip(params, args):
-            bound[name] = value
-        extra = list(args[len(params):])
-        if extra:
-            if not a.vararg:
-                raise Unsupported("user-error", f"{func.__qualname__}() got too many positional arguments", self.site)
-            bound[a.vararg.arg] = tuple(extra)
-        elif a.vararg:
-            bound[a.vararg.arg] = ()
-        kw_left = dict(kwargs)
-        for name in params + [k.arg for k in a.kwonlyargs]:
-            if name in kw_left:
-                bound[name] = kw_left.pop(name)
-        if kw_left:
-            if not a.kwarg:
-                raise Unsupported("user-error", f"unexpected keyword arguments {sorted(kw_left)}", self.site)
-            bound[a.kwarg.arg] = kw_left
-        elif a.kwarg:
-            bound[a.kwarg.arg] = {}
-        for i, name in enumerate(params[len(params) - len(defaults):]):
-            if name not in bound:
-                bound[name] = self.default_value(func, "__defaults__", i, defaults[i])
-        kwd = func.__kwdefaults__ or {}
-        for k in a.kwonlyargs:
-            if k.arg not in bound:
-                if k.arg not in kwd:
-                    raise Unsupported("user-error", f"missing keyword argument {k.arg}", self.site)
-                bound[k.arg] = self.default_value(func, "__kwdefaults__", k.arg, kwd[k.arg])
-        for name in params:
-            if name not in bound:
-                raise Unsupported("user-error", f"{func.__qualname__}() missing argument {name!r}", self.site)
-        frame.locals.update(bound)
 
 
 @functools.lru_cache(maxsize=None)

@@ -36,25 +36,15 @@ class DrawsMixin:
         other draws; a run that fails puts the Generator's state back."""
         if method == "shuffle" and self.shuffled(lambda m, a, k: self.generator_draw(rng, m, a, k), args, kwargs):
             return None
-        if _any_abstract((args, kwargs)):
-            return self.draw_of(rng, method, args, kwargs)
-        from ..ops.registry import P
-
-        sample = getattr(copy.deepcopy(rng), method)(*args, **kwargs)  # (a copy: the Generator does not move)
-        if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)):
-            raise Unsupported("unsupported-call", f"Generator.{method} giving a {type(sample).__name__}", self.site)
-        drawn = np.asarray(sample)
-        out = self.builder.emit(P.generator_draw, (), dict(rng=rng, method=method, args=tuple(args), kwargs=dict(kwargs)),
-                                aval=(tuple(drawn.shape), drawn.dtype))
-        return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
+        return self.draw_of(rng, method, args, kwargs)
 
     def draw_of(self, rng, method, args, kwargs):
-        """A draw whose arguments hold numbers or arrays the graph computes: `rng.binomial(1, p)`
-        of a Gibbs step, `np.random.choice(n, p=probs)` of a policy, `rng.normal(mu, sigma)`. A
-        `draw_of` node calls the same method on the same generator (`rng` None: the NumPy global
-        RNG) with those values in place, in program order with the other draws. Its shape and
-        type come from the method run on a copy of the generator with stand-ins of the values'
-        shapes and dtypes (its numbers where the graph knows them)."""
+        """A `draw_of` node: the same method on the same generator (`rng` None: the NumPy global
+        RNG, for arguments the graph computes) when the graph runs, in program order with the
+        other draws. Its arguments may hold numbers or arrays the graph computes: `rng.binomial(1,
+        p)` of a Gibbs step, `np.random.choice(n, p=probs)` of a policy, `rng.normal(mu, sigma)`.
+        Its shape and type come from the method run on a copy of the generator with stand-ins of
+        the values' shapes and dtypes (their numbers where the graph knows them)."""
         from ..ops.draws import Hole
         from ..ops.registry import P
 
@@ -76,8 +66,9 @@ class DrawsMixin:
         t_args, t_kwargs = tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
         sample = _stand_in_draw(rng, method, t_args, t_kwargs, values, self.site)
         drawn = np.asarray(sample)
-        if drawn.dtype == object:  # `np.random.seed(k)`: not a draw
-            raise Unsupported("unsupported-call", f"{method}() of graph values gives {type(sample).__name__}", self.site)
+        if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)) \
+                or drawn.dtype == object:  # `np.random.seed(k)`, `rng.bytes(4)`: not a number or an array
+            raise Unsupported("unsupported-call", f"{method}() giving a {type(sample).__name__}", self.site)
         if rng is None:
             self.builder.uses_rng = True
         out = self.builder.emit(P.draw_of, tuple(values), dict(rng=rng, method=method, args=t_args, kwargs=t_kwargs),
@@ -164,7 +155,9 @@ def _stand_in_draw(rng, method, args, kwargs, values, site):
         dtype = np.dtype(v.dtype)
         if v.kind == "py":
             hint = v.node.hint
-            return hint if hint is not None else v.py_type(True if dtype.kind == "b" else 1 if dtype.kind in "iu" else 0.5)
+            if hint is not None:
+                return hint
+            return v.py_type(True if dtype.kind == "b" else 1 if dtype.kind in "iu" else 0.5)
         fill_value = True if dtype.kind == "b" else 1 if dtype.kind in "iu" else 1.0 / max(v.size, 1) if even else 0.5
         return np.full(v.shape, fill_value, dtype)
 

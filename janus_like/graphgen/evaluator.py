@@ -46,10 +46,16 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-# what a class, function or module attribute may hold that is not state: read as the object itself
+# what a default or a class, function or module attribute may hold that is not state: the object itself
 _HELD_AS_IS = (types.BuiltinFunctionType, types.MethodType, np.ufunc, staticmethod, classmethod, property, np.dtype,
                types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType,
                types.MemberDescriptorType, types.ClassMethodDescriptorType)
+
+
+def _changeable(value) -> bool:
+    """Whether a value held outside the arguments may be state (a dict, a list, an array, an
+    object): read through guards, written at the commit."""
+    return not (_is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value))
 
 
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
@@ -177,13 +183,50 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         slot, _ = self.prog.root_const(obj, f"<{type(obj).__name__} object>")
         return self.classify(slot, self.site)
 
+    def bind_args(self, frame, fn_ast, func, args, kwargs):
+        a = fn_ast.args
+        params = [p.arg for p in a.posonlyargs + a.args]
+        defaults = func.__defaults__ or ()
+        bound = {}
+        for name, value in zip(params, args):
+            bound[name] = value
+        extra = list(args[len(params):])
+        if extra:
+            if not a.vararg:
+                raise Unsupported("user-error", f"{func.__qualname__}() got too many positional arguments", self.site)
+            bound[a.vararg.arg] = tuple(extra)
+        elif a.vararg:
+            bound[a.vararg.arg] = ()
+        kw_left = dict(kwargs)
+        for name in params + [k.arg for k in a.kwonlyargs]:
+            if name in kw_left:
+                bound[name] = kw_left.pop(name)
+        if kw_left:
+            if not a.kwarg:
+                raise Unsupported("user-error", f"unexpected keyword arguments {sorted(kw_left)}", self.site)
+            bound[a.kwarg.arg] = kw_left
+        elif a.kwarg:
+            bound[a.kwarg.arg] = {}
+        for i, name in enumerate(params[len(params) - len(defaults):]):
+            if name not in bound:
+                bound[name] = self.default_value(func, "__defaults__", i, defaults[i])
+        kwd = func.__kwdefaults__ or {}
+        for k in a.kwonlyargs:
+            if k.arg not in bound:
+                if k.arg not in kwd:
+                    raise Unsupported("user-error", f"missing keyword argument {k.arg}", self.site)
+                bound[k.arg] = self.default_value(func, "__kwdefaults__", k.arg, kwd[k.arg])
+        for name in params:
+            if name not in bound:
+                raise Unsupported("user-error", f"{func.__qualname__}() missing argument {name!r}", self.site)
+        frame.locals.update(bound)
+
     def default_value(self, func, where, key, value):
         """A parameter's default, `func.<where>[key]`: the object itself when it cannot change (a
         constant of the graph), else read through guards like a global (`cache={}`, a default
         array or object), so that writes into it are the graph's, made at the commit, and the
         object is never written while the graph is generated."""
-        if not isinstance(func, types.FunctionType) or _is_immutable(value) \
-                or isinstance(value, (types.BuiltinFunctionType, np.ufunc)):
+        if not isinstance(func, types.FunctionType) or not _changeable(value):
             return value
         root, _ = self.prog.root_const(func, func.__qualname__)
         holder, _ = self.prog.attr(root, where, getattr(func, where))
@@ -196,10 +239,11 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         owner like a global (`Registry.table`, `helpers.STATE`, a class-level `history = []` read
         through `self`), so that writes into it are the graph's, made at the commit, and the
         object is never written while the graph is generated."""
-        if _is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value):
+        if not _changeable(value):
             return value
         if isinstance(owner, types.ModuleType):
-            if in_packages(owner.__name__, _LIBRARY_PREFIXES) or owner.__name__.split(".")[0] in sys.stdlib_module_names:
+            module = owner.__name__
+            if in_packages(module, _LIBRARY_PREFIXES) or module.split(".")[0] in sys.stdlib_module_names:
                 return value
             return self.read_global(owner.__dict__, name, key)
         root, _ = self.prog.root_const(owner, getattr(owner, "__qualname__", type(owner).__name__))

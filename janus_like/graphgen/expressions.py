@@ -342,7 +342,7 @@ class ExpressionsMixin:
         else:
             raise AttributeError(name)
         if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
-            self.prog.check_identity(obj.slot, self.site)  # from this very generator (calls.generator_draw)
+            self.prog.check_identity(obj.slot, self.site)  # from this very generator (draws.generator_draw)
             return getattr(target, name)
         if isinstance(attr, types.FunctionType):
             return BoundMethod(attr, obj)

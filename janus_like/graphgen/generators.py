@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import ast
 
-from ..source import function_ast, has_yield, local_names
-from .early_returns import function_body
+from ..source import function_ast, has_yield
 from .expressions import _pure
-from .support import _MISSING, Frame, _Leave, _Return
+from .support import _MISSING, _Leave, _Return
 from .values import LocalFunction, Unsupported
 
 
@@ -112,7 +111,8 @@ class GeneratorLoopsMixin:
         inlined and its items collected first. _MISSING unless `node` is such a call (the other
         arguments pure: they are evaluated after the generator here, before it in Python)."""
         if not (isinstance(node.func, ast.Name) and node.func.id in _COLLECTOR_NAMES
-                and not any(isinstance(a, ast.Starred) for a in node.args) and None not in (k.arg for k in node.keywords)
+                and not any(isinstance(a, ast.Starred) for a in node.args)
+                and None not in (k.arg for k in node.keywords)
                 and all(_pure(a) for a in node.args[1:]) and all(_pure(k.value) for k in node.keywords)
                 and self._names_a_generator(node.args[0].func, frame)):
             return _MISSING
@@ -138,40 +138,13 @@ class GeneratorLoopsMixin:
 
     def inline_generator(self, loop, func, args, kwargs):
         """The generator's body, inlined like a call, its yields delivered to `loop`."""
-        if isinstance(func, LocalFunction):
-            fn_ast, outer = func.node, func.frame
-            frame = Frame(func, outer.globals, outer.filename, outer, local_names(fn_ast))
-            frame.cells = outer.cells
-        elif getattr(func, "__code__", None) is not None and hasattr(func, "__globals__"):
-            fn_ast = function_ast(func)
-            frame = Frame(func, func.__globals__, func.__code__.co_filename)
-            if func.__closure__:
-                for name, cell in zip(func.__code__.co_freevars, func.__closure__):
-                    frame.cells[name] = cell
-        else:
-            raise Unsupported("generator", f"{getattr(func, '__qualname__', func)} is not a plain generator function",
-                              self.site)
-        if isinstance(fn_ast, ast.AsyncFunctionDef) or not has_yield(fn_ast):
-            raise Unsupported("generator", f"{func.__qualname__} is a coroutine", self.site)
+        fn_ast, frame = self.function_frame(func, generator=True)
         self.armed_loops.pop()  # taken: calls inside the generator's body are not this loop's
-        self.depth += 1
-        self.bind_args(frame, fn_ast, func, args, kwargs)
-        saved_site = self.site
-        self.frames.append(frame)
         self.yield_loops[id(frame)] = loop
         try:
-            self.exec_block(function_body(fn_ast), frame)
-            return None
-        except _Return as ret:
-            return ret.value
-        except Unsupported as exc:
-            raise self.located(exc)
+            return self.inlined_body(func, fn_ast, frame, args, kwargs)
         finally:
             del self.yield_loops[id(frame)]
-            self.frames.pop()
-            self.depth -= 1
-            self.site = saved_site
-            self.builder.site = saved_site
 
     def expr_Yield(self, node, frame):
         loop = self.yield_loops.get(id(frame))

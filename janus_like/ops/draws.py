@@ -1,12 +1,13 @@
-"""Draws from an explicit `numpy.random.Generator` (never the global RNG): the uniform numbers
-of `F.dropout`, and any Generator method the graph generator meets on a Generator reached
-through the function's inputs (`rng.normal(0, 0.1, size=...)`, `rng.random()`), or on a
-`random.Random` (the `random` module's functions draw from its hidden instance). Both are
-stateful: never folded or merged, kept in program order, and the executor saves and restores
-the generators' states around a run that may fail (`state_of`, `restore`)."""
+"""Draws: the uniform numbers of `F.dropout` from an explicit `numpy.random.Generator`, and
+`draw_of`, any Generator method the graph generator meets on a Generator reached through the
+function's inputs (`rng.normal(0, 0.1, size=...)`, `rng.random()`), on a `random.Random` (the
+`random` module's functions draw from its hidden instance), or on the NumPy global RNG when its
+arguments are values the graph computes (`np.random.choice(n, p=probs)`). All are stateful:
+never folded or merged, kept in program order, and the executor saves and restores the
+generators' states around a run that may fail (`state_of`, `restore`; the global RNG's:
+`global_state`, `restore_global`). Also the standard library's clocks."""
 from __future__ import annotations
 
-import copy
 import ctypes
 import random
 import time
@@ -22,19 +23,6 @@ def _uniform(xp, rng, shape, dtype):
 
 register("random_uniform", _uniform, stateful=True, shape=lambda rng, shape, dtype: (shape, dtype),
          doc="uniform [0, 1) numbers drawn from the given Generator")
-
-
-def _draw(xp, rng, method, args, kwargs):
-    return getattr(rng, method)(*args, **kwargs)
-
-
-def _draw_aval(rng, method, args, kwargs):
-    sample = np.asarray(_draw(np, copy.deepcopy(rng), method, args, kwargs))  # the Generator itself does not move
-    return sample.shape, sample.dtype
-
-
-register("generator_draw", _draw, stateful=True, shape=_draw_aval,
-         doc="a draw of Generator method `method` (a Python number or an array, as the method gives it)")
 
 
 class Hole:
@@ -60,13 +48,15 @@ def fill(template, values):
 
 def _draw_of(xp, *values, rng, method, args, kwargs):
     fn = getattr(np.random if rng is None else rng, method)
+    if not values:  # `rng.normal(0, 0.1, size=x.shape)`: nothing to fill in
+        return fn(*args, **kwargs)
     return fn(*fill(args, values), **{k: fill(v, values) for k, v in kwargs.items()})
 
 
 register("draw_of", _draw_of, stateful=True,
-         doc="a draw whose arguments hold values the graph computes (`rng.binomial(1, p)`, `np.random.choice(n, "
-             "p=probs)`): method `method` of Generator or random.Random `rng` (None: the NumPy global RNG), "
-             "called with `args`/`kwargs`, each Hole in them filled with the node's inputs in order")
+         doc="a draw of method `method` of Generator or random.Random `rng` (None: the NumPy global RNG), called "
+             "with `args`/`kwargs`, each Hole in them filled with the node's inputs in order (`rng.binomial(1, p)`, "
+             "`np.random.choice(n, p=probs)`): a Python number or an array, as the method gives it")
 
 
 # The NumPy global RNG's state, saved around every run of a graph that draws from it. Its

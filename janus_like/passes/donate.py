@@ -39,7 +39,7 @@ MIN_ELEMENTS = 16384
 # the elementwise ufuncs a write region may hold (executor/buffers.py's _INPLACE)
 REGION_OPS = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "tanh", "sqrt",
                         "abs", "sin", "cos"))
-_DRAWS = frozenset((ir.RANDOM, "random_uniform", "generator_draw", "draw_of"))
+_DRAWS = frozenset((ir.RANDOM, "random_uniform", "draw_of"))
 
 
 def donations(gen) -> list:
