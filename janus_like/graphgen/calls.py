@@ -28,7 +28,7 @@ from .early_returns import function_body
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call, scalar_extreme
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _str_parts, _tensor_fn, _unwrap_obj
 
 
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
@@ -36,6 +36,7 @@ _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest
                         itertools.accumulate, itertools.pairwise))
 _STORES = frozenset(("append", "insert"))
 # what `max`/`min`/`sum` pull whole: a generator expression, an iterator, `d.values()`, `d.keys()`
+_KEYED = frozenset(("get", "pop", "setdefault", "__contains__", "__getitem__", "__delitem__"))  # dict methods given a key
 _VIEWS = (collections.abc.Iterator, collections.abc.KeysView, collections.abc.ValuesView)  # list methods that store an item without comparing or iterating it
 
 # builtins (and C library functions outside the library modules' names) that call a function
@@ -102,6 +103,7 @@ class CallsMixin:
         if isinstance(func, ObjRef):
             call = getattr(type(func.obj), "__call__", None)
             if isinstance(call, types.FunctionType):
+                self.class_member(type(func.obj), "__call__")
                 return self.inline(call, [func] + list(args), kwargs)
             raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
         if isinstance(func, SymbolicTape) or isinstance(func, Sym):
@@ -165,8 +167,17 @@ class CallsMixin:
             owner = func.__self__
             if type(owner) is str and func.__name__ == "format" and self.formats_graph_values(args, kwargs):
                 return self.str_format(owner, args, kwargs)
+            if type(owner) is str and func.__name__ == "join" and len(args) == 1 and not kwargs \
+                    and isinstance(args[0], (list, tuple, *_VIEWS)):  # " ".join(f"{k}={v:.3f}" for ...)
+                items = list(args[0])  # (a generator expression: consumed here, as join consumes it)
+                if any(isinstance(t, DeferredStr) for t in items):
+                    return _joined(owner, items, self.site)
+                args = (items,)
             # (an input's object may go into a local list, `modules.append((name, module))`: no
             # method that compares items, whose `==` eager calls and an ObjRef does not have)
+            if isinstance(owner, set) and args or isinstance(owner, dict) and func.__name__ in _KEYED and args:
+                for key in (args if isinstance(owner, set) else args[:1]):  # hashed: a graph value's hash is
+                    _dict_key(key)  # its id's, not its value's (raises for one)
             if isinstance(owner, (list, dict, set, str, tuple)) and (
                     not _any_objref((args, kwargs)) or (isinstance(owner, list) and func.__name__ in _STORES)):
                 if func.__name__ not in _STORES:  # (stored, never called: a Module appended)
@@ -209,6 +220,7 @@ class CallsMixin:
 
     def call_library(self, func, args, kwargs):
         """janus_like's functional API and other pure library code: call it with abstract values."""
+        module = getattr(func, "__module__", None) or "?"
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, ObjRef):  # the library sees the object itself (e.g. a Generator): pin it
                 self.prog.check_identity(a.slot, self.site)
@@ -219,6 +231,8 @@ class CallsMixin:
         try:
             out = func(*args, **kwargs)
         except Unsupported as exc:  # from the values' NumPy protocol, which has no site at hand
+            if exc.detail.startswith("a NumPy function with no graph op"):  # (Sym.__array__): name it
+                exc.detail = f"{module.split('.')[0]}.{func.__name__} with a graph value has no graph op"
             raise self.located(exc)
         if in_packages(func.__module__, ("janus_like.ops",)):
             out = _as_tensor_kind(out)
@@ -327,6 +341,13 @@ class CallsMixin:
             return args[0] // args[1], args[0] % args[1]
         if func is str and args and isinstance(args[0], Sym):
             return DeferredStr([(args[0], "s", "")])
+        if func in (repr, ascii, format) and args and isinstance(args[0], Sym):  # text made after the commit
+            spec = (args[1] if len(args) > 1 else kwargs.get("format_spec", "")) if func is format else ""
+            if not isinstance(spec, str):
+                raise Unsupported("data-dependent-python", "format spec computed in the graph", self.site)
+            return DeferredStr([self.formatted_part(args[0], {repr: "r", ascii: "a", format: ""}[func], spec)])
+        if func in (hash, set, frozenset) and _any_abstract((args, kwargs)):  # (a graph value's hash is its
+            raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site)  # id's)
         try:
             return self.lift(func(*args, **kwargs))
         except TypeError:  # round(float(x[0])): a Python function of a value the graph computes
@@ -356,6 +377,7 @@ class CallsMixin:
                 fn_ast = function_ast(func)
             except NoSource as exc:
                 raise Unsupported("no-source", f"{func.__qualname__}: {exc}", self.site) from None
+            self.code_guard(func)
             frame = Frame(func, func.__globals__, func.__code__.co_filename)
             if func.__closure__:
                 for name, cell in zip(func.__code__.co_freevars, func.__closure__):
@@ -421,6 +443,16 @@ class CallsMixin:
             exc.site = self.site
             exc.args = (f"{exc.reason}: {exc.detail} at {exc.site}",)
         return exc
+
+
+def _joined(sep, items, site):
+    """`sep.join(items)` of text and formatted graph values: one deferred text."""
+    if not all(isinstance(t, (str, DeferredStr)) for t in items):
+        raise Unsupported("user-error", "str.join of an item that is not text", site)
+    parts = []
+    for k, t in enumerate(items):
+        parts += ([sep] if k and sep else []) + _str_parts(t)
+    return DeferredStr(parts)
 
 
 @functools.lru_cache(maxsize=None)

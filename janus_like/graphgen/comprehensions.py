@@ -20,7 +20,7 @@ class ComprehensionsMixin:
         return self.comprehension(node, frame, lambda: [], lambda acc, f: acc.append(self.eval(node.elt, f)))
 
     def expr_SetComp(self, node, frame):
-        return self.comprehension(node, frame, set, lambda acc, f: acc.add(self.eval(node.elt, f)))
+        return self.comprehension(node, frame, set, lambda acc, f: acc.add(_dict_key(self.eval(node.elt, f))))
 
     def expr_DictComp(self, node, frame):
         def add(acc, f):

@@ -64,6 +64,7 @@ class ContainersMixin:
             method = getattr(type(obj), "__len__", None)
             if not isinstance(method, types.FunctionType):
                 raise Unsupported("unsupported-call", f"len() of a {type(obj).__name__}", self.site)
+            self.class_member(type(obj), "__len__")
             n = self.inline(method, [ref], {})  # a user class's own, on what the call wrote
             if type(n) is not int:
                 raise Unsupported("data-dependent-python", f"len() of a {type(obj).__name__} the graph computes",
@@ -81,6 +82,7 @@ class ContainersMixin:
             method = getattr(type(obj.obj), "__getitem__", None)
             if not isinstance(method, types.FunctionType):
                 raise Unsupported("unsupported-call", f"indexing a {type(obj.obj).__name__}", self.site)
+            self.class_member(type(obj.obj), "__getitem__")
             return self.inline(method, [obj, index], {})
         key = _dict_key(index)
         pending = self.appends.get(id(obj.obj))

@@ -11,7 +11,6 @@ JIT then keeps that signature eager.
 """
 from __future__ import annotations
 
-import sys
 import types
 
 import numpy as np
@@ -20,6 +19,7 @@ from .. import backend, ir
 from ..ops.registry import set_builder
 from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
+from .attributes import AttributesMixin
 from .callbacks import CallbacksMixin
 from .calls import CallsMixin
 from .effects import EffectsMixin
@@ -34,8 +34,7 @@ from .loops import LoopMixin
 from .recursion import RecursionMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
-from ..source import in_packages
-from .support import _LIBRARY_PREFIXES, MAX_UNROLL, _is_immutable, _is_jit
+from .support import MAX_UNROLL, _is_immutable, _is_jit
 from .values import ObjRef, Sym, Unsupported, VarRef  # Unsupported is re-exported
 
 
@@ -47,20 +46,9 @@ class GeneratedGraph:
 
 
 # what a default or a class, function or module attribute may hold that is not state: the object itself
-_HELD_AS_IS = (types.BuiltinFunctionType, types.MethodType, np.ufunc, staticmethod, classmethod, property, np.dtype,
-               types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType,
-               types.MemberDescriptorType, types.ClassMethodDescriptorType)
-
-
-def _changeable(value) -> bool:
-    """Whether a value held outside the arguments may be state (a dict, a list, an array, an
-    object): read through guards, written at the commit."""
-    return not (_is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value))
-
-
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
                 StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin,
-                GeneratorLoopsMixin):
+                GeneratorLoopsMixin, AttributesMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input
@@ -221,35 +209,6 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
                 raise Unsupported("user-error", f"{func.__qualname__}() missing argument {name!r}", self.site)
         frame.locals.update(bound)
 
-    def default_value(self, func, where, key, value):
-        """A parameter's default, `func.<where>[key]`: the object itself when it cannot change (a
-        constant of the graph), else read through guards like a global (`cache={}`, a default
-        array or object), so that writes into it are the graph's, made at the commit, and the
-        object is never written while the graph is generated."""
-        if not isinstance(func, types.FunctionType) or not _changeable(value):
-            return value
-        root, _ = self.prog.root_const(func, func.__qualname__)
-        holder, _ = self.prog.attr(root, where, getattr(func, where))
-        slot, _ = self.prog.item(holder, key, value)
-        return self.classify(slot, self.site)
-
-    def shared_attribute(self, owner, name, value, key=None):
-        """`owner.name` of a class, a function or a user's module, which the graph holds as
-        constants: the value itself when it cannot change, else read through guards from its
-        owner like a global (`Registry.table`, `helpers.STATE`, a class-level `history = []` read
-        through `self`), so that writes into it are the graph's, made at the commit, and the
-        object is never written while the graph is generated."""
-        if not _changeable(value):
-            return value
-        if isinstance(owner, types.ModuleType):
-            module = owner.__name__
-            if in_packages(module, _LIBRARY_PREFIXES) or module.split(".")[0] in sys.stdlib_module_names:
-                return value
-            return self.read_global(owner.__dict__, name, key)
-        root, _ = self.prog.root_const(owner, getattr(owner, "__qualname__", type(owner).__name__))
-        slot, _ = self.prog.attr(root, name, value)
-        return self.classify(slot, self.site, key)
-
     def _dynamic(self, slot, ast_key):
         if ("value", relax_text(slot)) in self.relaxed:
             return True
@@ -287,6 +246,11 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             raise Unsupported("device-mismatch", str(exc), exc.node.site) from None
         if any(w[0] == "box" for w in self.writes):  # aliasing only matters when something is written
             self.prog.check_distinct(self.mutable_slots, "inputs")
+        for w in self.writes:
+            box = w[1] if w[0] == "box" else None
+            if isinstance(box, Sym) and not isinstance(box, VarRef) and box.kind == "array" and box.dirty \
+                    and box.origin is not None and type(self.prog.slots[box.origin].value) is np.ndarray:
+                self.prog.check_writeable(self.prog.slots[box.origin])
         guard, guard_src = self.prog.compile()
         outputs = build_outputs(self, result)
         graph.outputs = outputs.nodes

@@ -6,10 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
-import enum
-import functools
 import operator
-import random
 import types
 
 import numpy as np
@@ -19,8 +16,8 @@ from ..source import function_ast, lambda_as_def, local_names, site_key
 from ..tensor import Tensor
 from .builder import SymbolicTape
 from .py_numbers import number_chain
-from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _is_jit, _str_parts, _truth_value, _unwrap_obj
+from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _str_parts, _truth_value, _unwrap_obj
 
 
 class ExpressionsMixin:
@@ -54,7 +51,7 @@ class ExpressionsMixin:
         return list(self.eval_elts(node.elts, frame))
 
     def expr_Set(self, node, frame):
-        return set(self.eval_elts(node.elts, frame))
+        return {_dict_key(e) for e in self.eval_elts(node.elts, frame)}  # hashed as dict keys are
 
     def expr_Dict(self, node, frame):
         out = {}
@@ -331,42 +328,6 @@ class ExpressionsMixin:
             return self.shared_attribute(obj, name, getattr(obj, name), key)
         return self.value_attribute(obj, name, key)
 
-    def class_attribute(self, obj, name, key, mro):
-        """`obj.name` found in the classes `mro` (an ObjRef's type's MRO, or its tail after a
-        `super()`'s class): a method bound to obj, a property's value, a slot, a constant."""
-        target = obj.obj
-        for klass in mro:
-            if name in klass.__dict__:
-                attr = klass.__dict__[name]
-                break
-        else:
-            raise AttributeError(name)
-        if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
-            self.prog.check_identity(obj.slot, self.site)  # from this very generator (draws.generator_draw)
-            return getattr(target, name)
-        if isinstance(attr, types.FunctionType):
-            return BoundMethod(attr, obj)
-        if _is_jit(attr) and getattr(attr, "__self__", None) is None:  # @jit on a method
-            return BoundMethod(attr.__wrapped__, obj)
-        if isinstance(attr, property):
-            return self.inline(attr.fget, [obj], {})
-        if isinstance(attr, functools.cached_property) and isinstance(obj, ObjRef):
-            value = self.inline(attr.func, [obj], {})  # its first read: computed, then kept in the
-            self.setattr(obj, attr.attrname, value)  # object's __dict__, a write made at the commit
-            return value
-        if isinstance(attr, staticmethod):
-            return attr.__func__
-        if isinstance(attr, classmethod):
-            return BoundMethod(attr.__func__, type(target))
-        if type(attr).__name__ == "member_descriptor":
-            slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
-            return self.classify(slot, self.site, key)
-        if hasattr(type(attr), "__get__") and not isinstance(attr, (types.FunctionType, type)):  # another descriptor:
-            if name == "__class__" or isinstance(target, enum.Enum):  # what it gives is fixed by the guards
-                return getattr(target, name)  # (the object's type; an enum member's name and value)
-            raise Unsupported("unsupported-syntax", f"{type(target).__name__}.{name} through a descriptor", self.site)
-        return self.shared_attribute(klass, name, attr, key)  # a class-level value (the object's type is guarded)
-
     def value_attribute(self, obj, name, key):
         """An attribute of a graph value, a Variable or a plain Python object."""
         if isinstance(obj, VarRef) and name in ("trainable", "name"):
@@ -381,7 +342,11 @@ class ExpressionsMixin:
             self.builder.escape(obj, f"read as .{name}")  # x.numpy(), x.base: one type's own
             if obj.kind == "array" and hasattr(Tensor, name):  # as eager: x.numpy() of an ndarray
                 raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
-        if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name) and hasattr(np.ndarray, name):
+        if isinstance(obj, Sym) and obj.kind == "py" and not hasattr(obj, name):  # (i.bit_length(), s.hex())
+            raise Unsupported("data-dependent-python", f"`.{name}` of a Python number the graph computes", self.site)
+        if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name):
+            if not hasattr(np.ndarray, name):  # eager raises AttributeError (x.ptp() in NumPy 2)
+                raise Unsupported("user-error", f"'numpy.ndarray' object has no attribute {name!r}", self.site)
             raise Unsupported("unsupported-call", f"ndarray.{name} has no graph op", self.site)
         if isinstance(obj, (Sym, SymbolicTape)):
             return getattr(obj, name)

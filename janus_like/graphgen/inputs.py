@@ -161,6 +161,17 @@ class InputProgram:
         name = getattr(v, "__qualname__", None) or getattr(v, "__name__", None) or type(v).__name__
         self.check(slot, f"{{v}} is {self._const(v)}", Assumption("identity", site, name, slot.text))
 
+    def check_code(self, slot, func):
+        """`slot` is `func.__code__`: the function still runs the code the graph was made from."""
+        self.check(slot, f"{{v}} is {self._const(slot.value)}",
+                   Assumption("identity", f"{func.__qualname__}'s code", "the code the graph was made from", slot.text))
+
+    def check_writeable(self, slot):
+        """A NumPy array the commit writes in place accepts writes: a read-only one fails the
+        guard, and the call runs eagerly, raising eager's error where eager writes it, instead of
+        the commit failing half-way."""
+        self.check(slot, "{v}.flags.writeable", Assumption("writeable", "the commit", True, slot.text))
+
     def check_alias(self, slot, other: Slot, site):
         self.check(slot, f"{{v}} is s{other.index}", Assumption("alias", site, f"same object as {other.text}", slot.text))
 

@@ -78,6 +78,11 @@ class Sym(ArrayMethods):
     __int__ = __index__ = __float__
     __hash__ = object.__hash__
 
+    def __array__(self, dtype=None, copy=None):
+        # library code with no graph op made a graph value into an array (np.full's fill value,
+        # np.require): without this, NumPy made an object array holding the symbolic values
+        raise Unsupported("unsupported-call", "a NumPy function with no graph op given a graph value")
+
     def __add__(self, o): return _arith(operator.add, F.add, self, o)
     def __radd__(self, o): return _arith(operator.add, F.add, o, self)
     def __sub__(self, o): return _arith(operator.sub, F.sub, self, o)
@@ -103,6 +108,18 @@ class Sym(ArrayMethods):
     def __ge__(self, o): return _arith(operator.ge, F.ge, self, o)
     def __eq__(self, o): return _arith(operator.eq, F.eq, self, o)
     def __ne__(self, o): return _arith(operator.ne, F.ne, self, o)
+    # `&`, `|`, `^`, `~`: bitwise on NumPy arrays and Python ints, the logical ops on booleans only
+    def __and__(self, o): return _bitwise(operator.and_, F.logical_and, self, o)
+    def __rand__(self, o): return _bitwise(operator.and_, F.logical_and, o, self)
+    def __or__(self, o): return _bitwise(operator.or_, F.logical_or, self, o)
+    def __ror__(self, o): return _bitwise(operator.or_, F.logical_or, o, self)
+    def __xor__(self, o): return _bitwise(operator.xor, F.ne, self, o)
+    def __rxor__(self, o): return _bitwise(operator.xor, F.ne, o, self)
+    def __invert__(self): return _bitwise(operator.invert, F.logical_not, self)
+    def __lshift__(self, o): return _bitwise(operator.lshift, None, self, o)
+    def __rlshift__(self, o): return _bitwise(operator.lshift, None, o, self)
+    def __rshift__(self, o): return _bitwise(operator.rshift, None, self, o)
+    def __rrshift__(self, o): return _bitwise(operator.rshift, None, o, self)
 
 
     def copy(self):
@@ -179,6 +196,25 @@ def _arith(pyop, op, *args):
     if op is None:
         raise Unsupported("unsupported-syntax", f"operator {pyop.__name__} on arrays in the graph")
     return op(*args)
+
+
+def _bitwise(pyop, logical, *args):
+    """`a & b` and its kin: Python semantics on Python numbers held in the graph (3 & 1 is 1); on
+    arrays the logical op where every operand is boolean (where NumPy's bitwise op gives the
+    same), and the logical op a Tensor's operator is; NumPy's bitwise op on integers has no
+    graph op (it was the logical one: `k & 5` of an int array gave booleans)."""
+    if all(_is_py(a) for a in args):
+        return _builder().py_op(pyop, *args)
+    tensor = any(isinstance(a, Sym) and a.kind == "tensor" for a in args) and logical is not F.ne
+    if logical is not None and (tensor or all(_is_bool(a) for a in args)):
+        return logical(*args)
+    kinds = ", ".join(str(a.dtype) if isinstance(a, Sym) else type(a).__name__ for a in args)
+    raise Unsupported("unsupported-syntax", f"operator {pyop.__name__.strip('_')} on {kinds} values "
+                                            "(bitwise) has no graph op")
+
+
+def _is_bool(v):
+    return v.dtype == np.bool_ if isinstance(v, (Sym, np.ndarray, np.generic)) else type(v) is bool
 
 
 class VarRef(Sym):

@@ -20,6 +20,7 @@ KINDS = {
     "length": "the length of a list or tuple that is iterated or indexed",
     "keys": "the keys of a dict that is iterated",
     "alias": "which inputs are the same object",
+    "writeable": "an array the call writes in place is not read-only",
     "contains": "the result of an `in` test on an input container",
     "branch": "the outcome of an `if` on a value computed in the graph",
     "trip_count": "the number of iterations of a `while` loop on a graph value",

@@ -411,3 +411,11 @@ def chain_program(draw, head, names, forms, first_result):
     ret = draw(st.lists(st.sampled_from(names[first_result:]), min_size=1, max_size=3))
     lines.append(f"    return ({', '.join(ret)},)")
     return "\n".join(lines) + "\n"
+
+
+def load_with_helpers(directory, source: str, helpers_source: str):
+    """`load_module(source)` whose global `helpers` is a fresh module of `helpers_source` (a
+    user's module read through `helpers.NAME`)."""
+    module = load_module(directory, source)
+    module.helpers = load_module(directory, helpers_source, "helpers")
+    return module

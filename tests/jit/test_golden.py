@@ -249,6 +249,7 @@ def test_golden_explain_lists_assumptions(prog):
         "    assume arity: positional arguments expected 1 (the call)",
         "    assume type: arg0 expected 'ndarray' (argument 0)",
         "    assume shape: arg0 expected 'float64[2]' (argument 0)",
+        "    assume identity: branchy.__code__ expected 'the code the graph was made from' (branchy's code)",
         "    assume branch: expected True (prog.py:10)",
     ], text
 

@@ -89,6 +89,16 @@ def test_full_like_buffers_are_not_shared():
     ("x * round(x[0, 0], 1)", "data-dependent-python"),  # NumPy's own round of a NumPy scalar: not modelled
     ("x * 2 if hasattr(x, 'cumsum') else x", None),  # ndarray has the method: eager's branch, as a graph
     ("x.strides[0] * x", "unsupported-call"),
+    # NumPy functions with no graph op that turn their argument into an array: they made object
+    # arrays holding the generator's symbolic values
+    ("np.full((2, 2), x[0, 0]) + x[:2, :2]", "unsupported-call"),
+    ("np.require(x, requirements='C') * 2", "unsupported-call"),
+    # `&`, `|`, `^`, `~` are bitwise on integer arrays (they were the logical ops: booleans)
+    ("(x * 10).astype(np.int64) & 5", "unsupported-syntax"), ("~(x * 10).astype(np.int64)", "unsupported-syntax"),
+    ("(x * 10).astype(np.int64) >> 1", "unsupported-syntax"), ("((x > 0) & (x < 1)) ^ (x > 0.5) | ~(x > 2)", None),
+    ("x * (int(x[0, 0] * 10) & 3) + (int(x[0, 0] * 10) ^ 5) - ~int(x[1, 1] * 10)"
+     " + (int(abs(x[0, 0]) * 10) >> 1)", None),  # Python ints: Python's operators
+    ("x.ptp()", "user-error"),  # not an ndarray method in NumPy 2: eager's AttributeError (an internal error)
 ])
 def test_python_functions_and_attributes_of_arrays(tmp_path, body, reason):
     source = f"import numpy as np\n\n\ndef f(x):\n    return {body}\n"

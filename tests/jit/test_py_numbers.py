@@ -75,3 +75,29 @@ def chained(x, state, lo=-0.5, hi=0.5):
 def test_chained_comparisons_of_python_numbers():
     calls = call_sequence(12, lambda s, i: (random_array(i, (3,)), s["s"]))
     check(lambda: (chained, {"s": {"n": 0}}), calls, min_graph_calls=6)
+
+
+def as_text(x, k):
+    s, i = float(x.sum()), int(x[0, 0] * 10)
+    line = " ".join(f"{name}={v:.3f}" for name, v in [("s", s), ("i", i)])  # a generator expression
+    return repr(s), repr(i), ascii(i), format(s, ".2f"), format(i), line, ", ".join([f"{s}", "k", repr(i)])
+
+
+def test_repr_format_and_join_of_graph_numbers_are_the_text_eager_makes():
+    # repr() and format() of a graph value gave the symbolic value's own repr ('Sym(%674, py)');
+    # str.join of formatted values was an internal error
+    jf = check(lambda: (as_text, None), _calls(8), min_graph_calls=4)
+    assert fallback_reasons(jf) == set(), jf.explain()
+
+
+@pytest.mark.parametrize("body", ["hash(i)", "len({i, 3})", "len({j for j in (i, 3)})", "frozenset([i])",
+                                  "{3: 1}.get(i, 0)", "i.bit_length()", "s.is_integer()", "s.hex()",
+                                  "i.to_bytes(2, 'big', signed=True)"])
+def test_hashes_and_methods_of_graph_numbers_stay_eager(tmp_path, body):
+    # a graph value was hashed by its symbolic value's id: hash() gave that, a set kept 3 and a
+    # graph value 3 apart, a dict lookup missed; its number methods were internal errors
+    from .harness import load_module
+
+    source = f"def f(x, k):\n    s, i = float(x.sum()), int(x[0, 0] * 10)\n    return {body}\n"
+    jf = check(lambda: (load_module(tmp_path, source, "py_text").f, None), _calls(6), min_graph_calls=0)
+    assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()

@@ -11,7 +11,7 @@ import enum
 
 import numpy as np
 
-from .harness import check, fallback_reasons, load_module, random_array
+from .harness import check, fallback_reasons, load_with_helpers, random_array
 
 HELPERS = """
 import numpy as np
@@ -63,15 +63,9 @@ def registry_and_module(x, m):
 """
 
 
-def _program(tmp_path):
-    mod = load_module(tmp_path, PROGRAM)
-    mod.helpers = load_module(tmp_path, HELPERS, "helpers")
-    return mod
-
-
 def test_mutable_defaults_are_state_written_at_the_commit(tmp_path):
     def make():
-        mod = _program(tmp_path)
+        mod = load_with_helpers(tmp_path, PROGRAM, HELPERS)
         return mod.cached, {"defaults": mod.cached.__defaults__, "kw": mod.cached.__kwdefaults__}
 
     shapes = [(3,), (3,), (3,), (3,), (3,), (2, 3), (3,), (3,), (2, 3), (2, 3), (3,)]
@@ -81,7 +75,7 @@ def test_mutable_defaults_are_state_written_at_the_commit(tmp_path):
 
 def test_class_attributes_and_a_modules_dict_are_state_written_at_the_commit(tmp_path):
     def make():
-        mod = _program(tmp_path)
+        mod = load_with_helpers(tmp_path, PROGRAM, HELPERS)
         m = mod.Model()  # (each side's own class: the state holds its instance's attributes)
         return (lambda x: mod.registry_and_module(x, m)), \
             {"m": vars(m), "table": mod.Registry.table, "history": mod.Model.history, "helpers": mod.helpers.STATE}

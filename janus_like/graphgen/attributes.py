@@ -1,0 +1,151 @@
+"""Attributes the graph reads from classes, functions, user modules and defaults (`Config.lr`,
+`self.scale` of a class-level default, `fn.cache`, `helpers.STATE`, `cache={}`, a method, a
+property): through guards, as globals are. A value the user changes between calls, a class
+patched or a module reloaded in place fails a guard instead of running with what the graph was
+made from; writes into mutable ones are the graph's, made at the commit, and never while the
+graph is generated. NumPy's, the standard library's and janus_like's own are held as constants.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import random
+import sys
+import types
+
+import numpy as np
+
+from ..source import in_packages
+from .support import _LIBRARY_PREFIXES, _is_immutable, _is_jit
+from .values import BoundMethod, ObjRef, Unsupported
+
+_HELD_AS_IS = (types.BuiltinFunctionType, types.MethodType, np.ufunc, staticmethod, classmethod, property, np.dtype,
+               types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType,
+               types.MemberDescriptorType, types.ClassMethodDescriptorType)
+
+
+def _library_owned(obj) -> bool:
+    """A module, class or function of NumPy, the standard library or janus_like itself: held as
+    a constant (nothing guards that `np.float32` or `nn.Linear.__call__` stays the same)."""
+    module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None) or ""
+    return in_packages(module, _LIBRARY_PREFIXES + ("janus_like",)) or module.split(".")[0] in sys.stdlib_module_names
+
+
+def _changeable(value) -> bool:
+    """Whether a value held outside the arguments may be state (a dict, a list, an array, an
+    object): read through guards, written at the commit."""
+    return not (_is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value))
+
+
+
+class AttributesMixin:
+    def class_attribute(self, obj, name, key, mro):
+        """`obj.name` found in the classes `mro` (an ObjRef's type's MRO, or its tail after a
+        `super()`'s class): a method bound to obj, a property's value, a slot, a constant."""
+        target = obj.obj
+        for klass in mro:
+            if name in klass.__dict__:
+                attr = klass.__dict__[name]
+                break
+        else:
+            raise AttributeError(name)
+        if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
+            self.prog.check_identity(obj.slot, self.site)  # from this very generator (draws.generator_draw)
+            return getattr(target, name)
+        owner = mro[0] if mro[0] is type(target) else klass  # (the class after a super()'s: where found)
+        member = isinstance(attr, (types.FunctionType, functools.cached_property, staticmethod, classmethod)) \
+            or _is_jit(attr)
+        if member or isinstance(attr, property) or type(attr).__name__ == "member_descriptor":
+            self.class_member(owner, name)
+        # read through the object: a value set on the object later hides the class's, unless the
+        # class's is a data descriptor (a property, a slot); a method of a library class is not
+        # checked (it is looked up on every call of a layer or an optimizer)
+        data_descriptor = hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
+        if owner is type(target) and hasattr(target, "__dict__") and not data_descriptor \
+                and not (member and _library_owned(owner)):
+            inst, _ = self.prog.attr(obj.slot, "__dict__", target.__dict__)
+            self.prog.check_contains(inst, name, False, self.site)
+        if isinstance(attr, types.FunctionType):
+            return BoundMethod(attr, obj)
+        if _is_jit(attr) and getattr(attr, "__self__", None) is None:  # @jit on a method
+            return BoundMethod(attr.__wrapped__, obj)
+        if isinstance(attr, property):
+            return self.inline(attr.fget, [obj], {})
+        if isinstance(attr, functools.cached_property) and isinstance(obj, ObjRef):
+            value = self.inline(attr.func, [obj], {})  # its first read: computed, then kept in the
+            self.setattr(obj, attr.attrname, value)  # object's __dict__, a write made at the commit
+            return value
+        if isinstance(attr, staticmethod):
+            return attr.__func__
+        if isinstance(attr, classmethod):
+            return BoundMethod(attr.__func__, type(target))
+        if type(attr).__name__ == "member_descriptor":
+            slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
+            return self.classify(slot, self.site, key)
+        if hasattr(type(attr), "__get__") and not isinstance(attr, (types.FunctionType, type)):  # another descriptor:
+            if name == "__class__" or isinstance(target, enum.Enum):  # what it gives is fixed by the guards
+                return getattr(target, name)  # (the object's type; an enum member's name and value)
+            raise Unsupported("unsupported-syntax", f"{type(target).__name__}.{name} through a descriptor", self.site)
+        return self.shared_attribute(owner, name, getattr(owner, name), key)
+
+    def default_value(self, func, where, key, value):
+        """A parameter's default, `func.<where>[key]`: read through guards like a global, so that
+        a default changed or rebound after the graph was made (`f.__defaults__ = ...`) is seen,
+        writes into a mutable one (`cache={}`) are the graph's, made at the commit, and the
+        object is never written while the graph is generated."""
+        if not isinstance(func, types.FunctionType) or _library_owned(func):
+            return value
+        root, _ = self.prog.root_const(func, func.__qualname__)
+        holder, _ = self.prog.attr(root, where, getattr(func, where))
+        slot, _ = self.prog.item(holder, key, value)
+        return self.guarded(slot)
+
+    def shared_attribute(self, owner, name, value, key=None):
+        """`owner.name` of a class, a function or a user's module: read through guards from its
+        owner like a global (`Config.lr`, `helpers.LR`, `Registry.table`, `fn.cache`, a
+        class-level `scale = 1.0` read through `self`), so that a value the user changes
+        between calls is seen, writes into a mutable one are the graph's, made at the commit,
+        and the object is never written while the graph is generated. Library modules and
+        classes (NumPy's, janus_like's) are held as constants."""
+        if isinstance(owner, types.ModuleType):
+            if _library_owned(owner):
+                return value
+            return self.read_global(owner.__dict__, name, key)
+        if _library_owned(owner):
+            return value
+        root, _ = self.prog.root_const(owner, getattr(owner, "__qualname__", type(owner).__name__))
+        slot, _ = self.prog.attr(root, name, value)
+        return self.guarded(slot, key)
+
+    def guarded(self, slot, key=None):
+        """The value of a slot read from a class, a function or a default: state and numbers as
+        any input (classify), any other constant (a tuple, a bound method, a ufunc, a
+        descriptor) by identity."""
+        v = slot.value
+        if _changeable(v) or v is None or type(v) in (int, float, bool, str) or isinstance(v, np.generic) \
+                or isinstance(v, (types.FunctionType, type)) or _is_jit(v):
+            return self.classify(slot, self.site, key)
+        self.prog.check_identity(slot, self.site)
+        return v
+
+    def class_member(self, owner, name):
+        """Guard that `owner.name` is still the method, property or descriptor the graph was
+        made with: a class patched between calls (`Model.forward = ...`, a reloaded module)
+        makes the graph's guard fail. The lookup starts at the object's own class, so that an
+        override added to a subclass is seen too."""
+        if _library_owned(owner):
+            return
+        root, _ = self.prog.root_const(owner, getattr(owner, "__qualname__", owner.__name__))
+        value = getattr(owner, name)
+        slot, _ = self.prog.attr(root, name, value)
+        if isinstance(value, types.MethodType):  # a classmethod: a new bound method on each read
+            slot, _ = self.prog.attr(slot, "__func__", value.__func__)
+        self.prog.check_identity(slot, self.site)
+
+    def code_guard(self, func):
+        """Guard that an inlined function still runs the code the graph was made from: a module
+        reloaded in place (IPython's autoreload) swaps `__code__` on the same function object."""
+        if isinstance(func, types.FunctionType) and not _library_owned(func):
+            root, _ = self.prog.root_const(func, func.__qualname__)
+            slot, _ = self.prog.attr(root, "__code__", func.__code__)
+            self.prog.check_code(slot, func)

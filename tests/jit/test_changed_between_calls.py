@@ -1,0 +1,148 @@
+"""What the user changes between two calls, side by side with eager: a class constant decayed by
+the training loop (`Config.lr *= 0.5`), a class-level default read through `self` and then set
+on the instance, a function's attribute, a user module's constant, a method patched on a class
+or on a base class under `super()`, or set on the object, a staticmethod swapped, a function's code swapped in place
+(as IPython's autoreload does), its defaults rebound, and an array made read-only. A graph made
+before the change read each of them as a constant (or wrote through a read-only array at the
+commit, half-way): now each is read through a guard, and a changed one runs eagerly or makes a
+new graph."""
+import numpy as np
+
+from .harness import check, load_with_helpers, random_array
+
+HELPERS = """
+LR = 0.5
+"""
+
+PROGRAM = """
+import numpy as np
+
+helpers = None  # set by the test
+
+
+class Config:
+    lr = 0.1
+    act = staticmethod(np.tanh)
+
+
+class Layer:
+    scale = 1.0
+
+    def __init__(self):
+        self.w = np.ones(3)
+
+    def __call__(self, x):
+        return self.w * x * self.scale
+
+    def __getitem__(self, i):
+        return self.w[i]
+
+
+class Wide(Layer):
+    pass
+
+
+class Base:
+    def f(self, x):
+        return x * 2.0
+
+
+class Mid(Base):
+    def f(self, x):
+        return super().f(x) + 1.0
+
+
+def gain(x):
+    return x * gain.k
+
+
+gain.k = 1.0
+
+
+def helper(x, k=2.0):
+    return x * k
+
+
+def other(x, k=2.0):
+    return x * k * 3.0
+
+
+def constants_step(x, layer, st):
+    st["w"] = st["w"] - Config.lr * x  # a class constant
+    y = layer(x)  # `self.scale`: the class's, until the instance has its own
+    return st["w"] * helpers.LR + gain(y), Config.act(y)
+
+
+def methods_step(x, wide, mid):
+    return wide(x) + wide[1], mid.f(x), helper(x)
+"""
+
+
+def test_constants_changed_between_calls(tmp_path):
+    def make():
+        mod = load_with_helpers(tmp_path, PROGRAM, HELPERS)
+        layer = mod.Layer()  # (each side's own class: the state holds its instance's attributes)
+        return (lambda x, st: mod.constants_step(x, layer, st)), \
+            {"mod": mod, "layer": vars(layer), "st": {"w": np.zeros(3)}}
+
+    def change(s, k):
+        mod, layer = s["mod"], s["layer"]
+        if k in (5, 9, 13):
+            mod.Config.lr *= 0.5  # a learning-rate decay in the training loop
+        if k == 7:
+            mod.Layer.scale = 3.0
+        if k == 11:
+            layer["scale"] = 5.0  # the instance's own now hides the class's
+        if k == 15:
+            del layer["scale"]
+        if k in (17, 19):
+            mod.gain.k += 1.0
+        if k == 21:
+            mod.helpers.LR = 0.25
+        if k == 23:
+            mod.Config.act = staticmethod(np.sin)
+        return random_array(k, (3,)), s["st"]
+
+    check(make, [lambda s, k=k: change(s, k) for k in range(26)], min_graph_calls=10)
+
+
+def test_methods_patched_between_calls(tmp_path):
+    def make():
+        mod = load_with_helpers(tmp_path, PROGRAM, HELPERS)
+        wide, mid = mod.Wide(), mod.Mid()
+        return (lambda x: mod.methods_step(x, wide, mid)), {"mod": mod, "mid": vars(mid)}
+
+    def change(s, k):
+        mod = s["mod"]
+        if k == 5:
+            mod.Wide.__call__ = lambda self, x: self.w - x  # an override added to the subclass
+        if k == 8:
+            mod.Base.f = lambda self, x: x * 5.0  # the base class's method, reached by super()
+        if k == 11:
+            mod.helper.__code__ = mod.other.__code__  # a module reloaded in place
+        if k == 14:
+            mod.helper.__defaults__ = (7.0,)
+        if k == 17:
+            mod.Layer.__getitem__ = lambda self, i: self.w[i] * 10.0
+        if k == 20:
+            s["mid"]["f"] = lambda x: x * 9.0  # set on the object: hides the class's method
+        return (random_array(k, (3,)),)
+
+    check(make, [lambda s, k=k: change(s, k) for k in range(23)], min_graph_calls=10)
+
+
+def buffered(buf, x):
+    buf += x  # eager raises here when buf is read-only
+    return buf.sum()
+
+
+def test_a_read_only_array_fails_as_eager_does():
+    def call(s, k):
+        if k == 5:
+            s["buf"].flags.writeable = False
+        if k == 8:
+            s["buf"] = s["buf"].copy()
+        return s["buf"], random_array(k, (3,))
+
+    check(lambda: (buffered, {"buf": np.zeros(3)}), [lambda s, k=k: call(s, k) for k in range(12)],
+          min_graph_calls=5)
