@@ -31,6 +31,16 @@ def _library_owned(obj) -> bool:
     return in_packages(module, _LIBRARY_PREFIXES + ("janus_like",)) or module.split(".")[0] in sys.stdlib_module_names
 
 
+def user_method(klass, name):
+    """The function `klass.name` when a class of the user's defines it (not `object`, a library's
+    class or a C type), else None."""
+    owner = next((k for k in klass.__mro__ if name in k.__dict__), object)
+    method = owner.__dict__.get(name)
+    if owner is object or _library_owned(owner) or not isinstance(method, types.FunctionType):
+        return None
+    return method
+
+
 def _changeable(value) -> bool:
     """Whether a value held outside the arguments may be state (a dict, a list, an array, an
     object): read through guards, written at the commit."""

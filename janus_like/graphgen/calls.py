@@ -34,10 +34,10 @@ from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRAR
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
                         itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
                         itertools.accumulate, itertools.pairwise))
-_STORES = frozenset(("append", "insert"))
+_STORES = frozenset(("append", "insert"))  # list methods that store an item without comparing or iterating it
+_KEYED = frozenset(("get", "pop", "setdefault", "__contains__", "__getitem__", "__delitem__"))  # given a key
 # what `max`/`min`/`sum` pull whole: a generator expression, an iterator, `d.values()`, `d.keys()`
-_KEYED = frozenset(("get", "pop", "setdefault", "__contains__", "__getitem__", "__delitem__"))  # dict methods given a key
-_VIEWS = (collections.abc.Iterator, collections.abc.KeysView, collections.abc.ValuesView)  # list methods that store an item without comparing or iterating it
+_VIEWS = (collections.abc.Iterator, collections.abc.KeysView, collections.abc.ValuesView)
 
 # builtins (and C library functions outside the library modules' names) that call a function
 # they are given; the other builtins only hold, name or test it
@@ -339,13 +339,13 @@ class CallsMixin:
             return scalar_extreme(self.builder, func, args, kwargs, self.site)
         if func is divmod and len(args) == 2 and _any_abstract(args):  # Python's and NumPy's alike
             return args[0] // args[1], args[0] % args[1]
-        if func is str and args and isinstance(args[0], Sym):
-            return DeferredStr([(args[0], "s", "")])
-        if func in (repr, ascii, format) and args and isinstance(args[0], Sym):  # text made after the commit
+        if func in (str, repr, ascii, format) and len(args) >= 1 and (_any_abstract(args[0]) or _any_objref(args[0])):
             spec = (args[1] if len(args) > 1 else kwargs.get("format_spec", "")) if func is format else ""
-            if not isinstance(spec, str):
-                raise Unsupported("data-dependent-python", "format spec computed in the graph", self.site)
-            return DeferredStr([self.formatted_part(args[0], {repr: "r", ascii: "a", format: ""}[func], spec)])
+            if not isinstance(spec, str) or func is str and (len(args) > 1 or kwargs):  # (str(b, "utf-8"))
+                raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value with arguments",
+                                  self.site)
+            conv = {str: "s", repr: "r", ascii: "a", format: ""}[func]  # text made where the program makes it
+            return DeferredStr(self.formatted_parts(args[0], conv, spec))
         if func in (hash, set, frozenset) and _any_abstract((args, kwargs)):  # (a graph value's hash is its
             raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site)  # id's)
         try:

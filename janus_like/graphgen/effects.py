@@ -6,9 +6,11 @@ constants, whose cached result becomes a graph constant.
 from __future__ import annotations
 
 import string
+import types
 
 from ..ops.registry import P
-from .support import _as_kind
+from .attributes import user_method
+from .support import _any_abstract, _any_objref, _as_kind
 from .values import CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 
@@ -18,6 +20,12 @@ class EffectsMixin:
     def defer(self, fn, args, kwargs):
         if self.pure_depth:
             raise Unsupported("unsupported-syntax", "print inside a data-dependent branch", self.site)
+        if fn is print:  # an object shown by its class's own method: that text, made here
+            args = [DeferredStr(self.formatted_parts(a, "s", "")) if isinstance(a, ObjRef) and _own_text(a.obj)
+                    and not isinstance(a.obj, (list, tuple, dict)) else a for a in args]
+        if any(_shown_by_own_method(a) for a in (*args, *kwargs.values())):
+            raise Unsupported("data-dependent-python", "logging an object whose class has its own "
+                                                       "__str__/__repr__/__format__", self.site)
         snap = self.snapshot_for_effect
         self.effects.append((fn, [snap(a) for a in args], {k: snap(v) for k, v in kwargs.items()}, self.site))
         return None
@@ -60,12 +68,41 @@ class EffectsMixin:
             out.view = (OPAQUE, CACHED)
         return out
 
-    def formatted_part(self, value, conv, spec):
-        """One `{value!conv:spec}` of an f-string or a str.format: its text now, or (a graph value)
-        the value as it is now, formatted when the effect that prints or logs it runs."""
-        if isinstance(value, (Sym, ObjRef)):
-            return (self.snapshot_for_effect(value), conv, spec)
-        return _CONVERSIONS[conv](value, spec)
+    def formatted_parts(self, value, conv, spec):
+        """The parts of one `{value!conv:spec}` of an f-string, a str.format or a str()/repr():
+        its text now, or (a graph value) the value as it is now, formatted when the effect that
+        prints or logs it runs (or after the commit, for text returned or stored). An input
+        object whose class shows it with its own method has that method run inlined here: its
+        text is of the object's state at this point."""
+        if isinstance(value, ObjRef) and _own_text(value.obj) and not isinstance(value.obj, (list, tuple, dict)):
+            return self.shown_parts(value, conv, spec)
+        if _any_abstract(value) or _any_objref(value):
+            if _shown_by_own_method(value):  # (inside a container: shown by the container's repr, later)
+                raise Unsupported("data-dependent-python", "text of a container holding an object whose class has "
+                                                           "its own __str__/__repr__/__format__", self.site)
+            return [(self.snapshot_for_effect(value), conv, spec)]
+        return [_CONVERSIONS[conv](value, spec)]
+
+    def shown_parts(self, obj, conv, spec):
+        """`format(obj, spec)`, `str(obj)` or `repr(obj)` by the methods of obj's class, inlined."""
+        klass = type(obj.obj)
+        if conv == "" and _own_method(klass, "__format__"):
+            name, args, after = "__format__", [obj, spec], ""
+        elif conv in ("", "s") and _own_method(klass, "__str__"):
+            name, args, after = "__str__", [obj], spec
+        else:  # object's __str__ and __format__ show the repr
+            name, args, after = "__repr__", [obj], spec
+        method = getattr(klass, name)
+        if conv == "a" or (conv == "" and after and name == "__repr__") or not isinstance(method, types.FunctionType):
+            raise Unsupported("data-dependent-python", f"{conv or 'format'} of a {klass.__name__} object the inputs "
+                                                       "hold", self.site)
+        self.class_member(klass, name)
+        text = self.inline(method, args, {})
+        if isinstance(text, str):
+            return [format(text, after)]
+        if isinstance(text, DeferredStr) and not after:
+            return list(text.parts)
+        raise Unsupported("data-dependent-python", f"{klass.__name__}.{name} giving {type(text).__name__}", self.site)
 
     @staticmethod
     def formats_graph_values(args, kwargs) -> bool:
@@ -99,9 +136,31 @@ class EffectsMixin:
                                       self.site)
                 parts.extend(value.parts)
                 continue
-            parts.append(self.formatted_part(value, conv or "", spec or ""))
+            parts.extend(self.formatted_parts(value, conv or "", spec or ""))
         return DeferredStr(parts)
 
 
 _CONVERSIONS = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
                 "a": lambda x, s: format(ascii(x), s)}
+
+
+def _shown_by_own_method(v) -> bool:
+    """Whether v (an input object, or a container holding some) is shown by a method its class
+    defines (not `object`'s, an enum's or a library's): text of the object's state at the time."""
+    if isinstance(v, ObjRef):
+        return _own_text(v.obj)
+    if isinstance(v, (list, tuple, dict)):
+        return any(_shown_by_own_method(x) for x in (v.values() if isinstance(v, dict) else v))
+    return False
+
+
+def _own_method(klass, name) -> bool:
+    return user_method(klass, name) is not None
+
+
+def _own_text(obj) -> bool:
+    if isinstance(obj, (list, tuple, dict)):
+        return any(_own_text(x) for x in (obj.values() if isinstance(obj, dict) else obj))
+    if isinstance(obj, (int, float, str, bool, type(None))):
+        return False
+    return any(_own_method(type(obj), name) for name in ("__str__", "__repr__", "__format__"))

@@ -21,6 +21,7 @@ from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
 from .attributes import AttributesMixin
 from .callbacks import CallbacksMixin
+from .comparisons import ComparisonsMixin
 from .calls import CallsMixin
 from .effects import EffectsMixin
 from .containers import ContainersMixin
@@ -48,7 +49,7 @@ class GeneratedGraph:
 # what a default or a class, function or module attribute may hold that is not state: the object itself
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
                 StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin,
-                GeneratorLoopsMixin, AttributesMixin):
+                GeneratorLoopsMixin, AttributesMixin, ComparisonsMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input
@@ -83,6 +84,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.writes: list = []  # commit log, program order
         self.effects: list = []  # deferred print/logging calls
         self.mutable_slots: list = []
+        self.array_slots: list = []  # the slots of input arrays and of Tensors' arrays
         self.input_nodes: list = []
         self.depth = 0
         self.unrolled = 0
@@ -134,6 +136,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             data, _ = prog.data(slot)
             prog.check_array(data, site, self._unknown)
             node = self.input_node(data, v._data)
+            self.array_slots.append(data)
             out = VarRef(node, slot.index, v) if isinstance(v, Variable) else Sym(node, "tensor", origin=slot.index)
             self.mutable_slots.append(slot)
         elif type(v) is np.ndarray or backend.device_of(v) == "gpu":  # a NumPy or CuPy array
@@ -141,6 +144,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             prog.check_array(slot, site, self._unknown)
             out = Sym(self.input_node(slot, v), "array", origin=slot.index)
             self.mutable_slots.append(slot)
+            self.array_slots.append(slot)
         elif v is None or type(v) in (bool, str, bytes, complex) or (type(v) in (int, float) and not self._dynamic(slot, ast_key)):
             prog.check_value(slot, site)
             out = v
@@ -233,6 +237,25 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             return self.builder.constant(value, "array")
         return value
 
+    def commit_guards(self, graph, outputs):
+        """The NumPy arrays the commit writes in place are writeable, and share no memory with
+        another input array the graph reads (an input it never reads, such as the old value of a
+        dict item the call replaces, may: nothing of the graph depends on it)."""
+        written = {}
+        for w in self.writes:
+            box = w[1] if w[0] == "box" else None
+            if isinstance(box, Sym) and not isinstance(box, VarRef) and box.kind == "array" and box.dirty \
+                    and box.origin is not None and type(self.prog.slots[box.origin].value) is np.ndarray:
+                written[box.origin] = self.prog.slots[box.origin]
+        if not written:
+            return
+        for slot in written.values():
+            self.prog.check_writeable(slot)
+        used = {id(i) for n in graph.nodes for i in n.inputs} | {id(n) for n in outputs.nodes}
+        read = {n.params["slot"] for n in self.input_nodes if id(n) in used} | set(written)
+        self.prog.check_disjoint(list(written.values()), [s for s in self.array_slots
+                                                           if s.index in read and type(s.value) is np.ndarray])
+
     def finish(self, result):
         from .outputs import build_outputs
 
@@ -246,13 +269,9 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             raise Unsupported("device-mismatch", str(exc), exc.node.site) from None
         if any(w[0] == "box" for w in self.writes):  # aliasing only matters when something is written
             self.prog.check_distinct(self.mutable_slots, "inputs")
-        for w in self.writes:
-            box = w[1] if w[0] == "box" else None
-            if isinstance(box, Sym) and not isinstance(box, VarRef) and box.kind == "array" and box.dirty \
-                    and box.origin is not None and type(self.prog.slots[box.origin].value) is np.ndarray:
-                self.prog.check_writeable(self.prog.slots[box.origin])
-        guard, guard_src = self.prog.compile()
         outputs = build_outputs(self, result)
+        self.commit_guards(graph, outputs)
+        guard, guard_src = self.prog.compile()
         graph.outputs = outputs.nodes
         graph.n_inputs = len(self.input_nodes)
         return GeneratedGraph(graph=graph, guard=guard, guard_src=guard_src, outputs=outputs,

@@ -17,7 +17,7 @@ from ..tensor import Tensor
 from .builder import SymbolicTape
 from .py_numbers import number_chain
 from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, OneBranch, _BINOPS, _CMPOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _identity, _is_basic_index, _str_parts, _truth_value, _unwrap_obj
+from .support import ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _is_basic_index, _str_parts, _truth_value, _unwrap_obj
 
 
 class ExpressionsMixin:
@@ -101,7 +101,11 @@ class ExpressionsMixin:
                     return self.if_expression(node, value, frame, *((rest, name) if is_and else (name, rest)))
                 finally:
                     frame.locals.pop(held, None)
-            t = self.speculate(value, node, frame, "branch") if isinstance(value, Sym) else self.truth(value)
+            if isinstance(value, Sym):  # (split: one graph per outcome, as an `if` statement's)
+                t = self.speculate_split(value, node, frame, key) if key in self.split else \
+                    self.speculate(value, node, frame, "branch")
+            else:
+                t = self.truth(value)
             if is_and and not t:
                 return value
             if not is_and and t:
@@ -210,7 +214,7 @@ class ExpressionsMixin:
         spec = "" if node.format_spec is None else self.eval(node.format_spec, frame)
         if isinstance(spec, DeferredStr):
             raise Unsupported("data-dependent-python", "format spec computed in the graph", self.site)
-        return DeferredStr([self.formatted_part(value, {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion], spec)])
+        return DeferredStr(self.formatted_parts(value, {-1: "", 115: "s", 114: "r", 97: "a"}[node.conversion], spec))
 
     def expr_Lambda(self, node, frame):
         if self.comprehensions:  # its free names would be the comprehension's, gone after it
@@ -397,63 +401,6 @@ class ExpressionsMixin:
         if op is operator.mod and isinstance(left, str) and _any_abstract(right):
             raise Unsupported("data-dependent-python", "%-formatting of graph values", self.site)
         return self.lift(op(left, right))
-
-    def compare(self, op, left, right):
-        if isinstance(op, (ast.Is, ast.IsNot)):
-            self.pin_compared(left, right)
-            same = _identity(left) is _identity(right)
-            return same if isinstance(op, ast.Is) else not same
-        if isinstance(op, (ast.In, ast.NotIn)):
-            if isinstance(right, ObjRef):
-                key = _dict_key(left)
-                self.flush_appends(right.obj)
-                shadow = self.shadows.get(id(right.obj))
-                if shadow is not None:
-                    found = key in shadow
-                else:
-                    found = key in right.obj
-                    self.prog.check_contains(right.slot, key, found, self.site)
-            elif isinstance(right, Sym) and right.kind in ("array", "tensor") \
-                    and (isinstance(left, (int, float, bool)) or isinstance(left, Sym) and left.kind == "py"):
-                # `label in top_k`: NumPy's containment, (array == value).any(), as a Python bool
-                found = self.builder.to_py(F.any(operator.eq(_as_kind(right, "array"), left)), bool)
-                return found if isinstance(op, ast.In) else self.builder.py_op(operator.not_, found, sample=True)
-            elif isinstance(right, Sym) or isinstance(left, Sym) and not isinstance(right, (list, tuple, set, dict)):
-                raise Unsupported("data-dependent-python", "`in` test on a graph value", self.site)
-            else:
-                found = _dict_key(left) in right
-            return found if isinstance(op, ast.In) else not found
-        if isinstance(left, ObjRef) or isinstance(right, ObjRef):
-            self.pin_compared(left, right)
-            l, r = _identity(left), _identity(right)
-            return _CMPOPS[type(op)](l, r)
-        return self.lift(_CMPOPS[type(op)](left, right))
-
-    def pin_compared(self, left, right):
-        """An input object compared with an object of its own type (`mode is Mode.TRAIN`, two
-        enum members, `a == b`): the outcome depends on which object it is, and only its type
-        is guarded, so its identity is guarded too. (Compared with None or another type, the
-        guarded type decides the outcome: `cache is None` keeps no identity guard.)"""
-        objs = [v for v in (left, right) if isinstance(v, ObjRef)]
-        if not objs:
-            return
-        a, b = (_identity(v) for v in (left, right))
-        if type(a) is type(b):
-            for v in objs:
-                self.prog.check_identity(v.slot, self.site)
-
-    def truth(self, v):
-        if isinstance(v, Sym):
-            raise Unsupported("data-dependent-python", "truth value of a graph value", self.site)
-        if isinstance(v, ObjRef):
-            if isinstance(v.obj, (list, tuple, dict)):
-                return len(self.materialize(v, self.site)) > 0
-            kind = type(v.obj)
-            if getattr(kind, "__bool__", None) is not None or getattr(kind, "__len__", None) is not None:
-                self.prog.check_identity(v.slot, self.site)  # its own truth: this very object
-            return bool(v.obj)  # a plain object is true: its type is guarded
-        return bool(v)
-
 
 _PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare, ast.UnaryOp,
                ast.BinOp, ast.BoolOp, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)

@@ -35,6 +35,22 @@ def relax_text(slot) -> str:
     return slot.text
 
 
+def _disjoint(written, arrays) -> bool:
+    """No array of `arrays` overlaps in memory an array of `written` (other than itself). The
+    common case costs one `.base` read per array: each written array owns its memory, and no
+    other is a view of one (NumPy's view of a view has the owner as its base)."""
+    owners = set()
+    for w in written:
+        if w.base is not None:  # a written view: NumPy's bounds check, pair by pair
+            return not any(w is not a and np.may_share_memory(w, a) for w in written for a in arrays)
+        owners.add(id(w))
+    for a in arrays:
+        base = a.base
+        if base is not None and id(base) in owners:
+            return False
+    return True
+
+
 class Slot:
     __slots__ = ("index", "parent", "step", "text", "value")
 
@@ -152,7 +168,7 @@ class InputProgram:
             self.check(slot, "{v} is None", Assumption("value", site, None, slot.text))
             return
         t = type(v)
-        relax = ("value", relax_text(slot)) if t in (int, float) else None
+        relax = ("value", relax_text(slot)) if t in (int, float) or isinstance(v, (np.floating, np.integer)) else None
         self.check(slot, f"type({{v}}) is {self._const(t)} and {{v}} == {self._const(v)}",
                    Assumption("value", site, v, slot.text, relax=relax))
 
@@ -210,6 +226,16 @@ class InputProgram:
         ids = ", ".join(f"id(s{s.index})" for s in slots)
         self.assumptions.append(Assumption("alias", site, "distinct objects", ", ".join(s.text for s in slots[:4])))
         self.lines.append(f"if len({{{ids}}}) != {len(slots)}: return {len(self.assumptions) - 1}")
+
+    def check_disjoint(self, written, arrays):
+        """The NumPy arrays the commit writes in place share no memory with another input array
+        (`st["view"] = buf[1:]` passed beside `buf`): the graph reads and writes each as its own
+        value, where eager's write through one shows in the other."""
+        self.assumptions.append(Assumption("alias", "the commit", "no input array overlapping one written in place",
+                                           ", ".join(s.text for s in written[:4])))
+        w = "".join(f"s{s.index}, " for s in written)
+        a = "".join(f"s{s.index}, " for s in arrays)
+        self.lines.append(f"if not {self._const(_disjoint)}(({w}), ({a})): return {len(self.assumptions) - 1}")
 
     # ------------------------------------------------------------------ compile
     def compile(self, name="guard"):

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import ir
 from ..tensor import Tensor, _next_id, _wrap
+from .support import _any_abstract
 from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 _ALIASING_OPS = {ir.INPUT, ir.CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
@@ -47,9 +48,12 @@ class Outputs:
         return i
 
     # ------------------------------------------------------------------ specs
-    def spec(self, v):
+    def spec(self, v, views=True):
+        """How `finish` builds v. `views`: a view of an input array (`buf[1:]`) is taken from the
+        input after the commit, sharing its memory as eager's view does (False for a deferred
+        print's arguments, which are built before the commit)."""
         if isinstance(v, VarSnapshot):
-            return ("varsnap", self.spec(v.value), v.var.name, v.var.trainable)
+            return ("varsnap", self.spec(v.value, views), v.var.name, v.var.trainable)
         if isinstance(v, VarRef):
             return ("slot", v.slot)
         if isinstance(v, Sym):
@@ -58,19 +62,22 @@ class Outputs:
             self.escape(v, "returned, stored or printed")
             if v.origin is not None and v.kind in ("array", "tensor"):
                 return ("slot", v.origin)
+            view = _input_view(v) if views else None
+            if view is not None:
+                return view
             copy = v.kind == "array" and v.node.op == ir.CONST
             return ("node", self.node_index(v.node), v.kind, copy)
         if isinstance(v, ObjRef):
             return ("slot", v.slot.index)
         if isinstance(v, DeferredStr):
-            parts = [p if isinstance(p, str) else (self.spec(p[0]), p[1], p[2]) for p in v.parts]
+            parts = [p if isinstance(p, str) else (self.spec(p[0], views), p[1], p[2]) for p in v.parts]
             return ("str", parts)
         if isinstance(v, tuple) and hasattr(v, "_fields"):
-            return ("namedtuple", type(v), [self.spec(x) for x in v])
+            return ("namedtuple", type(v), [self.spec(x, views) for x in v])
         if isinstance(v, (list, tuple)):
-            return (type(v).__name__, [self.spec(x) for x in v])
+            return (type(v).__name__, [self.spec(x, views) for x in v])
         if isinstance(v, dict):
-            return ("dict", [(k, self.spec(x)) for k, x in v.items()])
+            return ("dict", [(k, self.spec(x, views)) for k, x in v.items()])
         if isinstance(v, (Tensor, np.ndarray)):
             return ("fresh", v)
         if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod", "LocalFunction"):
@@ -112,6 +119,8 @@ class Outputs:
             return val
         if tag == "slot":
             return slots[spec[1]]
+        if tag == "index":
+            return self.build(spec[1], values, slots)[spec[2]]
         if tag == "const":
             return spec[1]
         if tag == "list":
@@ -210,6 +219,8 @@ class Outputs:
                 return f"values[{i}].copy()" if copy or i in self.duplicates else f"values[{i}]"
             if tag == "slot":
                 return f"slots[{spec[1]}]"
+            if tag == "index":
+                return f"{expr(spec[1])}[{const(spec[2])}]"
             if tag == "const":
                 return const(spec[1])
             if tag in ("list", "tuple"):
@@ -264,6 +275,21 @@ def _op_line(op, expr, const) -> str:
     raise LookupError(tag)
 
 
+def _input_view(v):
+    """("index", base, index) when array v is a basic-index view (`buf[1:]`, `buf[0][::2]`) of an
+    input array, else None: eager's view shares the input's memory, and a later write through it
+    changes the input."""
+    if v.kind != "array" or v.view is None:
+        return None
+    base, index = v.view
+    if not isinstance(base, Sym) or base.kind != "array" or _any_abstract(index):
+        return None
+    if base.origin is not None:
+        return ("index", ("slot", base.origin), index)
+    inner = _input_view(base)
+    return None if inner is None else ("index", inner, index)
+
+
 def build_outputs(gen, result) -> Outputs:
     out = Outputs()
     out.escape = gen.builder.escape
@@ -292,7 +318,7 @@ def build_outputs(gen, result) -> Outputs:
         elif tag in ("global", "cell"):
             out.ops.append((tag, w[1], w[2], out.spec(w[3])))
     for fn, args, kwargs, _site in gen.effects:
-        out.effects.append((fn, [out.spec(a) for a in args], {k: out.spec(a) for k, a in kwargs.items()}))
+        out.effects.append((fn, [out.spec(a, False) for a in args], {k: out.spec(a, False) for k, a in kwargs.items()}))
     out.result = out.spec(result)
     out.plan_copies()
     return out

@@ -335,6 +335,13 @@ class DeferredStr:
     def __format__(self, spec):
         raise Unsupported("data-dependent-python", "text formatted from graph values, formatted again")
 
+    def _read(self, *_):  # len(), `in`, comparisons, indexing, truth: the text is needed now
+        raise Unsupported("data-dependent-python", "text formatted from graph values, read as a string")
+
+    __len__ = __iter__ = __getitem__ = __contains__ = __bool__ = _read
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _read
+    __hash__ = object.__hash__
+
 
 class VarSnapshot:
     """A Variable as a deferred print saw it: same name, the value at the time of the call."""

@@ -101,6 +101,18 @@ def test_outcomes_returning_different_python_types():
     check(_make(typed_result), _calls(20), min_graph_calls=12)
 
 
+def and_or_value(x, m):
+    # `a and b or c` whose value is a NumPy bool on one outcome and a float on the other: split
+    return (x.sum() > 0) and 1.0 or 2.0
+
+
+def test_an_and_or_value_of_two_types_is_split_into_a_graph_per_outcome():
+    # the split asserted the outcome as a plain branch, whose failures never made the other graph
+    jf = check(lambda: (and_or_value, None), [lambda s, k=k: (np.random.default_rng(k).standard_normal(3), None)
+                                              for k in range(30)], min_graph_calls=20)
+    assert len(jf.graphs()) == 2, jf.explain()
+
+
 def test_an_outcome_without_a_graph_runs_eagerly_and_the_other_keeps_its_graph():
     jf = check(_make(unsupported_outcome), _calls(32), min_graph_calls=18)
     assert jf.stats()["eager_calls"] >= 6, jf.explain()  # the calls with t % 4 == 2

@@ -146,3 +146,46 @@ def test_a_read_only_array_fails_as_eager_does():
 
     check(lambda: (buffered, {"buf": np.zeros(3)}), [lambda s, k=k: call(s, k) for k in range(12)],
           min_graph_calls=5)
+
+
+class Switchable:
+    def __init__(self):
+        self.on, self.items, self.tag = True, [1.0], 0
+
+    def __bool__(self):
+        return self.on
+
+    def __eq__(self, other):
+        return isinstance(other, Switchable) and self.tag == other.tag
+
+    def __lt__(self, other):
+        return self.tag < other.tag
+
+
+class Sized:
+    def __init__(self):
+        self.items = [1.0]
+
+    def __len__(self):
+        return len(self.items)
+
+
+def truth_step(x, a, b, sized):
+    y = x * 2.0 if a else x  # a user class's own __bool__, on the object's state now
+    z = y + 1.0 if sized else y
+    return z * (a == b), a != b, a < b, b > a
+
+
+def test_a_user_classes_truth_and_comparisons_on_state_changed_between_calls():
+    def change(s, k):
+        a, b, sized = s["a"], s["b"], s["sized"]
+        if k == 5:
+            sized.items = []  # the truth a graph baked in changes
+        if k in (8, 11):
+            a.on = not a.on
+        if k == 14:
+            b.tag = 1  # a == b turns false, a < b true
+        return random_array(k, (3,)), a, b, sized
+
+    check(lambda: (truth_step, {"a": Switchable(), "b": Switchable(), "sized": Sized()}),
+          [lambda s, k=k: change(s, k) for k in range(20)], min_graph_calls=8)

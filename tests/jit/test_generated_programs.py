@@ -46,7 +46,7 @@ def _broadcast(a, b):
 def expressions(draw, depth=2, loop_var=False):
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         atoms = [(v, "nm") for v in _VARS] + [("x", "nm"), ("y", "nm"), ("s", "s"), ("obj.scale", "s"),
-                                                ("0.5", "s"), ("obj.acc", "m")]
+                                                ("0.5", "s"), ("obj.acc", "m"), ("obj.gain", "s")]
         if loop_var:
             atoms.append(("i", "s"))
         return draw(st.sampled_from(atoms))
@@ -361,7 +361,10 @@ def schedule(t):
 
 
 class State:
-    """The object argument (one class for both sides, so eager and jit state compare by type)."""
+    """The object argument (one class for both sides, so eager and jit state compare by type).
+    `gain` is a class attribute the call sequence changes between calls (`State.gain = ...`)."""
+
+    gain = 1.0
 
     def __init__(self, m):
         self.w = np.random.default_rng(0).standard_normal((m, m)) * 0.5
@@ -377,13 +380,13 @@ class State:
 
 @st.composite
 def call_sequences(draw):
-    """Per call: rows n (the shape), scalar s, obj.flag, obj.scale, and the list length."""
+    """Per call: rows n (the shape), scalar s, obj.flag, obj.scale, the list length, State.gain."""
     n_calls = draw(st.integers(5, 9))
-    base = (draw(st.sampled_from([2, 3])), 0.5, True, 0.75, 2)
+    base = (draw(st.sampled_from([2, 3])), 0.5, True, 0.75, 2, 1.0)
     seq = []
     for _ in range(n_calls):
-        change = draw(st.sampled_from([None] * 5 + ["n", "s", "flag", "scale", "len"]))
-        n, s, flag, scale, length = base
+        change = draw(st.sampled_from([None] * 5 + ["n", "s", "flag", "scale", "len", "gain"]))
+        n, s, flag, scale, length, gain = base
         if change == "n":
             n = draw(st.sampled_from([2, 3, 4]))
         elif change == "s":
@@ -394,17 +397,20 @@ def call_sequences(draw):
             scale = draw(st.sampled_from([0.25, 1.5]))
         elif change == "len":
             length = draw(st.sampled_from([1, 3]))
-        seq.append((n, s, flag, scale, length))
+        elif change == "gain":
+            gain = draw(st.sampled_from([0.5, 2.0]))
+        seq.append((n, s, flag, scale, length, gain))
     return seq
 
 
 def _make_calls(seq, m, tensor_y=False, dtype=np.float64):
     """`y` is a janus_like Tensor when `tensor_y`: programs then mix Tensors and ndarrays. The
     arrays passed in are of `dtype` (float32 ones meet the object's float64 state: promotions)."""
-    def call(k, n, s, flag, scale, length):
+    def call(k, n, s, flag, scale, length, gain=1.0):
         def c(state):
             obj = state["obj"]
             obj.flag, obj.scale = flag, scale
+            State.gain = gain  # a class attribute changed between calls (both sides see the same)
             r = np.random.default_rng(1000 + k)
             x, y = r.standard_normal((n, m)).astype(dtype), r.standard_normal((n, m)).astype(dtype)
             if tensor_y:

@@ -101,3 +101,20 @@ def test_hashes_and_methods_of_graph_numbers_stay_eager(tmp_path, body):
     source = f"def f(x, k):\n    s, i = float(x.sum()), int(x[0, 0] * 10)\n    return {body}\n"
     jf = check(lambda: (load_module(tmp_path, source, "py_text").f, None), _calls(6), min_graph_calls=0)
     assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()
+
+
+def numpy_scalar_state(x, k, st):
+    st["s"] = st["s"] + x.sum()  # a float32 NumPy scalar, new every call
+    st["k"] = st["k"] + np.int64(1)
+    st["best"] = np.minimum(st["best"], np.float64(x.max()))
+    return st["s"] * 2, type(st["s"]).__name__, st["k"]
+
+
+def test_numpy_scalar_state_that_changes_every_call_becomes_a_graph_input():
+    # its value was guarded and never relaxed: a new graph per value, then eager from the
+    # signature cache's limit on
+    state = {"st": {"s": np.float32(0), "k": np.int64(0), "best": np.float64(9.0)}}
+    calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal(3).astype(np.float32), k, s["st"])
+             for k in range(16)]
+    jf = check(lambda: (numpy_scalar_state, {"st": dict(state["st"])}), calls, min_graph_calls=8)
+    assert jf.stats()["graphs_generated"] <= 3, jf.explain()

@@ -1,0 +1,114 @@
+"""Comparisons and truth values the generator evaluates: `is`, `in` and `==`/`<` of Python
+values and input objects (guarded by identity where the outcome depends on which object it is),
+a user class's own comparison methods, `__bool__` and `__len__` run inlined on the objects' state
+at that point, and the truth of an input container or object."""
+from __future__ import annotations
+
+import ast
+import operator
+import types
+
+from .attributes import _library_owned, user_method
+from .support import _CMPOPS, _MISSING, _any_objref, _as_kind, _dict_key, _identity
+from .values import ObjRef, Sym, Unsupported
+from ..ops import api as F
+
+_CMP_DUNDERS = {ast.Eq: ("__eq__", "__eq__"), ast.NotEq: ("__ne__", "__ne__"), ast.Lt: ("__lt__", "__gt__"),
+                ast.LtE: ("__le__", "__ge__"), ast.Gt: ("__gt__", "__lt__"), ast.GtE: ("__ge__", "__le__")}
+
+
+class ComparisonsMixin:
+    def compare(self, op, left, right):
+        if isinstance(op, (ast.Is, ast.IsNot)):
+            self.pin_compared(left, right)
+            same = _identity(left) is _identity(right)
+            return same if isinstance(op, ast.Is) else not same
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if isinstance(right, ObjRef):
+                key = _dict_key(left)
+                self.flush_appends(right.obj)
+                shadow = self.shadows.get(id(right.obj))
+                if shadow is not None:
+                    found = key in shadow
+                else:
+                    found = key in right.obj
+                    self.prog.check_contains(right.slot, key, found, self.site)
+            elif isinstance(right, Sym) and right.kind in ("array", "tensor") \
+                    and (isinstance(left, (int, float, bool)) or isinstance(left, Sym) and left.kind == "py"):
+                # `label in top_k`: NumPy's containment, (array == value).any(), as a Python bool
+                found = self.builder.to_py(F.any(operator.eq(_as_kind(right, "array"), left)), bool)
+                return found if isinstance(op, ast.In) else self.builder.py_op(operator.not_, found, sample=True)
+            elif isinstance(right, Sym) or isinstance(left, Sym) and not isinstance(right, (list, tuple, set, dict)):
+                raise Unsupported("data-dependent-python", "`in` test on a graph value", self.site)
+            elif isinstance(right, (list, tuple)) and (isinstance(left, ObjRef) or _any_objref(right)):
+                for item in right:  # input objects: compared as objects, each identity guarded
+                    self.pin_compared(left, item)
+                found = _identity(left) in [_identity(item) for item in right]
+            else:
+                found = _dict_key(left) in right
+            return found if isinstance(op, ast.In) else not found
+        if isinstance(left, ObjRef) or isinstance(right, ObjRef):
+            out = self.user_comparison(op, left, right)
+            if out is not _MISSING:
+                return out
+            self.pin_compared(left, right)
+            l, r = _identity(left), _identity(right)
+            return _CMPOPS[type(op)](l, r)
+        return self.lift(_CMPOPS[type(op)](left, right))
+
+    def user_comparison(self, op, left, right):
+        """`a == b`, `a < b`... where a user class defines the comparison: its method inlined, on
+        the objects' state now (`__eq__` comparing fields); _MISSING when no user method applies."""
+        name, reflected = _CMP_DUNDERS[type(op)]
+        for obj, other, dunder in ((left, right, name), (right, left, reflected)):
+            if not isinstance(obj, ObjRef):
+                continue
+            method, negate = user_method(type(obj.obj), dunder), False
+            if method is None and dunder == "__ne__":
+                method, negate = user_method(type(obj.obj), "__eq__"), True  # object's __ne__: not __eq__
+            if method is None:
+                continue
+            self.class_member(type(obj.obj), method.__name__)
+            out = self.inline(method, [obj, other], {})
+            python_bool = isinstance(out, bool) or isinstance(out, Sym) and out.kind == "py"
+            if out is NotImplemented or negate and not python_bool:
+                raise Unsupported("data-dependent-python", f"{type(obj.obj).__name__}.{method.__name__} giving "
+                                                           f"{type(out).__name__}", self.site)
+            if negate:
+                return self.builder.py_op(operator.not_, out, sample=True) if isinstance(out, Sym) else not out
+            return out
+        return _MISSING
+
+    def pin_compared(self, left, right):
+        """An input object compared with an object of its own type (`mode is Mode.TRAIN`, two
+        enum members, `a == b`): the outcome depends on which object it is, and only its type
+        is guarded, so its identity is guarded too. (Compared with None or another type, the
+        guarded type decides the outcome: `cache is None` keeps no identity guard.)"""
+        objs = [v for v in (left, right) if isinstance(v, ObjRef)]
+        if not objs:
+            return
+        a, b = (_identity(v) for v in (left, right))
+        if type(a) is type(b):
+            for v in objs:
+                self.prog.check_identity(v.slot, self.site)
+
+    def truth(self, v):
+        if isinstance(v, Sym):
+            raise Unsupported("data-dependent-python", "truth value of a graph value", self.site)
+        if isinstance(v, ObjRef):
+            if isinstance(v.obj, (list, tuple, dict)):
+                return len(self.materialize(v, self.site)) > 0
+            kind = type(v.obj)
+            method = getattr(kind, "__bool__", None)
+            if method is None and isinstance(getattr(kind, "__len__", None), types.FunctionType):
+                return self.container_len(v) > 0  # a user class's own __len__, inlined
+            if isinstance(method, types.FunctionType) and not _library_owned(kind):
+                self.class_member(kind, "__bool__")
+                out = self.inline(method, [v], {})  # a user class's own __bool__, on the object's state now
+                if type(out) is not bool:
+                    raise Unsupported("data-dependent-python", f"{kind.__name__}.__bool__ of graph values", self.site)
+                return out
+            if method is not None or getattr(kind, "__len__", None) is not None:
+                self.prog.check_identity(v.slot, self.site)  # a library object's own truth: this very object
+            return bool(v.obj)  # a plain object is true: its type is guarded
+        return bool(v)

@@ -1,0 +1,60 @@
+"""Views of input arrays, side by side with eager. A view of an input that the function returns
+or stores (`return buf[1:]` after `buf += x`) is a view of the input after the commit, sharing
+its memory as eager's does: a later write through it changes the input (the graph returned a
+fresh array). Inputs that overlap in memory (`st["view"] = buf[1:]` passed beside `buf`) are
+never read and written as separate values: a graph that writes one in place runs eagerly when
+they overlap (the graph's write through one did not show in the other)."""
+import contextlib
+import io
+
+import numpy as np
+
+import janus_like as jl
+
+from .harness import check, random_array
+
+
+def views_step(buf, st, x):
+    buf *= 0.5
+    buf += x
+    st["last"] = buf[1:]  # stored: a view of buf, as eager's
+    print(buf[::2])  # printed with the values of this point
+    return buf, buf[1:], buf[::2][1:], buf[0]
+
+
+def test_a_returned_or_stored_view_of_an_input_shares_its_memory():
+    def call(s, k):
+        if "last" in s["st"]:
+            s["st"]["last"][0] += 10.0  # the user writes through the view between calls
+        return s["buf"], s["st"], random_array(k, (4,))
+
+    check(lambda: (views_step, {"buf": np.zeros(4), "st": {}}), [lambda s, k=k: call(s, k) for k in range(8)],
+          min_graph_calls=4)
+    buf, jf = np.zeros(4), jl.jit(views_step)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for k in range(6):
+            out = jf(buf, {}, random_array(k, (4,)))
+    assert jf.stats()["graph_calls"] >= 2 and out[0] is buf
+    assert np.shares_memory(out[1], buf) and np.shares_memory(out[2], buf)
+    out[1][0] = 7.0  # through the returned view, as eagerly
+    assert buf[1] == 7.0
+
+
+def overlapping_step(buf, st, x):
+    st["view"][0] += 1.0  # eagerly, this is buf[1]
+    buf += x
+    return buf.sum() + st["view"].sum()
+
+
+def test_inputs_overlapping_in_memory_run_eagerly():
+    def make():
+        buf = np.zeros(4)
+        return overlapping_step, {"buf": buf, "st": {"view": buf[1:]}}
+
+    calls = [lambda s, k=k: (s["buf"], s["st"], random_array(k, (4,))) for k in range(8)]
+    check(make, calls, min_graph_calls=0)
+
+    def apart():  # the same step on arrays that do not overlap runs as a graph
+        return overlapping_step, {"buf": np.zeros(4), "st": {"view": np.zeros(3)}}
+
+    check(apart, calls, min_graph_calls=4)
