@@ -16,7 +16,7 @@ import types
 import numpy as np
 
 from ..source import in_packages
-from .support import _LIBRARY_PREFIXES, _is_immutable, _is_jit
+from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit
 from .values import BoundMethod, ObjRef, Unsupported
 
 _HELD_AS_IS = (types.BuiltinFunctionType, types.MethodType, np.ufunc, staticmethod, classmethod, property, np.dtype,
@@ -45,7 +45,6 @@ def _changeable(value) -> bool:
     """Whether a value held outside the arguments may be state (a dict, a list, an array, an
     object): read through guards, written at the commit."""
     return not (_is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value))
-
 
 
 class AttributesMixin:
@@ -123,9 +122,28 @@ class AttributesMixin:
             return self.read_global(owner.__dict__, name, key)
         if _library_owned(owner):
             return value
-        root, _ = self.prog.root_const(owner, getattr(owner, "__qualname__", type(owner).__name__))
-        slot, _ = self.prog.attr(root, name, value)
+        over = self.overlay.get((id(owner), name), _MISSING)  # written by the call (`Config.steps += 1`)
+        if over is not _MISSING:
+            return over
+        slot, _ = self.prog.attr(self.owner_ref(owner).slot, name, value)
         return self.guarded(slot, key)
+
+    def owner_ref(self, owner):
+        """An ObjRef of a user's class or function (a constant of the graph) whose attributes the
+        call reads through guards and writes at the commit (`Config.steps += 1`, `fn.calls = n`)."""
+        root, _ = self.prog.root_const(owner, getattr(owner, "__qualname__", type(owner).__name__))
+        return ObjRef(owner, root, root.text)
+
+    def shared_setattr(self, owner, name, value):
+        """`Config.name = value` or `fn.name = value` of a user's class or function: a state write,
+        committed with the graph. A library's, or a class whose metaclass sets attributes its own
+        way or holds a descriptor for `name`, stays eager."""
+        meta = type(owner)
+        if _library_owned(owner) or (isinstance(owner, type) and (meta.__setattr__ is not type.__setattr__
+                                                                 or hasattr(getattr(meta, name, None), "__set__"))):
+            raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of {meta.__name__} "
+                                                    f"{getattr(owner, '__qualname__', owner)}", self.site)
+        self.state_write("setattr", self.owner_ref(owner), name, value)
 
     def guarded(self, slot, key=None):
         """The value of a slot read from a class, a function or a default: state and numbers as

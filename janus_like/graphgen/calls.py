@@ -28,6 +28,7 @@ from .early_returns import function_body
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call, scalar_extreme
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from .attributes import _library_owned
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _str_parts, _tensor_fn, _unwrap_obj
 
 
@@ -314,12 +315,15 @@ class CallsMixin:
             return isinstance(_concrete_type_probe(args[0]), args[1])
         if func is type and len(args) == 1 and isinstance(args[0], (ObjRef, Sym)):
             return type(_concrete_type_probe(args[0]))
-        if func in (getattr, hasattr) and args and isinstance(args[0], (ObjRef, Sym, VarRef)):
+        if func in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str) and (
+                isinstance(args[0], (ObjRef, Sym, VarRef)) or isinstance(args[0], (type, types.FunctionType))
+                and not _library_owned(args[0])):
             if func is hasattr:
                 try:
                     self.getattr(args[0], args[1])
                     return True
                 except AttributeError:
+                    self.absent(args[0], args[1])
                     return False
                 except Unsupported:  # an ndarray method without a graph op: the array has it
                     return True
@@ -363,7 +367,22 @@ class CallsMixin:
         try:
             return self.getattr(obj, name)
         except AttributeError:
+            self.absent(obj, name)
             return default
+
+    def absent(self, obj, name):
+        """Guard that an attribute the call found missing (`getattr(self, "cache", None)`,
+        `hasattr(fn, "calls")`) is still missing: one set between calls (or by this graph's
+        commit) is read by the next call. An object without a `__dict__` is not guarded."""
+        if isinstance(obj, ObjRef):
+            target, slot = obj.obj, obj.slot
+        elif isinstance(obj, (type, types.FunctionType)):
+            target, slot = obj, self.owner_ref(obj).slot
+        else:
+            return
+        if hasattr(target, "__dict__"):
+            inst, _ = self.prog.attr(slot, "__dict__", target.__dict__)
+            self.prog.check_contains(inst, name, False, self.site)
 
     def function_frame(self, func, generator=False):
         """(AST, Frame) of a user function to inline: the scope its free names are read from (a

@@ -316,9 +316,11 @@ class StatementsMixin:
             return
         if isinstance(obj, (Sym, SymbolicTape)):
             raise Unsupported("unsupported-syntax", f"setting attribute {name!r} on an array", self.site)
-        if isinstance(obj, (type, types.FunctionType, types.ModuleType)):
-            raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of {type(obj).__name__} "
-                                                    f"{getattr(obj, '__qualname__', obj.__name__)}", self.site)
+        if isinstance(obj, (type, types.FunctionType)):
+            self.shared_setattr(obj, name, value)
+            return
+        if isinstance(obj, types.ModuleType):
+            raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of module {obj.__name__}", self.site)
         raise Unsupported("object-construction", f"setting attribute {name!r} on a {type(obj).__name__} "
                                                  "created inside the function", self.site)
 

@@ -8,7 +8,7 @@ commit, half-way): now each is read through a guard, and a changed one runs eage
 new graph."""
 import numpy as np
 
-from .harness import check, load_with_helpers, random_array
+from .harness import check, fallback_reasons, load_module, load_with_helpers, random_array
 
 HELPERS = """
 LR = 0.5
@@ -189,3 +189,51 @@ def test_a_user_classes_truth_and_comparisons_on_state_changed_between_calls():
 
     check(lambda: (truth_step, {"a": Switchable(), "b": Switchable(), "sized": Sized()}),
           [lambda s, k=k: change(s, k) for k in range(20)], min_graph_calls=8)
+
+
+
+WRITES = """
+import numpy as np
+
+
+class Counters:
+    steps = 0  # written through the class by the step
+    lr = 0.1
+
+
+class Holder:
+    def __init__(self):
+        self.w = np.zeros(3)
+
+
+def counted(x):
+    return x * 2.0
+
+
+def step(x, h):
+    Counters.steps += 1  # a class attribute written by the call: committed with the graph
+    type(h).seen = getattr(type(h), "seen", 0) + 1
+    counted.calls = getattr(counted, "calls", 0) + 1  # a function attribute, missing at first
+    Counters.lr = Counters.lr * 0.99
+    h.w = h.w + x * Counters.lr
+    extra = getattr(h, "extra", None)  # missing until the loop sets it: its absence is guarded
+    bonus = 1.0 if hasattr(h, "bonus") else 0.0
+    return h.w * Counters.steps + (0.0 if extra is None else extra) + bonus, counted.calls, Holder.seen, Counters.lr
+"""
+
+
+def test_class_and_function_attributes_written_by_the_call(tmp_path):
+    def make():
+        mod = load_module(tmp_path, WRITES, "writes")  # (each side's own classes and function)
+        h = mod.Holder()
+        return (lambda x, h_vars: mod.step(x, h)), {"h": vars(h)}  # (the class values: in the results)
+
+    def change(s, k):
+        if k == 11:
+            s["h"]["extra"] = 5.0  # set between calls: a graph that found it missing must not run
+        if k == 14:
+            s["h"]["bonus"] = True
+        return random_array(k, (3,)), s["h"]
+
+    jf = check(make, [lambda s, k=k: change(s, k) for k in range(17)], min_graph_calls=6)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
