@@ -7,6 +7,7 @@ graph is generated. NumPy's, the standard library's and janus_like's own are hel
 """
 from __future__ import annotations
 
+import collections.abc
 import enum
 import functools
 import random
@@ -117,9 +118,10 @@ class AttributesMixin:
         and the object is never written while the graph is generated. Library modules and
         classes (NumPy's, janus_like's) are held as constants."""
         if isinstance(owner, types.ModuleType):
-            if _library_owned(owner):
+            if _library_owned(owner) and not (owner.__name__.split(".")[0] in sys.stdlib_module_names
+                                              and isinstance(value, (collections.abc.Mapping, list))):
                 return value
-            return self.read_global(owner.__dict__, name, key)
+            return self.read_global(owner.__dict__, name, key)  # (os.environ and sys.argv change too)
         if _library_owned(owner):
             return value
         over = self.overlay.get((id(owner), name), _MISSING)  # written by the call (`Config.steps += 1`)

@@ -28,6 +28,7 @@ from .early_returns import function_body
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call, scalar_extreme
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from ..jit.assumptions import Assumption
 from .attributes import _library_owned
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _str_parts, _tensor_fn, _unwrap_obj
 
@@ -85,7 +86,9 @@ class CallsMixin:
             owner = func.self_value
             if isinstance(owner, ObjRef) and isinstance(owner.obj, (logging.Logger, logging.LoggerAdapter)):
                 self.prog.check_identity(owner.slot, self.site)  # log through the same logger
-                return self.defer(types.MethodType(func.func, owner.obj), args, kwargs)
+                if func.func.__name__ in _LOG_FUNCTIONS:
+                    return self.defer(types.MethodType(func.func, owner.obj), args, kwargs)
+                return self.logger_query(owner, func.func.__name__, args, kwargs)
             return self.inline(func.func, [func.self_value] + list(args), kwargs)
         if isinstance(func, ContainerMethod):
             return self.container_method(func, args, kwargs)
@@ -197,6 +200,19 @@ class CallsMixin:
             if in_packages(func.__module__, _INLINE_LIBRARY) or func.__module__ not in ("builtins",):
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
+
+    def logger_query(self, logger, name, args, kwargs):
+        """`logger.isEnabledFor(logging.DEBUG)`, `logger.getEffectiveLevel()`: asked now, and asked
+        again by a guard on every call (a level set between calls fails it). Other methods of a
+        logger (`setLevel`, `addHandler`) stay eager."""
+        if name not in ("isEnabledFor", "getEffectiveLevel") or kwargs or _any_abstract(args) \
+                or not all(type(a) is int for a in args):
+            raise Unsupported("unsupported-call", f"Logger.{name} inside the function", self.site)
+        result = getattr(logger.obj, name)(*args)
+        call = f"{name}({', '.join(map(str, args))})"
+        self.prog.check(logger.slot, f"{{v}}.{call} == {result!r}",
+                        Assumption("value", self.site, result, f"{logger.slot.text}.{call}"))
+        return result
 
     def add_at(self, target, indices, values=None):
         """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""

@@ -237,3 +237,39 @@ def test_class_and_function_attributes_written_by_the_call(tmp_path):
 
     jf = check(make, [lambda s, k=k: change(s, k) for k in range(17)], min_graph_calls=6)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+LOGGING = """
+import logging
+import os
+
+LOG = logging.getLogger("janus_like_test_between_calls")
+
+
+def step(x):
+    verbose = LOG.isEnabledFor(logging.DEBUG)  # asked again by a guard on every call
+    scale = 3.0 if "JANUS_LIKE_TEST_FLAG" in os.environ else 1.0
+    LOG.debug("step %s", verbose)  # (a log call: deferred, as before)
+    return x * scale * (2.0 if verbose else 1.0), LOG.getEffectiveLevel()
+"""
+
+
+def test_a_loggers_level_and_the_environment_changed_between_calls(tmp_path, monkeypatch):
+    import logging
+
+    monkeypatch.delenv("JANUS_LIKE_TEST_FLAG", raising=False)
+    logger = logging.getLogger("janus_like_test_between_calls")
+    monkeypatch.setattr(logger, "level", logging.INFO)
+
+    def change(s, k):
+        if k == 6:
+            logger.setLevel(logging.DEBUG)  # the graph asked isEnabledFor(DEBUG): False
+        if k == 9:
+            monkeypatch.setenv("JANUS_LIKE_TEST_FLAG", "1")
+        if k == 12:
+            logger.setLevel(logging.WARNING)
+        return (random_array(k, (3,)),)
+
+    jf = check(lambda: (load_module(tmp_path, LOGGING, "logs").step, {}),
+               [lambda s, k=k: change(s, k) for k in range(15)], min_graph_calls=6)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
