@@ -13,6 +13,7 @@ the underlying arrays and return a constant tensor (with a warning when a tape i
 from __future__ import annotations
 
 import itertools
+import operator
 import warnings
 
 import numpy as np
@@ -321,7 +322,7 @@ _UFUNCS = {
     np.minimum: F.minimum, np.matmul: F.matmul, np.square: F.square, np.less: F.lt,
     np.less_equal: F.le, np.greater: F.gt, np.greater_equal: F.ge, np.equal: F.eq,
     np.not_equal: F.ne, np.logical_and: F.logical_and, np.logical_or: F.logical_or,
-    np.logical_not: F.logical_not, np.positive: lambda x: x, np.floor: F.floor, np.ceil: F.ceil,
+    np.logical_not: F.logical_not, np.positive: operator.pos, np.floor: F.floor, np.ceil: F.ceil,
     np.rint: F.rint, np.isnan: F.isnan, np.isinf: F.isinf, np.isfinite: F.isfinite,
     np.floor_divide: F.floor_divide, np.remainder: F.remainder, np.log1p: F.log1p, np.expm1: F.expm1,
     np.log2: F.log2, np.log10: F.log10, np.reciprocal: F.reciprocal, np.arctan: F.arctan, np.sinh: F.sinh,

@@ -281,6 +281,9 @@ class CallsMixin:
             dst, src = args[0], args[1]
             self.write_box(dst, self.inplace_value(dst, src))
             return None
+        if func is np.split and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None \
+                and not _any_abstract((args[1:], kwargs)):  # NumPy's parts are views of x: a write through one is x's
+            return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
         folded = _fold_constants(func, args, kwargs) if out_target is None else None
         if folded is not None:  # np.triu(np.ones((T, T), bool), 1): constants in, a constant out
             return self.lift(folded[0])

@@ -100,7 +100,7 @@ class Sym(ArrayMethods):
     def __matmul__(self, o): return F.matmul(self, o)
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return _arith(operator.neg, F.neg, self)
-    def __pos__(self): return self
+    def __pos__(self): return self.copy() if self.kind == "array" else self  # NumPy's `+x` is a new array
     def __abs__(self): return _arith(abs, F.abs, self)
     def __lt__(self, o): return _arith(operator.lt, F.lt, self, o)
     def __le__(self, o): return _arith(operator.le, F.le, self, o)

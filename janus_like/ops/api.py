@@ -253,7 +253,12 @@ def stack(xs, axis=0):
 
 
 def split(x, indices_or_sections, axis=0):
-    n = x.shape[axis]
+    return [getitem(x, index) for index in split_indices(x.shape, indices_or_sections, axis)]
+
+
+def split_indices(shape, indices_or_sections, axis=0):
+    """The basic indices of np.split's parts (each part is a view of x, as NumPy's)."""
+    n = shape[axis]
     if isinstance(indices_or_sections, int):
         if n % indices_or_sections:
             raise ValueError(f"array split does not result in an equal division: {n} into {indices_or_sections}")
@@ -261,8 +266,8 @@ def split(x, indices_or_sections, axis=0):
         bounds = list(range(0, n + 1, step))
     else:
         bounds = [0] + [int(i) for i in indices_or_sections] + [n]
-    ax = axis % x.ndim
-    return [getitem(x, (slice(None),) * ax + (slice(lo, hi),)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    ax = axis % len(shape)
+    return [(slice(None),) * ax + (slice(lo, hi),) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 # ------------------------------------------------------------------ indexing

@@ -6,7 +6,11 @@ or on a base class under `super()`, or set on the object, a staticmethod swapped
 before the change read each of them as a constant (or wrote through a read-only array at the
 commit, half-way): now each is read through a guard, and a changed one runs eagerly or makes a
 new graph."""
+import os
+
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from .harness import check, fallback_reasons, load_module, load_with_helpers, random_array
 
@@ -273,3 +277,76 @@ def test_a_loggers_level_and_the_environment_changed_between_calls(tmp_path, mon
     jf = check(lambda: (load_module(tmp_path, LOGGING, "logs").step, {}),
                [lambda s, k=k: change(s, k) for k in range(15)], min_graph_calls=6)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+# ------------------------------------------------------------------ random changes, Hypothesis
+_DETERMINISTIC = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
+MIXED = """
+import numpy as np
+
+helpers = None  # set by the test
+
+
+class Config:
+    lr = 0.1
+
+
+class Layer:
+    scale = 1.0
+
+    def __init__(self):
+        self.w = np.ones(3)
+        self.on = True
+
+    def __call__(self, x):
+        return self.w * x * self.scale
+
+    def __bool__(self):
+        return self.on
+
+
+def gain(x):
+    return x * gain.k
+
+
+gain.k = 1.0
+
+
+def step(x, layer, st):
+    st["w"] = st["w"] - Config.lr * x
+    y = layer(x) if layer else x
+    return st["w"] * helpers.LR + gain(y)
+"""
+
+CHANGES = {  # what a training loop (or a notebook) might do between two calls
+    "decay": lambda mod, layer: setattr(mod.Config, "lr", mod.Config.lr * 0.5),
+    "class scale": lambda mod, layer: setattr(mod.Layer, "scale", mod.Layer.scale + 1.0),
+    "own scale": lambda mod, layer: layer.__dict__.__setitem__("scale", 7.0),
+    "drop own": lambda mod, layer: layer.__dict__.pop("scale", None),
+    "gain": lambda mod, layer: setattr(mod.gain, "k", mod.gain.k + 1.0),
+    "module": lambda mod, layer: setattr(mod.helpers, "LR", mod.helpers.LR * 2.0),
+    "patch": lambda mod, layer: setattr(mod.Layer, "__call__", lambda self, x: self.w - x * self.scale),
+    "toggle": lambda mod, layer: layer.__dict__.__setitem__("on", not layer.on),
+}
+
+
+@settings(derandomize=_DETERMINISTIC)
+@given(events=st.lists(st.tuples(st.integers(3, 13), st.sampled_from(sorted(CHANGES))), max_size=6))
+def test_random_changes_between_calls(tmp_path_factory, events):
+    directory = tmp_path_factory.mktemp("between", numbered=True)
+
+    def make():
+        mod = load_with_helpers(directory, MIXED, HELPERS)
+        layer = mod.Layer()
+        # (each side's own module and classes: the state compares the layer's attributes; `side`,
+        # a function, is not compared)
+        return (lambda x, st: mod.step(x, layer, st)), {"side": lambda: (mod, layer), "layer": vars(layer),
+                                                        "st": {"w": np.zeros(3)}}
+
+    def call(s, k):
+        for at, change in events:
+            if at == k:
+                CHANGES[change](*s["side"]())
+        return random_array(k, (3,)), s["st"]
+
+    check(make, [lambda s, k=k: call(s, k) for k in range(15)], min_graph_calls=0)

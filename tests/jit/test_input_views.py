@@ -58,3 +58,20 @@ def test_inputs_overlapping_in_memory_run_eagerly():
         return overlapping_step, {"buf": np.zeros(4), "st": {"view": np.zeros(3)}}
 
     check(apart, calls, min_graph_calls=4)
+
+
+def positive_step(x):
+    y = +x  # NumPy's `+x` and np.positive(x) are new arrays: the writes below leave x alone
+    y += 1.0
+    z = np.positive(x)
+    z *= 2.0
+    head, tail = np.split(x, 2)  # views of x, as NumPy's: the write is x's
+    tail += 1.0
+    return y, z, x.sum(), head
+
+
+def test_plus_x_is_a_new_array_and_np_split_gives_views():
+    # the graph's `+x` was x itself (the in-place writes reached the caller's array), and
+    # np.split's parts were new arrays (the write through one did not reach x)
+    check(lambda: (positive_step, {"x": np.zeros(4)}), [lambda s, k=k: (s["x"],) for k in range(6)],
+          min_graph_calls=2)
