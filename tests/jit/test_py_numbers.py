@@ -118,3 +118,17 @@ def test_numpy_scalar_state_that_changes_every_call_becomes_a_graph_input():
              for k in range(16)]
     jf = check(lambda: (numpy_scalar_state, {"st": dict(state["st"])}), calls, min_graph_calls=8)
     assert jf.stats()["graphs_generated"] <= 3, jf.explain()
+
+
+def dead_division(x, k):
+    t = k - 0.5
+    unused = k / t  # eager raises ZeroDivisionError here when k is 0.5, though the value is never used
+    n = int(float(x.sum()))  # int() of nan raises ValueError
+    return x * 2.0, n
+
+
+def test_a_dead_python_operation_that_raises_raises_in_the_graph_too():
+    # dead-code elimination dropped the division: the graph returned where eager raised
+    calls = [lambda s, k=k: (np.full(3, np.nan if k == 8 else 1.0), [0.1, 0.2, 0.3, 0.7, 0.5][k % 5])
+             for k in range(12)]
+    check(lambda: (dead_division, None), calls, min_graph_calls=4)
