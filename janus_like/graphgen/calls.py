@@ -37,6 +37,11 @@ _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest
                         itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
                         itertools.accumulate, itertools.pairwise))
 _STORES = frozenset(("append", "insert"))  # list methods that store an item without comparing or iterating it
+# NumPy functions that set or read NumPy's global state, or files: never called while generating
+_NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in (
+    "seterr", "geterr", "seterrcall", "geterrcall", "set_printoptions", "get_printoptions", "setbufsize",
+    "getbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt", "fromfile",
+    "memmap")) if f is not None)
 _KEYED = frozenset(("get", "pop", "setdefault", "__contains__", "__getitem__", "__delitem__"))  # given a key
 # what `max`/`min`/`sum` pull whole: a generator expression, an iterator, `d.values()`, `d.keys()`
 _VIEWS = (collections.abc.Iterator, collections.abc.KeysView, collections.abc.ValuesView)
@@ -238,6 +243,8 @@ class CallsMixin:
     def call_library(self, func, args, kwargs):
         """janus_like's functional API and other pure library code: call it with abstract values."""
         module = getattr(func, "__module__", None) or "?"
+        if func in _NUMPY_GLOBAL_STATE:  # run once while generating, it would set (or read) NumPy's state once
+            raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", self.site)
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, ObjRef):  # the library sees the object itself (e.g. a Generator): pin it
                 self.prog.check_identity(a.slot, self.site)
@@ -264,6 +271,8 @@ class CallsMixin:
     def call_numpy(self, func, args, kwargs):
         from ..tensor import _FUNCTIONS, _UFUNCS, unimplemented_arguments
 
+        if func in _NUMPY_GLOBAL_STATE:
+            raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", self.site)
         out_target = kwargs.pop("out", None)
         if isinstance(out_target, tuple):
             out_target = out_target[0]

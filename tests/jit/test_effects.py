@@ -386,3 +386,34 @@ def test_print_before_write_variable_only_value_copy():
         return f, {"v": v}
 
     check(make, call_sequence(6, lambda s, i: (np.ones(2),)))
+
+
+def printed_with_options(x):
+    np.set_printoptions(precision=2)  # NumPy's global state: set on every call, as eagerly
+    print(x * 1.23456)
+    np.set_printoptions(precision=8)
+    return x
+
+
+def quiet_division(x):
+    old = np.seterr(divide="ignore")
+    y = 1.0 / x
+    np.seterr(**old)
+    return y
+
+
+def test_numpys_global_state_set_inside_the_function_stays_eager():
+    # np.set_printoptions / np.seterr ran once, while the graph was generated: the graph's
+    # prints had the default precision and its divisions warned where eager's did not
+    import warnings
+
+    from .harness import fallback_reasons
+
+    jf = check(lambda: (printed_with_options, None), [lambda s, k=k: (random_array(k, (3,)),) for k in range(6)],
+               min_graph_calls=0)
+    assert fallback_reasons(jf) == {"unsupported-call"}, jf.explain()
+    jf = jl.jit(quiet_division)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning fails the test
+        for _ in range(6):
+            jf(np.array([0.0, 2.0]))
