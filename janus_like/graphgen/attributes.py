@@ -20,6 +20,7 @@ from ..source import in_packages
 from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit
 from .values import BoundMethod, ObjRef, Unsupported
 
+# what a default or a class, function or module attribute may hold that is not state: the object itself
 _HELD_AS_IS = (types.BuiltinFunctionType, types.MethodType, np.ufunc, staticmethod, classmethod, property, np.dtype,
                types.MethodDescriptorType, types.WrapperDescriptorType, types.GetSetDescriptorType,
                types.MemberDescriptorType, types.ClassMethodDescriptorType)
@@ -179,3 +180,24 @@ class AttributesMixin:
             root, _ = self.prog.root_const(func, func.__qualname__)
             slot, _ = self.prog.attr(root, "__code__", func.__code__)
             self.prog.check_code(slot, func)
+
+    def getattr_default(self, obj, name, default):
+        try:
+            return self.getattr(obj, name)
+        except AttributeError:
+            self.absent(obj, name)
+            return default
+
+    def absent(self, obj, name):
+        """Guard that an attribute the call found missing (`getattr(self, "cache", None)`,
+        `hasattr(fn, "calls")`) is still missing: one set between calls (or by this graph's
+        commit) is read by the next call. An object without a `__dict__` is not guarded."""
+        if isinstance(obj, ObjRef):
+            target, slot = obj.obj, obj.slot
+        elif isinstance(obj, (type, types.FunctionType)):
+            target, slot = obj, self.owner_ref(obj).slot
+        else:
+            return
+        if hasattr(target, "__dict__"):
+            inst, _ = self.prog.attr(slot, "__dict__", target.__dict__)
+            self.prog.check_contains(inst, name, False, self.site)

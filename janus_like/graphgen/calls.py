@@ -25,12 +25,12 @@ from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert, is_conversion
 from .draws import _SEARCHES
 from .early_returns import function_body
+from .effects import joined_text
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call, scalar_extreme
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
-from ..jit.assumptions import Assumption
 from .attributes import _library_owned
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _str_parts, _tensor_fn, _unwrap_obj
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
 
 
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
@@ -180,7 +180,7 @@ class CallsMixin:
                     and isinstance(args[0], (list, tuple, *_VIEWS)):  # " ".join(f"{k}={v:.3f}" for ...)
                 items = list(args[0])  # (a generator expression: consumed here, as join consumes it)
                 if any(isinstance(t, DeferredStr) for t in items):
-                    return _joined(owner, items, self.site)
+                    return joined_text(owner, items, self.site)
                 args = (items,)
             # (an input's object may go into a local list, `modules.append((name, module))`: no
             # method that compares items, whose `==` eager calls and an ObjRef does not have)
@@ -206,19 +206,6 @@ class CallsMixin:
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
 
-    def logger_query(self, logger, name, args, kwargs):
-        """`logger.isEnabledFor(logging.DEBUG)`, `logger.getEffectiveLevel()`: asked now, and asked
-        again by a guard on every call (a level set between calls fails it). Other methods of a
-        logger (`setLevel`, `addHandler`) stay eager."""
-        if name not in ("isEnabledFor", "getEffectiveLevel") or kwargs or _any_abstract(args) \
-                or not all(type(a) is int for a in args):
-            raise Unsupported("unsupported-call", f"Logger.{name} inside the function", self.site)
-        result = getattr(logger.obj, name)(*args)
-        call = f"{name}({', '.join(map(str, args))})"
-        self.prog.check(logger.slot, f"{{v}}.{call} == {result!r}",
-                        Assumption("value", self.site, result, f"{logger.slot.text}.{call}"))
-        return result
-
     def add_at(self, target, indices, values=None):
         """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""
         if values is None or not isinstance(target, Sym) or target.kind == "tensor":
@@ -243,8 +230,7 @@ class CallsMixin:
     def call_library(self, func, args, kwargs):
         """janus_like's functional API and other pure library code: call it with abstract values."""
         module = getattr(func, "__module__", None) or "?"
-        if func in _NUMPY_GLOBAL_STATE:  # run once while generating, it would set (or read) NumPy's state once
-            raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", self.site)
+        _refuse_global_state(func, self.site)
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, ObjRef):  # the library sees the object itself (e.g. a Generator): pin it
                 self.prog.check_identity(a.slot, self.site)
@@ -271,8 +257,7 @@ class CallsMixin:
     def call_numpy(self, func, args, kwargs):
         from ..tensor import _FUNCTIONS, _UFUNCS, unimplemented_arguments
 
-        if func in _NUMPY_GLOBAL_STATE:
-            raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", self.site)
+        _refuse_global_state(func, self.site)
         out_target = kwargs.pop("out", None)
         if isinstance(out_target, tuple):
             out_target = out_target[0]
@@ -391,27 +376,6 @@ class CallsMixin:
                 raise
             raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site) from None
 
-    def getattr_default(self, obj, name, default):
-        try:
-            return self.getattr(obj, name)
-        except AttributeError:
-            self.absent(obj, name)
-            return default
-
-    def absent(self, obj, name):
-        """Guard that an attribute the call found missing (`getattr(self, "cache", None)`,
-        `hasattr(fn, "calls")`) is still missing: one set between calls (or by this graph's
-        commit) is read by the next call. An object without a `__dict__` is not guarded."""
-        if isinstance(obj, ObjRef):
-            target, slot = obj.obj, obj.slot
-        elif isinstance(obj, (type, types.FunctionType)):
-            target, slot = obj, self.owner_ref(obj).slot
-        else:
-            return
-        if hasattr(target, "__dict__"):
-            inst, _ = self.prog.attr(slot, "__dict__", target.__dict__)
-            self.prog.check_contains(inst, name, False, self.site)
-
     def function_frame(self, func, generator=False):
         """(AST, Frame) of a user function to inline: the scope its free names are read from (a
         generator function's only with `generator`: its yields go to a loop, generators.py)."""
@@ -492,14 +456,11 @@ class CallsMixin:
         return exc
 
 
-def _joined(sep, items, site):
-    """`sep.join(items)` of text and formatted graph values: one deferred text."""
-    if not all(isinstance(t, (str, DeferredStr)) for t in items):
-        raise Unsupported("user-error", "str.join of an item that is not text", site)
-    parts = []
-    for k, t in enumerate(items):
-        parts += ([sep] if k and sep else []) + _str_parts(t)
-    return DeferredStr(parts)
+def _refuse_global_state(func, site):
+    """A NumPy function that sets or reads NumPy's global state, or files: run once while the graph
+    is generated, it would set (or read) that state once, not on every call."""
+    if func in _NUMPY_GLOBAL_STATE:
+        raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", site)
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,10 +8,11 @@ import ast
 import operator
 import types
 
+from ..jit.assumptions import Assumption
+from ..ops import api as F
 from .attributes import _library_owned, user_method
 from .support import _CMPOPS, _MISSING, _any_objref, _as_kind, _dict_key, _identity
 from .values import ObjRef, Sym, Unsupported
-from ..ops import api as F
 
 _CMP_DUNDERS = {ast.Eq: ("__eq__", "__eq__"), ast.NotEq: ("__ne__", "__ne__"), ast.Lt: ("__lt__", "__gt__"),
                 ast.LtE: ("__le__", "__ge__"), ast.Gt: ("__gt__", "__lt__"), ast.GtE: ("__ge__", "__le__")}
@@ -41,6 +42,8 @@ class ComparisonsMixin:
             elif isinstance(right, Sym) or isinstance(left, Sym) and not isinstance(right, (list, tuple, set, dict)):
                 raise Unsupported("data-dependent-python", "`in` test on a graph value", self.site)
             elif isinstance(right, (list, tuple)) and (isinstance(left, ObjRef) or _any_objref(right)):
+                if any(isinstance(v, ObjRef) and user_method(type(v.obj), "__eq__") for v in (left, *right)):
+                    raise Unsupported("data-dependent-python", "`in` of objects with their own __eq__", self.site)
                 for item in right:  # input objects: compared as objects, each identity guarded
                     self.pin_compared(left, item)
                 found = _identity(left) in [_identity(item) for item in right]
@@ -108,7 +111,9 @@ class ComparisonsMixin:
                 if type(out) is not bool:
                     raise Unsupported("data-dependent-python", f"{kind.__name__}.__bool__ of graph values", self.site)
                 return out
-            if method is not None or getattr(kind, "__len__", None) is not None:
-                self.prog.check_identity(v.slot, self.site)  # a library object's own truth: this very object
-            return bool(v.obj)  # a plain object is true: its type is guarded
+            out = bool(v.obj)  # a plain object is true: its type is guarded
+            if method is not None or getattr(kind, "__len__", None) is not None:  # a library object's own
+                self.prog.check(v.slot, f"bool({{v}}) is {out}",  # truth (a deque that fills): asked on every call
+                                Assumption("value", self.site, out, f"bool({v.slot.text})"))
+            return out
         return bool(v)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import string
 import types
 
+from ..jit.assumptions import Assumption
 from ..ops.registry import P
 from .attributes import user_method
-from .support import _any_abstract, _any_objref, _as_kind
+from .support import _any_abstract, _any_objref, _as_kind, _str_parts
 from .values import CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 
@@ -67,6 +68,19 @@ class EffectsMixin:
             out = Sym(out.node, out.kind)
             out.view = (OPAQUE, CACHED)
         return out
+
+    def logger_query(self, logger, name, args, kwargs):
+        """`logger.isEnabledFor(logging.DEBUG)`, `logger.getEffectiveLevel()`: asked now, and asked
+        again by a guard on every call (a level set between calls fails it). Other methods of a
+        logger (`setLevel`, `addHandler`) stay eager."""
+        if name not in ("isEnabledFor", "getEffectiveLevel") or kwargs or _any_abstract(args) \
+                or not all(type(a) is int for a in args):
+            raise Unsupported("unsupported-call", f"Logger.{name} inside the function", self.site)
+        result = getattr(logger.obj, name)(*args)
+        call = f"{name}({', '.join(map(str, args))})"
+        self.prog.check(logger.slot, f"{{v}}.{call} == {result!r}",
+                        Assumption("value", self.site, result, f"{logger.slot.text}.{call}"))
+        return result
 
     def formatted_parts(self, value, conv, spec):
         """The parts of one `{value!conv:spec}` of an f-string, a str.format or a str()/repr():
@@ -164,3 +178,13 @@ def _own_text(obj) -> bool:
     if isinstance(obj, (int, float, str, bool, type(None))):
         return False
     return any(_own_method(type(obj), name) for name in ("__str__", "__repr__", "__format__"))
+
+
+def joined_text(sep, items, site):
+    """`sep.join(items)` of text and formatted graph values: one deferred text."""
+    if not all(isinstance(t, (str, DeferredStr)) for t in items):
+        raise Unsupported("user-error", "str.join of an item that is not text", site)
+    parts = []
+    for k, t in enumerate(items):
+        parts += ([sep] if k and sep else []) + _str_parts(t)
+    return DeferredStr(parts)

@@ -46,7 +46,6 @@ class GeneratedGraph:
         self.__dict__.update(kw)
 
 
-# what a default or a class, function or module attribute may hold that is not state: the object itself
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
                 StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin,
                 GeneratorLoopsMixin, AttributesMixin, ComparisonsMixin):

@@ -205,8 +205,11 @@ def _bitwise(pyop, logical, *args):
     graph op (it was the logical one: `k & 5` of an int array gave booleans)."""
     if all(_is_py(a) for a in args):
         return _builder().py_op(pyop, *args)
-    tensor = any(isinstance(a, Sym) and a.kind == "tensor" for a in args) and logical is not F.ne
-    if logical is not None and (tensor or all(_is_bool(a) for a in args)):
+    if any(isinstance(a, Sym) and a.kind == "tensor" for a in args):  # a Tensor has `&`, `|`, `~` only
+        if logical is None or logical is F.ne:
+            raise Unsupported("unsupported-syntax", f"operator {pyop.__name__.strip('_')} on a Tensor")
+        return logical(*args)
+    if logical is not None and all(_is_bool(a) for a in args):
         return logical(*args)
     kinds = ", ".join(str(a.dtype) if isinstance(a, Sym) else type(a).__name__ for a in args)
     raise Unsupported("unsupported-syntax", f"operator {pyop.__name__.strip('_')} on {kinds} values "

@@ -6,6 +6,7 @@ or on a base class under `super()`, or set on the object, a staticmethod swapped
 before the change read each of them as a constant (or wrote through a read-only array at the
 commit, half-way): now each is read through a guard, and a changed one runs eagerly or makes a
 new graph."""
+import collections
 import os
 
 import numpy as np
@@ -245,6 +246,7 @@ def test_class_and_function_attributes_written_by_the_call(tmp_path):
 
 LOGGING = """
 import logging
+import collections
 import os
 
 LOG = logging.getLogger("janus_like_test_between_calls")
@@ -350,3 +352,36 @@ def test_random_changes_between_calls(tmp_path_factory, events):
         return random_array(k, (3,)), s["st"]
 
     check(make, [lambda s, k=k: call(s, k) for k in range(15)], min_graph_calls=0)
+
+
+def deque_truth(x, buf):
+    return x * 2.0 if buf else x  # a deque's truth: asked again on every call
+
+
+def test_a_deques_truth_changed_between_calls():
+    # its truth was read once (the deque's identity guarded, not its length)
+    def change(s, k):
+        if k in (5, 6, 9):
+            s["buf"].append(k)
+        if k == 12:
+            s["buf"].clear()
+        return random_array(k, (3,)), s["buf"]
+
+    check(lambda: (deque_truth, {"buf": collections.deque(maxlen=5)}), [lambda s, k=k: change(s, k) for k in range(15)],
+          min_graph_calls=6)
+
+
+def member_step(x, a, b):
+    return x * 2.0 if a in [b] else x  # `in` calls Switchable.__eq__ on the objects' state
+
+
+def test_in_of_objects_with_their_own_eq_stays_eager():
+    # `in` compared the objects once, while generating (by their __eq__), and kept the outcome
+    def change(s, k):
+        if k == 5:
+            s["b"].tag = 1
+        return random_array(k, (3,)), s["a"], s["b"]
+
+    jf = check(lambda: (member_step, {"a": Switchable(), "b": Switchable()}),
+               [lambda s, k=k: change(s, k) for k in range(8)], min_graph_calls=0)
+    assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()
