@@ -15,33 +15,28 @@ import types
 
 import numpy as np
 
-from .. import ir
 from ..ops import api as F
 from ..ops.draws import CLOCKS
 from ..source import NoSource, function_ast, has_yield, in_packages, local_names
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED, is_user_callable
-from .conversions import convert, is_conversion
+from .conversions import convert
 from .draws import _SEARCHES
 from .early_returns import function_body
+from .numpy_calls import _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call, scalar_extreme
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, _unwrap_obj
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn
 
 
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
                         itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
                         itertools.accumulate, itertools.pairwise))
 _STORES = frozenset(("append", "insert"))  # list methods that store an item without comparing or iterating it
-# NumPy functions that set or read NumPy's global state, or files: never called while generating
-_NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in (
-    "seterr", "geterr", "seterrcall", "geterrcall", "set_printoptions", "get_printoptions", "setbufsize",
-    "getbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt", "fromfile",
-    "memmap")) if f is not None)
 _KEYED = frozenset(("get", "pop", "setdefault", "__contains__", "__getitem__", "__delitem__"))  # given a key
 # what `max`/`min`/`sum` pull whole: a generator expression, an iterator, `d.values()`, `d.keys()`
 _VIEWS = (collections.abc.Iterator, collections.abc.KeysView, collections.abc.ValuesView)
@@ -206,12 +201,6 @@ class CallsMixin:
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
 
-    def add_at(self, target, indices, values=None):
-        """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""
-        if values is None or not isinstance(target, Sym) or target.kind == "tensor":
-            raise Unsupported("unsupported-call", "numpy.add.at on this target or without values", self.site)
-        self.write_box(target, F.add_at(target, _unwrap_obj(indices), values))
-
     def new_tensor(self, args, kwargs):
         """Tensor(data, dtype) of graph values: np.array(data, dtype) as a new Tensor, which
         (as eagerly) no gradient reaches through `data`."""
@@ -253,58 +242,6 @@ class CallsMixin:
         replaced by its elements, each guarded as the profile saw it."""
         return [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, kinds) else a
                 for a in args]
-
-    def call_numpy(self, func, args, kwargs):
-        from ..tensor import _FUNCTIONS, _UFUNCS, unimplemented_arguments
-
-        _refuse_global_state(func, self.site)
-        out_target = kwargs.pop("out", None)
-        if isinstance(out_target, tuple):
-            out_target = out_target[0]
-        # np.array(rows) of a global tuple: a constant array when rows holds ints that did not vary
-        args = self._containers(args, (list, tuple))
-        if not _any_abstract((args, kwargs)) and out_target is None:
-            return self.lift(func(*args, **kwargs))  # constant folding
-        if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
-            from ..ops.registry import P, bind
-
-            return _as_kind(bind(P.arange, args[0]), "array")
-        if is_conversion(func):  # np.asarray(x), np.array([a, b]), np.float32(x)
-            return convert(func, args, kwargs, self.site)
-        if func is np.copyto:
-            dst, src = args[0], args[1]
-            self.write_box(dst, self.inplace_value(dst, src))
-            return None
-        if func is np.split and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None \
-                and not _any_abstract((args[1:], kwargs)):  # NumPy's parts are views of x: a write through one is x's
-            return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
-        folded = _fold_constants(func, args, kwargs) if out_target is None else None
-        if folded is not None:  # np.triu(np.ones((T, T), bool), 1): constants in, a constant out
-            return self.lift(folded[0])
-        if isinstance(func, np.ufunc):
-            impl = _UFUNCS.get(func)
-            if impl is None or kwargs:
-                given = f" with {sorted(kwargs)}" if kwargs else ""
-                raise Unsupported("unsupported-call", f"numpy.{func.__name__}{given} has no graph op", self.site)
-            result = impl(*args)
-        else:
-            impl = _FUNCTIONS.get(func)
-            name = getattr(func, "__name__", repr(func))
-            if impl is None:
-                raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
-            if args and isinstance(args[0], (list, tuple)) and _any_abstract(args[0]) and _array_like_first(func):
-                # np.mean(losses[-5:]) of Python numbers the graph computes: NumPy's own asarray first
-                args = [convert(np.asarray, [args[0]], {}, self.site), *args[1:]]
-            given = kwargs if out_target is None else dict(kwargs, out=out_target)
-            unimplemented = unimplemented_arguments(func, args, given)
-            if unimplemented:
-                raise Unsupported("unsupported-call", f"numpy.{name} with {unimplemented} has no graph op", self.site)
-            result = impl(*args, **kwargs)
-        if out_target is not None:  # a Tensor takes the result as it is (eager's `out=` rebinds it, as `+=` does)
-            kind = getattr(out_target, "kind", None)
-            self.write_box(out_target, result if kind == "tensor" else self.inplace_value(out_target, result))
-            return out_target
-        return result
 
     def call_builtin(self, func, args, kwargs):
         if func in (float, int, bool) and args and isinstance(args[0], Sym):
@@ -454,54 +391,3 @@ class CallsMixin:
             exc.site = self.site
             exc.args = (f"{exc.reason}: {exc.detail} at {exc.site}",)
         return exc
-
-
-def _refuse_global_state(func, site):
-    """A NumPy function that sets or reads NumPy's global state, or files: run once while the graph
-    is generated, it would set (or read) that state once, not on every call."""
-    if func in _NUMPY_GLOBAL_STATE:
-        raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", site)
-
-
-@functools.lru_cache(maxsize=None)
-def _array_like_first(func) -> bool:
-    """Whether NumPy function `func` takes one array_like first (`np.mean(a)`), which it converts
-    with asarray, rather than a sequence of arrays (`np.concatenate(arrays)`)."""
-    try:
-        first = next(iter(inspect.signature(func).parameters))
-    except (TypeError, ValueError, StopIteration):
-        return False
-    return first in ("a", "x", "x1", "m", "array", "ary")
-
-
-def _fold_constants(func, args, kwargs):
-    """(func(*args, **kwargs),) when every graph value among the arguments is a constant (an
-    array made at generation time: `np.ones((T, T), bool)`) and func has no graph op, else None.
-    The constants are copied first: NumPy code may write into its argument."""
-    from ..tensor import _FUNCTIONS, _UFUNCS
-
-    if func in _FUNCTIONS or func in _UFUNCS:
-        return None
-    consts = []
-
-    def concrete(v):
-        if isinstance(v, Sym):
-            if v.node.op != ir.CONST or v.kind != "array":
-                raise LookupError
-            consts.append(v)
-            return np.array(v.node.params["value"], copy=True)
-        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
-            return type(v)(concrete(x) for x in v)
-        if isinstance(v, dict):
-            return {k: concrete(x) for k, x in v.items()}
-        if isinstance(v, (ObjRef, VarRef, SymbolicTape)):
-            raise LookupError
-        return v
-
-    try:
-        args, kwargs = concrete(list(args)), concrete(dict(kwargs))
-    except LookupError:
-        return None
-    if not consts:
-        return None
-    return (func(*args, **kwargs),)

@@ -8,7 +8,6 @@ import ast
 import operator
 import types
 
-from ..jit.assumptions import Assumption
 from ..ops import api as F
 from .attributes import _library_owned, user_method
 from .support import _CMPOPS, _MISSING, _any_objref, _as_kind, _dict_key, _identity
@@ -113,7 +112,6 @@ class ComparisonsMixin:
                 return out
             out = bool(v.obj)  # a plain object is true: its type is guarded
             if method is not None or getattr(kind, "__len__", None) is not None:  # a library object's own
-                self.prog.check(v.slot, f"bool({{v}}) is {out}",  # truth (a deque that fills): asked on every call
-                                Assumption("value", self.site, out, f"bool({v.slot.text})"))
+                self.prog.check_result(v.slot, "bool({v})", out, self.site)  # truth (a deque that fills)
             return out
         return bool(v)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import string
 import types
 
-from ..jit.assumptions import Assumption
 from ..ops.registry import P
 from .attributes import user_method
 from .support import _any_abstract, _any_objref, _as_kind, _str_parts
@@ -22,9 +21,8 @@ class EffectsMixin:
         if self.pure_depth:
             raise Unsupported("unsupported-syntax", "print inside a data-dependent branch", self.site)
         if fn is print:  # an object shown by its class's own method: that text, made here
-            args = [DeferredStr(self.formatted_parts(a, "s", "")) if isinstance(a, ObjRef) and _own_text(a.obj)
-                    and not isinstance(a.obj, (list, tuple, dict)) else a for a in args]
-        if any(_shown_by_own_method(a) for a in (*args, *kwargs.values())):
+            args = [DeferredStr(self.formatted_parts(a, "s", "")) if _own_text_object(a) else a for a in args]
+        if any(_own_text(a) for a in (*args, *kwargs.values())):
             raise Unsupported("data-dependent-python", "logging an object whose class has its own "
                                                        "__str__/__repr__/__format__", self.site)
         snap = self.snapshot_for_effect
@@ -78,8 +76,7 @@ class EffectsMixin:
             raise Unsupported("unsupported-call", f"Logger.{name} inside the function", self.site)
         result = getattr(logger.obj, name)(*args)
         call = f"{name}({', '.join(map(str, args))})"
-        self.prog.check(logger.slot, f"{{v}}.{call} == {result!r}",
-                        Assumption("value", self.site, result, f"{logger.slot.text}.{call}"))
+        self.prog.check_result(logger.slot, f"{{v}}.{call}", result, self.site)
         return result
 
     def formatted_parts(self, value, conv, spec):
@@ -88,10 +85,10 @@ class EffectsMixin:
         prints or logs it runs (or after the commit, for text returned or stored). An input
         object whose class shows it with its own method has that method run inlined here: its
         text is of the object's state at this point."""
-        if isinstance(value, ObjRef) and _own_text(value.obj) and not isinstance(value.obj, (list, tuple, dict)):
+        if _own_text_object(value):
             return self.shown_parts(value, conv, spec)
         if _any_abstract(value) or _any_objref(value):
-            if _shown_by_own_method(value):  # (inside a container: shown by the container's repr, later)
+            if _own_text(value):  # (inside a container: shown by the container's repr, later)
                 raise Unsupported("data-dependent-python", "text of a container holding an object whose class has "
                                                            "its own __str__/__repr__/__format__", self.site)
             return [(self.snapshot_for_effect(value), conv, spec)]
@@ -100,9 +97,9 @@ class EffectsMixin:
     def shown_parts(self, obj, conv, spec):
         """`format(obj, spec)`, `str(obj)` or `repr(obj)` by the methods of obj's class, inlined."""
         klass = type(obj.obj)
-        if conv == "" and _own_method(klass, "__format__"):
+        if conv == "" and user_method(klass, "__format__"):
             name, args, after = "__format__", [obj, spec], ""
-        elif conv in ("", "s") and _own_method(klass, "__str__"):
+        elif conv in ("", "s") and user_method(klass, "__str__"):
             name, args, after = "__str__", [obj], spec
         else:  # object's __str__ and __format__ show the repr
             name, args, after = "__repr__", [obj], spec
@@ -158,26 +155,21 @@ _CONVERSIONS = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, 
                 "a": lambda x, s: format(ascii(x), s)}
 
 
-def _shown_by_own_method(v) -> bool:
+def _own_text(v, reached=False) -> bool:
     """Whether v (an input object, or a container holding some) is shown by a method its class
     defines (not `object`'s, an enum's or a library's): text of the object's state at the time."""
     if isinstance(v, ObjRef):
-        return _own_text(v.obj)
+        return _own_text(v.obj, True)
     if isinstance(v, (list, tuple, dict)):
-        return any(_shown_by_own_method(x) for x in (v.values() if isinstance(v, dict) else v))
-    return False
-
-
-def _own_method(klass, name) -> bool:
-    return user_method(klass, name) is not None
-
-
-def _own_text(obj) -> bool:
-    if isinstance(obj, (list, tuple, dict)):
-        return any(_own_text(x) for x in (obj.values() if isinstance(obj, dict) else obj))
-    if isinstance(obj, (int, float, str, bool, type(None))):
+        return any(_own_text(x, reached) for x in (v.values() if isinstance(v, dict) else v))
+    if not reached or isinstance(v, (int, float, str, bool, type(None))):
         return False
-    return any(_own_method(type(obj), name) for name in ("__str__", "__repr__", "__format__"))
+    return any(user_method(type(v), name) is not None for name in ("__str__", "__repr__", "__format__"))
+
+
+def _own_text_object(v) -> bool:
+    """An input object, not a container, shown by its class's own method (`shown_parts` runs it)."""
+    return isinstance(v, ObjRef) and not isinstance(v.obj, (list, tuple, dict)) and _own_text(v)
 
 
 def joined_text(sep, items, site):

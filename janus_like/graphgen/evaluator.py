@@ -23,6 +23,7 @@ from .attributes import AttributesMixin
 from .callbacks import CallbacksMixin
 from .comparisons import ComparisonsMixin
 from .calls import CallsMixin
+from .numpy_calls import NumpyCallsMixin
 from .effects import EffectsMixin
 from .containers import ContainersMixin
 from .draws import DrawsMixin
@@ -48,7 +49,7 @@ class GeneratedGraph:
 
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
                 StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin,
-                GeneratorLoopsMixin, AttributesMixin, ComparisonsMixin):
+                GeneratorLoopsMixin, AttributesMixin, ComparisonsMixin, NumpyCallsMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input

@@ -182,6 +182,12 @@ class InputProgram:
         self.check(slot, f"{{v}} is {self._const(slot.value)}",
                    Assumption("identity", f"{func.__qualname__}'s code", "the code the graph was made from", slot.text))
 
+    def check_result(self, slot, code, result, site):
+        """`code` of the slot's value `{v}` (`bool({v})`, `{v}.isEnabledFor(10)`: a library object's
+        query) gives `result` again: asked on every call, as eager code asks it."""
+        text = code.replace("{v}", slot.text)
+        self.check(slot, f"{code} == {self._const(result)}", Assumption("value", site, result, text))
+
     def check_writeable(self, slot):
         """A NumPy array the commit writes in place accepts writes: a read-only one fails the
         guard, and the call runs eagerly, raising eager's error where eager writes it, instead of

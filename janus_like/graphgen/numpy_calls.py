@@ -1,0 +1,134 @@
+"""NumPy calls in a graph (a mixin of the generator): a function or ufunc of graph values is its
+table entry's op (`tensor._FUNCTIONS`, `_UFUNCS`), with NumPy's own arguments that no entry
+implements, `out=` (an in-place write), `np.copyto`, `np.add.at`, `np.split`'s views and
+constant folding; a function that sets or reads NumPy's global state or files stays eager."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from .. import ir
+from ..ops import api as F
+from .builder import SymbolicTape
+from .conversions import convert, is_conversion
+from .support import _any_abstract, _as_kind, _unwrap_obj
+from .values import ObjRef, Sym, Unsupported, VarRef
+
+# NumPy functions that set or read NumPy's global state, or files: never called while generating
+_NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in (
+    "seterr", "geterr", "seterrcall", "geterrcall", "set_printoptions", "get_printoptions", "setbufsize",
+    "getbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt", "fromfile",
+    "memmap")) if f is not None)
+
+
+class NumpyCallsMixin:
+    def call_numpy(self, func, args, kwargs):
+        from ..tensor import _FUNCTIONS, _UFUNCS, unimplemented_arguments
+
+        _refuse_global_state(func, self.site)
+        out_target = kwargs.pop("out", None)
+        if isinstance(out_target, tuple):
+            out_target = out_target[0]
+        # np.array(rows) of a global tuple: a constant array when rows holds ints that did not vary
+        args = self._containers(args, (list, tuple))
+        if not _any_abstract((args, kwargs)) and out_target is None:
+            return self.lift(func(*args, **kwargs))  # constant folding
+        if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
+            from ..ops.registry import P, bind
+
+            return _as_kind(bind(P.arange, args[0]), "array")
+        if is_conversion(func):  # np.asarray(x), np.array([a, b]), np.float32(x)
+            return convert(func, args, kwargs, self.site)
+        if func is np.copyto:
+            dst, src = args[0], args[1]
+            self.write_box(dst, self.inplace_value(dst, src))
+            return None
+        if func is np.split and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None \
+                and not _any_abstract((args[1:], kwargs)):  # NumPy's parts are views of x: a write through one is x's
+            return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
+        folded = _fold_constants(func, args, kwargs) if out_target is None else None
+        if folded is not None:  # np.triu(np.ones((T, T), bool), 1): constants in, a constant out
+            return self.lift(folded[0])
+        if isinstance(func, np.ufunc):
+            impl = _UFUNCS.get(func)
+            if impl is None or kwargs:
+                given = f" with {sorted(kwargs)}" if kwargs else ""
+                raise Unsupported("unsupported-call", f"numpy.{func.__name__}{given} has no graph op", self.site)
+            result = impl(*args)
+        else:
+            impl = _FUNCTIONS.get(func)
+            name = getattr(func, "__name__", repr(func))
+            if impl is None:
+                raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
+            if args and isinstance(args[0], (list, tuple)) and _any_abstract(args[0]) and _array_like_first(func):
+                # np.mean(losses[-5:]) of Python numbers the graph computes: NumPy's own asarray first
+                args = [convert(np.asarray, [args[0]], {}, self.site), *args[1:]]
+            given = kwargs if out_target is None else dict(kwargs, out=out_target)
+            unimplemented = unimplemented_arguments(func, args, given)
+            if unimplemented:
+                raise Unsupported("unsupported-call", f"numpy.{name} with {unimplemented} has no graph op", self.site)
+            result = impl(*args, **kwargs)
+        if out_target is not None:  # a Tensor takes the result as it is (eager's `out=` rebinds it, as `+=` does)
+            kind = getattr(out_target, "kind", None)
+            self.write_box(out_target, result if kind == "tensor" else self.inplace_value(out_target, result))
+            return out_target
+        return result
+
+    def add_at(self, target, indices, values=None):
+        """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""
+        if values is None or not isinstance(target, Sym) or target.kind == "tensor":
+            raise Unsupported("unsupported-call", "numpy.add.at on this target or without values", self.site)
+        self.write_box(target, F.add_at(target, _unwrap_obj(indices), values))
+
+
+def _refuse_global_state(func, site):
+    """A NumPy function that sets or reads NumPy's global state, or files: run once while the graph
+    is generated, it would set (or read) that state once, not on every call."""
+    if func in _NUMPY_GLOBAL_STATE:
+        raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", site)
+
+
+@functools.lru_cache(maxsize=None)
+def _array_like_first(func) -> bool:
+    """Whether NumPy function `func` takes one array_like first (`np.mean(a)`), which it converts
+    with asarray, rather than a sequence of arrays (`np.concatenate(arrays)`)."""
+    try:
+        first = next(iter(inspect.signature(func).parameters))
+    except (TypeError, ValueError, StopIteration):
+        return False
+    return first in ("a", "x", "x1", "m", "array", "ary")
+
+
+def _fold_constants(func, args, kwargs):
+    """(func(*args, **kwargs),) when every graph value among the arguments is a constant (an
+    array made at generation time: `np.ones((T, T), bool)`) and func has no graph op, else None.
+    The constants are copied first: NumPy code may write into its argument."""
+    from ..tensor import _FUNCTIONS, _UFUNCS
+
+    if func in _FUNCTIONS or func in _UFUNCS:
+        return None
+    consts = []
+
+    def concrete(v):
+        if isinstance(v, Sym):
+            if v.node.op != ir.CONST or v.kind != "array":
+                raise LookupError
+            consts.append(v)
+            return np.array(v.node.params["value"], copy=True)
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(concrete(x) for x in v)
+        if isinstance(v, dict):
+            return {k: concrete(x) for k, x in v.items()}
+        if isinstance(v, (ObjRef, VarRef, SymbolicTape)):
+            raise LookupError
+        return v
+
+    try:
+        args, kwargs = concrete(list(args)), concrete(dict(kwargs))
+    except LookupError:
+        return None
+    if not consts:
+        return None
+    return (func(*args, **kwargs),)
