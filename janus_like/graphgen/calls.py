@@ -209,12 +209,15 @@ class CallsMixin:
         src = args[0]
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if isinstance(src, Sym) and src.kind == "array" and dtype is None and len(args) == 1 and not kwargs:
-            return _as_kind(F.reshape_like(Sym(src.node, "array"), Sym(src.node, "array")), "tensor")  # a new node
+            return _as_kind(Sym(src.node, "array").copy(), "tensor")  # eager copies: its own buffer, 0-d an array
         if isinstance(src, Sym) and src.kind == "tensor" and dtype is None and len(args) == 1 and not kwargs:
             return _as_kind(Sym(F.stop_gradient(src).node, "array").copy(), "tensor")  # on its device
         if backend._state["device"] != "cpu" or len(args) > 2 or set(kwargs) - {"dtype"}:
             raise Unsupported("unsupported-call", "tensor() of graph values with these arguments", self.site)
-        return _as_kind(convert(np.array, [src], {} if dtype is None else {"dtype": dtype}, self.site), "tensor")
+        out = convert(np.array, [src], {} if dtype is None else {"dtype": dtype}, self.site)
+        if isinstance(out, Sym) and out.shape == ():  # of a number: a 0-d array, as eager's Tensor holds
+            out = out.copy()
+        return _as_kind(out, "tensor")
 
     def call_library(self, func, args, kwargs):
         """janus_like's functional API and other pure library code: call it with abstract values."""

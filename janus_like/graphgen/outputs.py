@@ -19,9 +19,7 @@ from ..tensor import Tensor, _next_id, _wrap
 from .support import _any_abstract
 from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
-_ALIASING_OPS = {ir.INPUT, ir.CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
-                 "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get",
-                 "recursion"}
+_ALIASING_OPS = ir.ALIASING_OPS
 
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
@@ -36,7 +34,10 @@ class Outputs:
         self.effects: list = []
         self.result = None
         self.sink_count: dict = {}
-        self.duplicates: set = set()
+        self.copied: list = []  # output positions copied before the commit (plan_copies)
+        self.made: list = []  # per output position: a new array in eager code (set before the passes)
+        self._built: set = set()  # output positions a spec builds (not only committed)
+        self._tokens: dict = {}  # id(object) -> token: one Tensor, list or dict per eager one
         self.escape = lambda v, what: None  # the builder's check that v's type cannot show (builder.escape)
 
     def node_index(self, node):
@@ -65,8 +66,9 @@ class Outputs:
             view = _input_view(v) if views else None
             if view is not None:
                 return view
-            copy = v.kind == "array" and v.node.op == ir.CONST
-            return ("node", self.node_index(v.node), v.kind, copy)
+            i = self.node_index(v.node)
+            self._built.add(i)
+            return ("node", i, v.kind, self._token(v) if v.kind == "tensor" else None)
         if isinstance(v, ObjRef):
             return ("slot", v.slot.index)
         if isinstance(v, DeferredStr):
@@ -74,10 +76,12 @@ class Outputs:
             return ("str", parts)
         if isinstance(v, tuple) and hasattr(v, "_fields"):
             return ("namedtuple", type(v), [self.spec(x, views) for x in v])
-        if isinstance(v, (list, tuple)):
-            return (type(v).__name__, [self.spec(x, views) for x in v])
+        if isinstance(v, tuple):
+            return ("tuple", [self.spec(x, views) for x in v])
+        if isinstance(v, list):
+            return ("list", [self.spec(x, views) for x in v], self._token(v))
         if isinstance(v, dict):
-            return ("dict", [(k, self.spec(x, views)) for k, x in v.items()])
+            return ("dict", [(k, self.spec(x, views)) for k, x in v.items()], self._token(v))
         if isinstance(v, (Tensor, np.ndarray)):
             return ("fresh", v)
         if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod", "LocalFunction"):
@@ -89,15 +93,27 @@ class Outputs:
                                                     "leaves it (returned or stored)", "")
         return ("const", v)
 
+    def _token(self, v) -> int:
+        """The same number for every appearance of one object made in the function (a Tensor,
+        list or dict): `finish` builds it once (`return h, h`; `st["box"] = box; return box`)."""
+        return self._tokens.setdefault(id(v), len(self._tokens))
+
     def plan_copies(self):
         """A committed Variable value must own its buffer (eager assign copies). Rerun after
-        passes, which may have replaced output nodes."""
+        passes, which may have replaced output nodes: a position whose node an earlier position
+        already returns (common subexpressions merged), or that now is an input or a constant
+        (`x * 1`, `x.astype(x.dtype)` simplified) where eager code made a new array, is copied;
+        distinct objects in eager code stay distinct, and nothing returned is the caller's input
+        unless eager returns it."""
         seen: dict = {}
-        self.duplicates = set()  # output positions whose node an earlier position already returns
+        if not self.made:  # the first call, before the passes: what eager code makes anew
+            self.made = [_root(node).op != ir.INPUT for node in self.nodes]
+        copied = set()
         for i, node in enumerate(self.nodes):
-            if node.id in seen:
-                self.duplicates.add(i)
+            if node.id in seen or self.made[i] and _root(node).op in (ir.INPUT, ir.CONST):
+                copied.add(i)
             seen[node.id] = seen.get(node.id, 0) + 1
+        self.copied = sorted(copied & self._built)
         fixed = []
         for kind, slot, i, _copy in self.commits:
             node = self.nodes[i]
@@ -107,57 +123,64 @@ class Outputs:
         self.commits = fixed
 
     # ------------------------------------------------------------------ runtime
-    def build(self, spec, values, slots):
+    def build(self, spec, values, slots, made):
+        """`made`: the Tensors, lists and dicts built so far in this finish, by token."""
         tag = spec[0]
         if tag == "node":
-            _, i, kind, copy = spec
-            val = values[i]
-            if kind == "tensor":
-                return _wrap(val)
-            if copy or i in self.duplicates:  # distinct objects in eager code stay distinct
-                return val.copy()
-            return val
+            _, i, kind, token = spec
+            if kind != "tensor":
+                return values[i]
+            t = made.get(token)
+            if t is None:
+                t = made[token] = _wrap(values[i])
+            return t
+        if tag in ("list", "dict"):
+            obj = made.get(spec[2])
+            if obj is None:
+                obj = made[spec[2]] = [] if tag == "list" else {}
+                if tag == "list":
+                    obj.extend(self.build(s, values, slots, made) for s in spec[1])
+                else:
+                    obj.update((k, self.build(s, values, slots, made)) for k, s in spec[1])
+            return obj
         if tag == "slot":
             return slots[spec[1]]
         if tag == "index":
-            return self.build(spec[1], values, slots)[spec[2]]
+            return self.build(spec[1], values, slots, made)[spec[2]]
         if tag == "const":
             return spec[1]
-        if tag == "list":
-            return [self.build(s, values, slots) for s in spec[1]]
         if tag == "tuple":
-            return tuple(self.build(s, values, slots) for s in spec[1])
+            return tuple(self.build(s, values, slots, made) for s in spec[1])
         if tag == "namedtuple":
-            return spec[1](*[self.build(s, values, slots) for s in spec[2]])
-        if tag == "dict":
-            return {k: self.build(s, values, slots) for k, s in spec[1]}
+            return spec[1](*[self.build(s, values, slots, made) for s in spec[2]])
         if tag == "str":
             out = []
             for p in spec[1]:
                 if isinstance(p, str):
                     out.append(p)
                 else:
-                    val = self.build(p[0], values, slots)
+                    val = self.build(p[0], values, slots, made)
                     conv = {"": lambda x: x, "s": str, "r": repr, "a": ascii}[p[1]]
                     out.append(format(conv(val), p[2]))
             return "".join(out)
         if tag == "varsnap":
             from ..tensor import Variable
 
-            return Variable(self.build(spec[1], values, slots), name=spec[2], trainable=spec[3])
+            return Variable(self.build(spec[1], values, slots, made), name=spec[2], trainable=spec[3])
         if tag == "fresh":
             v = spec[1]
             return v.copy() if isinstance(v, np.ndarray) else v
         raise AssertionError(tag)
 
-    def prepare_effects(self, values, slots):
+    def prepare_effects(self, values, slots, made=None):
         """Build (and, for print, format) every deferred effect's arguments *before* the commit,
         so that an exception while formatting leaves state untouched (the call then re-runs
         eagerly and raises where eager code raises)."""
         prepared = []
+        made = {} if made is None else made
         for fn, args, kwargs in self.effects:
-            built = [self.build(a, values, slots) for a in args]
-            kw = {k: self.build(a, values, slots) for k, a in kwargs.items()}
+            built = [self.build(a, values, slots, made) for a in args]
+            kw = {k: self.build(a, values, slots, made) for k, a in kwargs.items()}
             if fn is print:
                 built = [str(a) for a in built]
             prepared.append((fn, built, kw))
@@ -165,13 +188,18 @@ class Outputs:
 
     def finish(self, values, slots, prepared=None):
         """Commit every state write, run deferred effects, return the function's result."""
+        made: dict = {}
+        if self.copied:  # before the commit, which may write an input array in place
+            values = list(values)
+            for i in self.copied:
+                values[i] = _copy(values[i])
         if prepared is None:
-            prepared = self.prepare_effects(values, slots)
+            prepared = self.prepare_effects(values, slots, made)
         for kind, slot, i, copy in self.commits:
             target = slots[slot]
             val = values[i]
             if kind == "var":
-                target._data = val.copy() if copy else val
+                target._data = _array(val.copy() if copy else val)
             elif kind == "tensor":
                 target._data = val
                 target._tid = _next_id()
@@ -180,20 +208,20 @@ class Outputs:
         for op in self.ops:
             tag = op[0]
             if tag == "setattr":
-                setattr(slots[op[1]], op[2], self.build(op[3], values, slots))
+                setattr(slots[op[1]], op[2], self.build(op[3], values, slots, made))
             elif tag == "setitem":
-                slots[op[1]][op[2]] = self.build(op[3], values, slots)
+                slots[op[1]][op[2]] = self.build(op[3], values, slots, made)
             elif tag == "call":
-                args = [self.build(a, values, slots) for a in op[3]]
-                kwargs = {k: self.build(a, values, slots) for k, a in op[4].items()}
+                args = [self.build(a, values, slots, made) for a in op[3]]
+                kwargs = {k: self.build(a, values, slots, made) for k, a in op[4].items()}
                 getattr(slots[op[1]], op[2])(*args, **kwargs)
             elif tag == "global":
-                op[1][op[2]] = self.build(op[3], values, slots)
+                op[1][op[2]] = self.build(op[3], values, slots, made)
             elif tag == "cell":
-                op[1].cell_contents = self.build(op[3], values, slots)
+                op[1].cell_contents = self.build(op[3], values, slots, made)
         for fn, args, kwargs in prepared:
             fn(*args, **kwargs)
-        return self.build(self.result, values, slots)
+        return self.build(self.result, values, slots, made)
 
 
     # ------------------------------------------------------------------ compiled runtime
@@ -205,6 +233,11 @@ class Outputs:
         if self.effects:
             return None
         consts: list = []
+        tensors: dict = {}  # token -> output position: each Tensor built once (`_t{token}`)
+        shared = _shared_tokens([op[3] for op in self.ops if op[0] in ("setattr", "setitem", "global", "cell")]
+                                + [a for op in self.ops if op[0] == "call" for a in (*op[3], *op[4].values())]
+                                + [self.result])
+        containers: list = []  # `_c{token} = [...]`: a list or dict that appears twice, built once
 
         def const(v):
             consts.append(v)
@@ -213,16 +246,23 @@ class Outputs:
         def expr(spec):
             tag = spec[0]
             if tag == "node":
-                _, i, kind, copy = spec
+                _, i, kind, token = spec
                 if kind == "tensor":
-                    return f"_wrap(values[{i}])"
-                return f"values[{i}].copy()" if copy or i in self.duplicates else f"values[{i}]"
+                    tensors[token] = i
+                    return f"_t{token}"
+                return f"_v{i}" if i in self.copied else f"values[{i}]"
             if tag == "slot":
                 return f"slots[{spec[1]}]"
             if tag == "index":
                 return f"{expr(spec[1])}[{const(spec[2])}]"
             if tag == "const":
                 return const(spec[1])
+            if tag in ("list", "dict") and spec[2] in shared:
+                name = f"_c{spec[2]}"
+                if shared[spec[2]] is None:
+                    shared[spec[2]] = name
+                    containers.append(f"{name} = {expr(spec[:2] + (None,))}")
+                return name
             if tag in ("list", "tuple"):
                 items = ", ".join(expr(s) for s in spec[1])
                 return f"[{items}]" if tag == "list" else f"({items}{',' if len(spec[1]) == 1 else ''})"
@@ -236,8 +276,10 @@ class Outputs:
 
         lines = []
         for kind, slot, i, copy in self.commits:
-            if kind == "var":
-                lines.append(f"slots[{slot}]._data = values[{i}]{'.copy()' if copy else ''}")
+            if kind == "var":  # a 0-d result may be a NumPy scalar: a Variable holds an array
+                scalar = self.nodes[i].aval is not None and len(self.nodes[i].aval[0]) == 0
+                value = f"values[{i}]{'.copy()' if copy else ''}"
+                lines.append(f"slots[{slot}]._data = {f'_array({value})' if scalar else value}")
             elif kind == "tensor":
                 lines += [f"slots[{slot}]._data = values[{i}]", f"slots[{slot}]._tid = _next_id()"]
             else:
@@ -247,12 +289,37 @@ class Outputs:
             lines.append(f"return {expr(self.result)}")
         except LookupError:
             return None
+        # copies before the commit, which may write an input array in place
+        value = {i: f"_v{i}" if i in self.copied else f"values[{i}]" for i in tensors.values()}
+        lines[:0] = [f"_v{i} = _copy(values[{i}])" for i in self.copied] + \
+            [f"_t{token} = _wrap({value[i]})" for token, i in tensors.items()] + containers
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
-        env = {"C": consts, "_wrap": _wrap, "_next_id": _next_id, "_copyto": np.copyto}
+        env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_next_id": _next_id,
+               "_copyto": np.copyto}
         exec(compile(src, "<janus_like finish>", "exec"), env)
         finish = env["finish"]
         finish.parts = (lines, env)  # for executor/fused.py
         return finish
+
+
+def _shared_tokens(specs) -> dict:
+    """{token: None} for each list or dict that appears more than once in `specs`."""
+    counts: dict = {}
+
+    def walk(spec):
+        if isinstance(spec, tuple) and spec and spec[0] in ("const", "fresh"):
+            return
+        if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict"):
+            counts[spec[2]] = counts.get(spec[2], 0) + 1
+            if counts[spec[2]] > 1:
+                return
+        if isinstance(spec, (list, tuple)):
+            for s in spec:
+                walk(s)
+
+    for s in specs:
+        walk(s)
+    return {t: None for t, n in counts.items() if n > 1}
 
 
 def _op_line(op, expr, const) -> str:
@@ -273,6 +340,26 @@ def _op_line(op, expr, const) -> str:
     if tag == "cell":
         return f"{const(op[1])}.cell_contents = {expr(op[3])}"
     raise LookupError(tag)
+
+
+def _array(val):
+    """A Variable's value as eager's `assign` leaves it: an array, never a NumPy scalar (a 0-d
+    array's arithmetic gives one)."""
+    return np.asarray(val) if isinstance(val, np.generic) else val
+
+
+def _copy(val):
+    copy = getattr(val, "copy", None)
+    return val if copy is None else copy()
+
+
+def _root(node):
+    """The node whose array node's value may be (or be a view of): through reshapes, transposes,
+    basic indexing ... down to an input, a constant or the op that made it."""
+    while node.op in _ALIASING_OPS and node.op not in (ir.INPUT, ir.CONST) and node.inputs \
+            and isinstance(node.inputs[0], ir.Node):
+        node = node.inputs[0]
+    return node
 
 
 def _input_view(v):

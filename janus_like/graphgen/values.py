@@ -18,6 +18,7 @@ import operator
 
 import numpy as np
 
+from .. import ir
 from ..ops import api as F
 from ..ops.methods import ArrayMethods
 from ..ops.registry import _builder as _BUILDER  # [the builder in charge], a list read per op
@@ -246,6 +247,8 @@ class VarRef(Sym):
             value = F.broadcast_to(value, self.shape)
         if value.dtype != self.dtype:
             value = F.cast(value, self.dtype)
+        if value.node.op in ir.ALIASING_OPS:  # eager assign copies: later reads (`v[1]`, `v.numpy()`)
+            value = Sym(value.node, "array").copy()  # must not be views of the input assigned
         self.node = value.node
         self.writes += 1
         self.dirty = True

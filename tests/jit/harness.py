@@ -101,6 +101,67 @@ def assert_same(a, b, path="value", seen=None):
         assert a == b, f"{path}: {a!r} != {b!r}"
 
 
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), np.generic, range, slice, frozenset,
+              types.FunctionType, types.BuiltinFunctionType, types.MethodType, type, types.ModuleType)
+
+
+def _aliasing(root):
+    """Who is who in `root` (a call's result, state and arguments): the objects it reaches in walk
+    order with, for each, the first earlier one it *is*, and for arrays the earlier arrays whose
+    memory it shares. Two sides that hold equal values can still differ here: eager's `return y, y`
+    gives one array twice, and a later in-place write shows through both."""
+    seen, order, arrays = {}, [], []
+
+    def walk(obj, path, loose=False):
+        if isinstance(obj, _IMMUTABLE) or isinstance(obj, np.random.Generator):
+            return
+        if isinstance(obj, tuple):
+            for i, v in enumerate(obj):
+                walk(v, f"{path}[{i}]")
+            return
+        first = seen.setdefault(id(obj), len(order))
+        entry = [path, first, None, type(obj).__name__, loose]
+        order.append(entry)
+        if first != len(order) - 1:
+            return
+        if isinstance(obj, np.ndarray):
+            entry[2] = tuple(k for k, a in arrays if np.shares_memory(a, obj, max_work=1000))
+            arrays.append((len(order) - 1, obj))
+        elif isinstance(obj, Tensor):
+            walk(obj._data, f"{path}._data", True)
+        elif isinstance(obj, list) or type(obj).__name__ == "deque":
+            for i, v in enumerate(obj):
+                walk(v, f"{path}[{i}]")
+        elif isinstance(obj, dict):
+            for i, (k, v) in enumerate(obj.items()):
+                walk(v, f"{path}[{k!r}]" if isinstance(k, (str, int)) else f"{path}[#{i}]")
+        elif hasattr(obj, "__dict__") and not callable(obj):
+            walk(vars(obj), f"{path}.__dict__")
+
+    walk(root, "")
+    arrays.clear()  # `walk` refers to itself: the arrays would live until the next collection
+    return order
+
+
+def assert_same_aliasing(root_e, root_j, where):
+    """The jit's result, state and arguments alias one another as eager's do (`_aliasing`)."""
+    compare_aliasing(_aliasing(root_e), _aliasing(root_j), where)
+
+
+def compare_aliasing(ae, aj, where):
+    """`assert_same_aliasing` of two `_aliasing` lists, taken when each side's call returned."""
+    for k, ((pe, fe, me, te, le), (pj, fj, mj, tj, lj)) in enumerate(zip(ae, aj)):
+        if le and lj and te == tj == "ndarray":
+            # a Tensor's buffer: eager hands it out (`t.numpy()`, `np.asarray(t)`, a Variable's
+            # `v[1]` view) where the graph's result is a copy; it must never share more than eager's
+            shared_e = set(me) if me is not None else {fe} | set(ae[fe][2] or ())
+            ok = fj == fe if fj != k else set(mj) <= shared_e
+        else:
+            ok = fe == fj and me == mj
+        assert ok, f"{where}: aliasing differs at {pe} ({te}, {tj}): eager {ae[fe][0]} {me}, jit {aj[fj][0]} {mj}"
+    assert len(ae) == len(aj), f"{where}: {len(ae)} objects reached eagerly, {len(aj)} under jit"
+
+
 def _same_keys(a, b):
     # dicts keyed by objects (optimizer slots keyed by Variable): compare positionally
     return len(a) == len(b)
@@ -140,6 +201,7 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
         assert_same(out_e, out_j, f"{where} result")
         assert_same(state_e, state_j, f"{where} state")
         assert_same(args_e, args_j, f"{where} args")
+        assert_same_aliasing((out_e, state_e, args_e), (out_j, state_j, args_j), where)
         _rng_equal(rng_e, rng_j, where)
     if check_interpreter:
         check_plans_match_interpreter(jf)
