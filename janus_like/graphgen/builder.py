@@ -127,6 +127,9 @@ class GraphBuilder:
             kinds.append(kind)
         if aval is None:
             aval = self.infer(op, args, inputs, kinds, params)
+        if op.name == "squeeze" and kinds[0] == "array" and isinstance(args[0], Sym) \
+                and tuple(aval[0]) == tuple(args[0].shape):
+            return args[0]  # NumPy's squeeze with no axis of length one returns the array itself
         # no node for an identity sum_to/broadcast_like/reshape_like (not while a tape records:
         # its entries are keyed by node)
         node = None if self.tapes else ir.identity_operand(op.name, inputs, aval)

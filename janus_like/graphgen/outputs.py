@@ -64,8 +64,8 @@ class Outputs:
             if v.origin is not None and v.kind in ("array", "tensor"):
                 return ("slot", v.origin)
             view = _input_view(v) if views else None
-            if view is not None:
-                return view
+            if view is not None:  # one view object per eager one (`st["y"] = x[:]; return y`)
+                return view[:3] + (self._token(v),)
             i = self.node_index(v.node)
             self._built.add(i)
             return ("node", i, v.kind, self._token(v) if v.kind == "tensor" else None)
@@ -146,7 +146,12 @@ class Outputs:
         if tag == "slot":
             return slots[spec[1]]
         if tag == "index":
-            return self.build(spec[1], values, slots, made)[spec[2]]
+            view = made.get(spec[3])
+            if view is None:
+                view = self.build(spec[1], values, slots, made)[spec[2]]
+                if spec[3] is not None:
+                    made[spec[3]] = view
+            return view
         if tag == "const":
             return spec[1]
         if tag == "tuple":
@@ -253,6 +258,12 @@ class Outputs:
                 return f"_v{i}" if i in self.copied else f"values[{i}]"
             if tag == "slot":
                 return f"slots[{spec[1]}]"
+            if tag == "index" and spec[3] in shared:
+                name = f"_c{spec[3]}"
+                if shared[spec[3]] is None:
+                    shared[spec[3]] = name
+                    containers.append(f"{name} = {expr(spec[:3] + (None,))}")
+                return name
             if tag == "index":
                 return f"{expr(spec[1])}[{const(spec[2])}]"
             if tag == "const":
@@ -302,6 +313,15 @@ class Outputs:
         return finish
 
 
+def _spec_token(spec):
+    """The token of a list, dict or input view spec (one object however often it appears)."""
+    if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict"):
+        return spec[2]
+    if isinstance(spec, tuple) and spec and spec[0] == "index":
+        return spec[3]
+    return None
+
+
 def _shared_tokens(specs) -> dict:
     """{token: None} for each list or dict that appears more than once in `specs`."""
     counts: dict = {}
@@ -309,9 +329,10 @@ def _shared_tokens(specs) -> dict:
     def walk(spec):
         if isinstance(spec, tuple) and spec and spec[0] in ("const", "fresh"):
             return
-        if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict"):
-            counts[spec[2]] = counts.get(spec[2], 0) + 1
-            if counts[spec[2]] > 1:
+        token = _spec_token(spec)
+        if token is not None:
+            counts[token] = counts.get(token, 0) + 1
+            if counts[token] > 1:
                 return
         if isinstance(spec, (list, tuple)):
             for s in spec:
@@ -363,7 +384,7 @@ def _root(node):
 
 
 def _input_view(v):
-    """("index", base, index) when array v is a basic-index view (`buf[1:]`, `buf[0][::2]`) of an
+    """("index", base, index, token) when array v is a basic-index view (`buf[1:]`, `buf[0][::2]`) of an
     input array, else None: eager's view shares the input's memory, and a later write through it
     changes the input."""
     if v.kind != "array" or v.view is None:
@@ -372,9 +393,9 @@ def _input_view(v):
     if not isinstance(base, Sym) or base.kind != "array" or _any_abstract(index):
         return None
     if base.origin is not None:
-        return ("index", ("slot", base.origin), index)
+        return ("index", ("slot", base.origin), index, None)
     inner = _input_view(base)
-    return None if inner is None else ("index", inner, index)
+    return None if inner is None else ("index", inner, index, None)
 
 
 def build_outputs(gen, result) -> Outputs:

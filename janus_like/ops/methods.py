@@ -32,8 +32,11 @@ class ArrayMethods:
     def transpose(self, *axes): return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
     def swapaxes(self, a, b): return F.swapaxes(self, a, b)
     def squeeze(self, axis=None): return F.squeeze(self, axis)
-    def flatten(self): return F.reshape(self, (-1,))
-    ravel = flatten
+    def ravel(self): return F.reshape(self, (-1,))
+
+    def flatten(self):  # NumPy's is a copy (ravel's a view where it can be); a Tensor's never changes
+        flat = F.reshape(self, (-1,))
+        return flat.copy() if getattr(self, "kind", None) == "array" else flat
     def astype(self, dtype): return F.cast(self, dtype)
     def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
     def dot(self, o): return F.dot(self, o)

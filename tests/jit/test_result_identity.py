@@ -151,3 +151,27 @@ def test_a_tensor_of_a_number_holds_an_array_and_a_tensor_of_an_array_its_own_bu
         y, t, s = jf(random_array(i, (3,)))
     assert not np.shares_memory(y, t.numpy()) and type(s.numpy()) is np.ndarray
     assert jf.stats()["graph_calls"] >= 2
+
+
+def test_a_flattened_array_is_a_copy_and_a_view_stored_and_returned_is_one_view():
+    """NumPy's flatten copies (the graph's was a reshape, a view of the caller's array); `x[:]`
+    stored and returned is one view object, and np.squeeze with nothing to squeeze is x itself."""
+    def make():
+        st = {}
+
+        def f(x):
+            flat = x.flatten()
+            v = x[:]
+            st["v"] = v
+            return flat, v, np.squeeze(x)
+
+        return f, st
+
+    check(make, call_sequence(6, lambda s, i: (random_array(i, (2, 3)),)), min_graph_calls=2)
+    f, st = make()
+    jf = jl.jit(f, reassociate=False)
+    for i in range(5):
+        x = random_array(i, (2, 3))
+        flat, v, same = jf(x)
+    assert not np.shares_memory(flat, x) and v is st["v"] and np.shares_memory(v, x) and same is x
+    assert jf.stats()["graph_calls"] >= 2
