@@ -9,6 +9,7 @@ import math
 import os
 import random
 import types
+import warnings
 import weakref
 
 import numpy as np
@@ -229,14 +230,17 @@ def _message(err, fn):
 
 
 def _run(fn, args):
+    """The call's result, its exception, and what it printed and warned (the set of distinct
+    warnings: the filters stay the test's, and a fresh record shows each once per place)."""
     buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
+    with contextlib.redirect_stdout(buf), warnings.catch_warnings(record=True) as shown:
         try:
             out = fn(*args)
             err = None
         except Exception as exc:  # compared against the other side
             out, err = None, exc
-    return out, err, buf.getvalue()
+    said = sorted({f"{w.category.__name__}: {w.message}" for w in shown})
+    return out, err, buf.getvalue() + "".join(f"\n[warning] {w}" for w in said)
 
 
 def check_plans_match_interpreter(jf, graphs=None):
