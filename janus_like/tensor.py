@@ -326,7 +326,8 @@ _UFUNCS = {
     np.rint: F.rint, np.isnan: F.isnan, np.isinf: F.isinf, np.isfinite: F.isfinite,
     np.floor_divide: F.floor_divide, np.remainder: F.remainder, np.log1p: F.log1p, np.expm1: F.expm1,
     np.log2: F.log2, np.log10: F.log10, np.reciprocal: F.reciprocal, np.arctan: F.arctan, np.sinh: F.sinh,
-    np.cosh: F.cosh, np.logaddexp: F.logaddexp,
+    np.cosh: F.cosh, np.logaddexp: F.logaddexp, np.tan: F.tan, np.arcsin: F.arcsin, np.arccos: F.arccos,
+    np.arctan2: F.arctan2,
 }
 _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
 
@@ -393,6 +394,7 @@ _FUNCTIONS = {
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
     np.copy: lambda a, order="K": a.copy(), np.pad: lambda array, pad_width, mode="constant": F.pad(array, pad_width),
     np.roll: lambda a, shift, axis=None: F.roll(a, shift, axis), np.flip: lambda m, axis=None: F.flip(m, axis),
+    np.nan_to_num: F.nan_to_num, np.tile: lambda A, reps: F.tile(A, reps),
 }
 
 # The arguments each entry above implements, in NumPy's order: how many may be positional, which
@@ -420,6 +422,7 @@ _SIGNATURES = {
     np.pad: (2, {"pad_width"}, {"mode": "constant"}), np.roll: (3, {"shift", "axis"}, {}), np.flip: (2, {"axis"}, {}),
     np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
     np.argpartition: (3, {"kth", "axis"}, {"kind": "introselect", "order": None}),
+    np.nan_to_num: (1, {"nan", "posinf", "neginf"}, {"copy": True}), np.tile: (2, {"reps"}, {}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 2, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
                    np.outer: 2, np.full_like: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2,

@@ -224,11 +224,11 @@ class FakeCupy(types.ModuleType):
         self.transfers += 1
         return FakeArray(np.array(x, dtype=dtype))
 
-    def array(self, x, dtype=None, copy=True):
+    def array(self, x, dtype=None, copy=True, order="K"):
         if type(x) is FakeArray:
-            return FakeArray(np.array(x._a, dtype=dtype, copy=copy))
+            return FakeArray(np.array(x._a, dtype=dtype, copy=copy, order=order))
         self.transfers += 1
-        return FakeArray(np.array(x, dtype=dtype))
+        return FakeArray(np.array(x, dtype=dtype, order=order))
 
     def asnumpy(self, x):
         self.transfers += 1

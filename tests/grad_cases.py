@@ -83,6 +83,11 @@ _unary("reciprocal", F.reciprocal, away_from_zero)
 _unary("arctan", F.arctan, lambda r, s: normal(r, s, 2.0))
 _unary("sinh", F.sinh)
 _unary("cosh", F.cosh)
+_unary("tan", F.tan, lambda r, s: normal(r, s, 0.4))
+_unary("arcsin", F.arcsin, lambda r, s: r.uniform(-0.8, 0.8, s))
+_unary("arccos", F.arccos, lambda r, s: r.uniform(-0.8, 0.8, s))
+_unary("nan_to_num", F.nan_to_num)
+_binary("arctan2", F.arctan2, make_b=away_from_zero)
 _unary("cast_longdouble", lambda x: F.cast(F.mul(F.cast(x, np.longdouble), 3.0), np.float64))
 # float32 rounding makes the finite difference coarse: a larger step and tolerance
 _unary("cast_float32", lambda x: F.mul(F.cast(x, np.float32), np.float32(2.0)), eps=1e-2, rtol=1e-4, atol=1e-4)
@@ -315,6 +320,13 @@ def _(draw, rng):  # zeros around x: one width for all, a pair for all axes, or 
     return (lambda x: F.pad(x, width)), (normal(rng, shape),)
 
 
+@case("tile")
+def _(draw, rng):  # the gradient of each element is the sum over its copies; reps shorter or longer than x's dims
+    shape = draw(ND_SHAPES)
+    reps = draw(st.sampled_from([2, (2, 1), (1, 3), (2, 1, 2)]))
+    return (lambda x: F.tile(x, reps)), (normal(rng, shape),)
+
+
 @case("add_at")
 def _(draw, rng):  # np.add.at: repeated rows add once per occurrence; a row broadcast to them too
     shape = draw(ND_SHAPES)
@@ -477,6 +489,7 @@ COVERED_PRIMITIVES = {
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
     "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
     "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp", "roll", "flip", "solve", "inv",
+    "tan", "arcsin", "arccos", "arctan2", "nan_to_num", "tile",
     "recursion",  # a staged recursive function: tests/jit/test_recursion_regions.py (finite differences)
 }
 

@@ -346,6 +346,10 @@ class ExpressionsMixin:
             self.builder.escape(obj, f"read as .{name}")  # x.numpy(), x.base: one type's own
             if obj.kind == "array" and hasattr(Tensor, name):  # as eager: x.numpy() of an ndarray
                 raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
+        if isinstance(obj, Sym) and name in Sym.__slots__:  # the generator's own (`x.view()` is not Sym.view)
+            if obj.kind == "array" and hasattr(np.ndarray, name):
+                raise Unsupported("unsupported-call", f"ndarray.{name} has no graph op", self.site)
+            raise Unsupported("user-error", f"an array or Tensor has no attribute {name!r}", self.site)
         if isinstance(obj, Sym) and obj.kind == "py" and not hasattr(obj, name):  # (i.bit_length(), s.hex())
             raise Unsupported("data-dependent-python", f"`.{name}` of a Python number the graph computes", self.site)
         if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name):

@@ -58,6 +58,21 @@ def reciprocal(x): return bind(P.reciprocal, x)
 def arctan(x): return bind(P.arctan, x)
 def sinh(x): return bind(P.sinh, x)
 def cosh(x): return bind(P.cosh, x)
+def tan(x): return bind(P.tan, x)
+def arcsin(x): return bind(P.arcsin, x)
+def arccos(x): return bind(P.arccos, x)
+def arctan2(a, b): return bind(P.arctan2, a, b)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """np.nan_to_num: NaN to `nan`, infinities to `posinf`/`neginf` (the dtype's largest by default)."""
+    return bind(P.nan_to_num, x, nan=float(nan), posinf=None if posinf is None else float(posinf),
+                neginf=None if neginf is None else float(neginf))
+
+
+def tile(x, reps):
+    """np.tile: x repeated `reps` times along each axis (a new array)."""
+    return bind(P.tile, x, reps=_ints(reps) if isinstance(reps, (tuple, list)) else (int(reps),))
 def maximum(a, b): return bind(P.maximum, a, b)
 def minimum(a, b): return bind(P.minimum, a, b)
 def where(c, a, b): return bind(P.where, c, a, b)

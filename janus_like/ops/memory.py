@@ -7,8 +7,9 @@ import numpy as np
 from .. import backend
 from .registry import register
 
-register("copy", lambda xp, x: xp.array(x, copy=True), vjp=lambda g, o, x: (g,), elementwise=True,
-         doc="a fresh buffer with the same contents (NumPy's ndarray.copy)")
+register("copy", lambda xp, x: xp.array(x, copy=True, order="C"), vjp=lambda g, o, x: (g,), elementwise=True,
+         doc="a fresh C-ordered buffer with the same contents (NumPy's ndarray.copy): a reduction of it "
+             "adds in the same order whatever the layout of x (a broadcast, a transpose)")
 
 # Made by the contiguous_operands pass (after differentiation): no gradient rule.
 register("ascontiguousarray", lambda xp, x: xp.ascontiguousarray(x),

@@ -33,6 +33,22 @@ _elementwise("reciprocal", lambda xp, x: xp.reciprocal(x), lambda g, o, x: (F.ne
 _elementwise("arctan", lambda xp, x: xp.arctan(x), lambda g, o, x: (F.div(g, F.add(F.mul(x, x), 1)),))
 _elementwise("sinh", lambda xp, x: xp.sinh(x), lambda g, o, x: (F.mul(g, F.cosh(x)),))
 _elementwise("cosh", lambda xp, x: xp.cosh(x), lambda g, o, x: (F.mul(g, F.sinh(x)),))
+_elementwise("tan", lambda xp, x: xp.tan(x), lambda g, o, x: (F.mul(g, F.add(F.mul(o, o), 1)),))
+# d/dx arcsin x = 1 / sqrt(1 - x^2), arccos its negation: infinite (and NaN past) |x| = 1, as eager's tape
+_elementwise("arcsin", lambda xp, x: xp.arcsin(x), lambda g, o, x: (F.div(g, F.sqrt(F.sub(1, F.mul(x, x)))),))
+_elementwise("arccos", lambda xp, x: xp.arccos(x), lambda g, o, x: (F.neg(F.div(g, F.sqrt(F.sub(1, F.mul(x, x))))),))
+
+
+def _arctan2_vjp(g, o, a, b):  # atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+    r = F.add(F.mul(a, a), F.mul(b, b))
+    return (wants(0) and _unb(F.div(F.mul(g, b), r), a), wants(1) and _unb(F.neg(F.div(F.mul(g, a), r)), b))
+
+
+_elementwise("arctan2", lambda xp, a, b: xp.arctan2(a, b), _arctan2_vjp)
+# np.nan_to_num (a loss or gradient made finite): its gradient passes where x is finite
+_elementwise("nan_to_num", lambda xp, x, nan=0.0, posinf=None, neginf=None: xp.nan_to_num(x, nan=nan, posinf=posinf,
+                                                                                            neginf=neginf),
+             lambda g, o, x, nan=0.0, posinf=None, neginf=None: (F.where(F.isfinite(x), g, 0),))
 
 
 def _logaddexp_vjp(g, o, a, b):  # d/da log(e^a + e^b) = e^(a - out): a softplus's sigmoid

@@ -44,5 +44,16 @@ def _roll_vjp(g, out, x, shift, axis):
 
 register("roll", lambda xp, x, shift, axis: xp.roll(x, shift, axis), vjp=_roll_vjp,
          doc="x's elements shifted along axis (all of them, flattened, for axis None), wrapping around")
+def _tile_vjp(g, out, x, reps):
+    """The sum over the copies: g as (r0, s0, r1, s1, ...) summed over the r axes (x and reps
+    aligned on the right, as NumPy pads the shorter with ones)."""
+    n = max(len(reps), x.ndim)
+    shape = (1,) * (n - x.ndim) + tuple(x.shape)
+    reps = (1,) * (n - len(reps)) + tuple(reps)
+    split = F.reshape(g, tuple(d for r, s in zip(reps, shape) for d in (r, s)))
+    return (F.reshape(F.sum(split, tuple(range(0, 2 * n, 2))), x.shape),)
+
+
+register("tile", lambda xp, x, reps: xp.tile(x, reps), vjp=_tile_vjp, doc="np.tile: x repeated reps times per axis")
 register("flip", lambda xp, x, axis: xp.flip(x, axis), vjp=lambda g, out, x, axis: (F.flip(g, axis),),
          doc="x with the order of its elements along axis (every axis for None) reversed: a view")

@@ -298,6 +298,10 @@ _ADAM_LIKE = ("def f(g):\n    t = g * 2.0\n    u = a[0:2]\n    a.assign(a * 0.5 
 @example(program=_ADAM_LIKE, holds=[None] * 6 + ["a", None, "b"] + [None] * 3, shapes=[(8, 16)] * 12)
 @example(program=_ADAM_LIKE.replace("F.sum(g)", "(F.sum(t), u)"), holds=[None] * 12,
          shapes=[(8, 16)] * 7 + [(16,)] + [(8, 16)] * 4)
+# a Variable assigned a broadcast row, then summed: the copy that gives it its own buffer is
+# C-ordered in both executors (a layout-keeping copy summed in another order than the plan's)
+@example(program="def f(g):\n    a.assign(a[0])\n    a.assign(F.sum(a) * F.sum(a) * g)\n    return F.sum(g)\n",
+         holds=[None] * 12, shapes=[(8, 16)] * 12)
 @given(program=update_programs(), holds=st.lists(st.sampled_from([None, None, "a", "b", "c"]), min_size=12,
                                                   max_size=12),
        shapes=st.lists(st.sampled_from([(8, 16)] * 5 + [(16,)]), min_size=12, max_size=12))

@@ -441,10 +441,10 @@ def test_filled_arrays_are_bounded():
 
 
 _UNARY_UFUNCS = ["floor", "ceil", "rint", "isnan", "isinf", "isfinite", "log1p", "expm1", "log2", "log10",
-                 "reciprocal", "arctan", "sinh", "cosh"]
+                 "reciprocal", "arctan", "sinh", "cosh", "tan", "arcsin", "arccos"]
 
 
-@pytest.mark.parametrize("op", _UNARY_UFUNCS + ["floor_divide", "remainder", "logaddexp"])
+@pytest.mark.parametrize("op", _UNARY_UFUNCS + ["floor_divide", "remainder", "logaddexp", "arctan2"])
 def test_more_math_ops_call_their_ufunc_directly_with_the_interpreters_bits(op):
     values = np.array([-2.5, -1.0, -0.0, 0.0, 0.3, 1.0, 7.5, np.inf, -np.inf, np.nan, 1e-30, 80.0], np.float32)
     x = _in(0, values.shape)
