@@ -109,7 +109,8 @@ UNARY = {  # name: (F function, NumPy reference, NumPy function applied to a ten
     "reciprocal": (F.reciprocal, np.reciprocal, np.reciprocal, "nonzero", FLOATS),
     "arctan": (F.arctan, np.arctan, np.arctan, "any", DTYPES), "sinh": (F.sinh, np.sinh, np.sinh, "any", DTYPES),
     "cosh": (F.cosh, np.cosh, np.cosh, "any", DTYPES), "tan": (F.tan, np.tan, np.tan, "any", DTYPES),
-    "arcsin": (F.arcsin, np.arcsin, np.arcsin, "any", DTYPES), "arccos": (F.arccos, np.arccos, np.arccos, "any", DTYPES),
+    "arcsin": (F.arcsin, np.arcsin, np.arcsin, "any", DTYPES),
+    "arccos": (F.arccos, np.arccos, np.arccos, "any", DTYPES),
     "nan_to_num": (F.nan_to_num, np.nan_to_num, np.nan_to_num, "any", DTYPES),
 }
 
