@@ -177,12 +177,24 @@ class Outputs:
             return v.copy() if isinstance(v, np.ndarray) else v
         raise AssertionError(tag)
 
-    def prepare_effects(self, values, slots, made=None):
+    def _own(self, values):
+        """values with the `copied` positions copied: before the commit, which may write an
+        input array in place (the effects' arguments, built earlier, get their own copies)."""
+        if not self.copied:
+            return values
+        values = list(values)
+        for i in self.copied:
+            values[i] = _copy(values[i])
+        return values
+
+    def prepare_effects(self, values, slots, made=None, owned=False):
         """Build (and, for print, format) every deferred effect's arguments *before* the commit,
         so that an exception while formatting leaves state untouched (the call then re-runs
         eagerly and raises where eager code raises)."""
         prepared = []
         made = {} if made is None else made
+        if self.effects and not owned:  # (`owned`: finish copied them already)
+            values = self._own(values)
         for fn, args, kwargs in self.effects:
             built = [self.build(a, values, slots, made) for a in args]
             kw = {k: self.build(a, values, slots, made) for k, a in kwargs.items()}
@@ -194,12 +206,9 @@ class Outputs:
     def finish(self, values, slots, prepared=None):
         """Commit every state write, run deferred effects, return the function's result."""
         made: dict = {}
-        if self.copied:  # before the commit, which may write an input array in place
-            values = list(values)
-            for i in self.copied:
-                values[i] = _copy(values[i])
+        values = self._own(values)
         if prepared is None:
-            prepared = self.prepare_effects(values, slots, made)
+            prepared = self.prepare_effects(values, slots, made, owned=True)
         for kind, slot, i, copy in self.commits:
             target = slots[slot]
             val = values[i]

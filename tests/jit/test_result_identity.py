@@ -3,6 +3,8 @@ as eager's do. Equal values are not enough: eager's `return y, y` hands back one
 later in-place write shows through both; eager's `x * 1` is a new array, and writing into it must
 not change the caller's `x`. `side_by_side` compares this after every call (`assert_same_aliasing`);
 each test here also asserts the identity it is about, and failed before its fix."""
+import logging
+
 import numpy as np
 
 import janus_like as jl
@@ -175,3 +177,32 @@ def test_a_flattened_array_is_a_copy_and_a_view_stored_and_returned_is_one_view(
         flat, v, same = jf(x)
     assert not np.shares_memory(flat, x) and v is st["v"] and np.shares_memory(v, x) and same is x
     assert jf.stats()["graph_calls"] >= 2
+
+
+def test_a_logged_product_by_one_shows_the_values_before_the_commit(tmp_path):
+    """A deferred log call formats its arguments when it runs, after the commit: the simplified
+    `x * k` it logs must be a copy taken before the commit writes x."""
+    module = load_module(tmp_path, """
+        import logging
+        LOG = logging.getLogger("identity_probe")
+
+        def f(x, st):
+            y = x * st["k"]
+            LOG.warning("y=%s", y)
+            x += 1.0
+            return x
+    """)
+    seen = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    module.LOG.addHandler(Keep())
+    module.LOG.propagate = False
+    jf = jl.jit(module.f, reassociate=False)
+    for i in range(5):
+        x = np.full(2, float(i))
+        jf(x, {"k": 1})
+        assert seen[-1] == f"y={np.full(2, float(i))}"
+    assert jf.stats()["graph_calls"] >= 2, jf.explain()
