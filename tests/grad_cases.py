@@ -313,20 +313,6 @@ def basic_index(draw, shape):
     return items[0] if len(items) == 1 and draw(st.booleans()) else tuple(items)
 
 
-@case("pad")
-def _(draw, rng):  # zeros around x: one width for all, a pair for all axes, or a pair per axis
-    shape = draw(ND_SHAPES)
-    width = draw(st.sampled_from([1, (0, 2), tuple((i % 2, 1) for i in range(len(shape)))]))
-    return (lambda x: F.pad(x, width)), (normal(rng, shape),)
-
-
-@case("tile")
-def _(draw, rng):  # the gradient of each element is the sum over its copies; reps shorter or longer than x's dims
-    shape = draw(ND_SHAPES)
-    reps = draw(st.sampled_from([2, (2, 1), (1, 3), (2, 1, 2)]))
-    return (lambda x: F.tile(x, reps)), (normal(rng, shape),)
-
-
 @case("add_at")
 def _(draw, rng):  # np.add.at: repeated rows add once per occurrence; a row broadcast to them too
     shape = draw(ND_SHAPES)
@@ -509,4 +495,4 @@ def drawn_float_case(data, name):
     return (fn, args, _projections(fn, args, 0), wrt) if wrt else None
 
 
-import grad_cases_layout  # noqa: E402,F401  (registers the rearrangement and linear-system cases)
+import grad_cases_layout  # noqa: E402,F401  (registers the padding, rearrangement and linear-system cases)

@@ -1,4 +1,4 @@
-"""Gradient cases of np.roll, np.flip, np.linalg.solve and np.linalg.inv (registered into
+"""Gradient cases of np.pad, np.tile, np.roll, np.flip, np.linalg.solve and np.linalg.inv (registered into
 grad_cases.CASES when grad_cases is imported)."""
 from __future__ import annotations
 
@@ -9,6 +9,20 @@ from janus_like import F
 
 from gradcheck import ND_SHAPES, normal
 from grad_cases import case
+
+
+@case("pad")
+def _(draw, rng):  # zeros around x: one width for all, a pair for all axes, or a pair per axis
+    shape = draw(ND_SHAPES)
+    width = draw(st.sampled_from([1, (0, 2), tuple((i % 2, 1) for i in range(len(shape)))]))
+    return (lambda x: F.pad(x, width)), (normal(rng, shape),)
+
+
+@case("tile")
+def _(draw, rng):  # the gradient of each element is the sum over its copies; reps shorter or longer than x's dims
+    shape = draw(ND_SHAPES)
+    reps = draw(st.sampled_from([2, (2, 1), (1, 3), (2, 1, 2)]))
+    return (lambda x: F.tile(x, reps)), (normal(rng, shape),)
 
 
 @case("roll")

@@ -19,9 +19,6 @@ from ..tensor import Tensor, _next_id, _wrap
 from .support import _any_abstract
 from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
-_ALIASING_OPS = ir.ALIASING_OPS
-
-
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
 
 
@@ -117,7 +114,7 @@ class Outputs:
         fixed = []
         for kind, slot, i, _copy in self.commits:
             node = self.nodes[i]
-            copy = kind == "var" and (node.op in _ALIASING_OPS or self.sink_count.get(node.id, 0) > 1
+            copy = kind == "var" and (node.op in ir.ALIASING_OPS or self.sink_count.get(node.id, 0) > 1
                                       or seen.get(node.id, 0) > 1)
             fixed.append((kind, slot, i, copy))
         self.commits = fixed
@@ -386,7 +383,7 @@ def _copy(val):
 def _root(node):
     """The node whose array node's value may be (or be a view of): through reshapes, transposes,
     basic indexing ... down to an input, a constant or the op that made it."""
-    while node.op in _ALIASING_OPS and node.op not in (ir.INPUT, ir.CONST) and node.inputs \
+    while node.op in ir.ALIASING_OPS and node.op not in (ir.INPUT, ir.CONST) and node.inputs \
             and isinstance(node.inputs[0], ir.Node):
         node = node.inputs[0]
     return node
