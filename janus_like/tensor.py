@@ -327,9 +327,9 @@ _UFUNCS = {
     np.floor_divide: F.floor_divide, np.remainder: F.remainder, np.log1p: F.log1p, np.expm1: F.expm1,
     np.log2: F.log2, np.log10: F.log10, np.reciprocal: F.reciprocal, np.arctan: F.arctan, np.sinh: F.sinh,
     np.cosh: F.cosh, np.logaddexp: F.logaddexp, np.tan: F.tan, np.arcsin: F.arcsin, np.arccos: F.arccos,
-    np.arctan2: F.arctan2,
+    np.arctan2: F.arctan2, np.hypot: F.hypot,
 }
-_REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min}
+_REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min, np.multiply: F.prod}
 
 
 def _to_out(out, res):
@@ -395,6 +395,11 @@ _FUNCTIONS = {
     np.copy: lambda a, order="K": a.copy(), np.pad: lambda array, pad_width, mode="constant": F.pad(array, pad_width),
     np.roll: lambda a, shift, axis=None: F.roll(a, shift, axis), np.flip: lambda m, axis=None: F.flip(m, axis),
     np.nan_to_num: F.nan_to_num, np.tile: lambda A, reps: F.tile(A, reps),
+    np.round: F.round, np.around: F.round, np.cumsum: F.cumsum,
+    np.prod: lambda a, axis=None, dtype=None, keepdims=False: F.prod(a, axis, keepdims, dtype),
+    np.sort: lambda a, axis=-1, kind=None, order=None, stable=None: F.sort(a, axis), np.triu: F.triu, np.tril: F.tril,
+    np.diff: F.diff, np.atleast_1d: lambda a: F.atleast_nd(a, 1), np.atleast_2d: lambda a: F.atleast_nd(a, 2),
+    np.atleast_3d: lambda a: F.atleast_nd(a, 3),
 }
 
 # The arguments each entry above implements, in NumPy's order: how many may be positional, which
@@ -423,6 +428,11 @@ _SIGNATURES = {
     np.argsort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
     np.argpartition: (3, {"kth", "axis"}, {"kind": "introselect", "order": None}),
     np.nan_to_num: (1, {"nan", "posinf", "neginf"}, {"copy": True}), np.tile: (2, {"reps"}, {}),
+    np.round: (2, {"decimals"}, {}), np.around: (2, {"decimals"}, {}), np.cumsum: (3, {"axis", "dtype"}, {}),
+    np.prod: (3, {"axis", "dtype", "keepdims"}, {}),
+    np.sort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
+    np.triu: (2, {"k"}, {}), np.tril: (2, {"k"}, {}), np.diff: (3, {"n", "axis"}, {}),
+    np.atleast_1d: (1, set(), {}), np.atleast_2d: (1, set(), {}), np.atleast_3d: (1, set(), {}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 2, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
                    np.outer: 2, np.full_like: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2,

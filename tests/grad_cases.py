@@ -496,3 +496,4 @@ def drawn_float_case(data, name):
 
 
 import grad_cases_layout  # noqa: E402,F401  (registers the padding, rearrangement and linear-system cases)
+import grad_cases_scans  # noqa: E402,F401  (running sums, products, sorting, triangles, hypot)

@@ -37,7 +37,7 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "logical_or": "logical_or", "logical_not": "logical_not"}
 _DIRECT.update((name, name) for name in (  # ops/more_math.py: each op is the NumPy ufunc of its name
     "floor", "ceil", "rint", "isnan", "isinf", "isfinite", "floor_divide", "remainder", "log1p", "expm1", "log2",
-    "log10", "reciprocal", "arctan", "sinh", "cosh", "logaddexp", "tan", "arcsin", "arccos", "arctan2"))
+    "log10", "reciprocal", "arctan", "sinh", "cosh", "logaddexp", "tan", "arcsin", "arccos", "arctan2", "hypot"))
 
 # binary ufuncs whose Python-number operand is passed as a 0-d array (`_Emitter.ufunc_args`)
 _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
@@ -163,8 +163,9 @@ class _Emitter:
         if n.op == "concatenate" and n.inputs and all(ir.numpy_typed(i) for i in n.inputs):
             parts = ", ".join(self.arg(i) for i in n.inputs)
             return f"np.concatenate(({parts},), axis={self.const(n.params.get('axis', 0))})"
-        if n.op == "cumsum" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f":
-            # what np.cumsum does for floats, without its Python wrapper (see ops/memory.py)
+        if n.op == "cumsum" and array_in and ir.numpy_typed(x) and np.dtype(x.aval[1]).kind == "f" \
+                and n.params.get("axis", 0) is not None and n.params.get("dtype") is None:
+            # what np.cumsum does for floats, without its Python wrapper (see ops/scans.py)
             return f"np.add.accumulate({self.arg(x)}, {self.const(n.params.get('axis', 0))})"
         if _clip_inline(n):
             return f"CLIP({self.arg(x)}, {self.const(n.params['lo'])}, {self.const(n.params['hi'])})"

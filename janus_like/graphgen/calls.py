@@ -24,7 +24,7 @@ from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert
 from .draws import _SEARCHES
 from .early_returns import function_body
-from .numpy_calls import _refuse_global_state
+from .numpy_calls import ArrayInPlace, _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call, scalar_extreme
@@ -110,6 +110,10 @@ class CallsMixin:
                 self.class_member(type(func.obj), "__call__")
                 return self.inline(call, [func] + list(args), kwargs)
             raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
+        if isinstance(func, ArrayInPlace):
+            return self.array_inplace(func, args, kwargs)
+        if func is np.full and _any_abstract((args, kwargs)):
+            return self.numpy_full(args, kwargs)
         if isinstance(func, SymbolicTape) or isinstance(func, Sym):
             raise Unsupported("unsupported-call", "calling a non-callable graph value", self.site)
         if func is super:
@@ -165,6 +169,9 @@ class CallsMixin:
             return self.call_numpy(func, args, kwargs)
         if getattr(func, "__self__", None) is np.add and getattr(func, "__name__", "") == "at":
             return self.add_at(*args, **kwargs)
+        if isinstance(getattr(func, "__self__", None), np.ufunc) and getattr(func, "__name__", "") in (
+                "reduce", "accumulate"):
+            return self.ufunc_method(func.__self__, func.__name__, args, kwargs)
         if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
             return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):

@@ -41,6 +41,8 @@ def convert(func, args, kwargs, site):
     """The graph value of `func(*args, **kwargs)` for an array constructor or a scalar type
     with graph values among its arguments; Unsupported for the forms not handled."""
     name = f"numpy.{func.__name__}"
+    if "copy" in kwargs and func in (np.array, np.asarray) and not _any_abstract(kwargs["copy"]):
+        func, kwargs = _copy_argument(func, args, dict(kwargs), name, site)
     if len(args) == 2 and func in _CONSTRUCTORS and "dtype" not in kwargs:
         args, kwargs = args[:1], {**kwargs, "dtype": args[1]}  # np.asarray(x, np.float32)
     if len(args) != 1 or set(kwargs) - {"dtype"} or _any_abstract(kwargs):
@@ -63,6 +65,22 @@ def convert(func, args, kwargs, site):
     if isinstance(x, (list, tuple)):
         return _nested(x, dtype, name, site)
     raise Unsupported("unsupported-call", f"{name} of a {type(x).__name__} holding graph values", site)
+
+
+def _copy_argument(func, args, kwargs, name, site):
+    """NumPy 2's `copy=` of np.array / np.asarray as the constructor that does the same: True
+    always copies (np.array), None copies only when it must (np.asarray), False never copies,
+    which the graph takes only for an array already of the dtype asked (else eager's ValueError)."""
+    copy = kwargs.pop("copy")
+    if copy is None:
+        return np.asarray, kwargs
+    if copy is False:
+        x, dtype = (args[0] if args else None), kwargs.get("dtype", args[1] if len(args) > 1 else None)
+        same_dtype = dtype is None or np.dtype(dtype) == getattr(x, "dtype", None)
+        if not (isinstance(x, Sym) and x.kind == "array" and x.shape != () and same_dtype):
+            raise Unsupported("unsupported-call", f"{name}(..., copy=False) of a value it would have to copy", site)
+        return np.asarray, kwargs
+    return np.array, kwargs
 
 
 def _leaves(x):

@@ -76,11 +76,65 @@ class NumpyCallsMixin:
             return out_target
         return result
 
+    def numpy_full(self, args, kwargs):
+        """np.full(shape, value[, dtype]) with a value the graph computes: the value (as NumPy
+        converts it: a Python float is float64) broadcast to the shape, in a new C-ordered array."""
+        names = ("shape", "fill_value", "dtype")
+        given = dict(zip(names, args), **kwargs)
+        if len(args) > 3 or set(given) - set(names) or _any_abstract((given.get("shape"), given.get("dtype"))):
+            raise Unsupported("unsupported-call", "numpy.full with a graph value and these arguments", self.site)
+        shape, dtype = given["shape"], given.get("dtype")
+        value = convert(np.asarray, [given["fill_value"]], {} if dtype is None else {"dtype": dtype}, self.site)
+        return _as_kind(F.broadcast_to(value, (shape,) if isinstance(shape, int) else tuple(shape)), "array").copy()
+
+    def ufunc_method(self, ufunc, name, args, kwargs):
+        """`np.add.reduce(x, axis)`, `np.maximum.reduce`, `np.minimum.reduce`, `np.multiply.reduce`
+        (axis 0 by default, as NumPy's) and `np.add.accumulate` (a cumsum along axis 0)."""
+        from ..tensor import _REDUCERS
+
+        if not _any_abstract((args, kwargs)):
+            return self.lift(getattr(ufunc, name)(*args, **kwargs))
+        given = dict(zip(("array", "axis"), args), **kwargs)
+        known = {"array", "axis", "keepdims"} if name == "reduce" else {"array", "axis"}
+        impl = _REDUCERS.get(ufunc) if name == "reduce" else F.cumsum if ufunc is np.add else None
+        if impl is None or len(args) > 2 or set(given) - known or _any_abstract((given.get("axis"),
+                                                                                given.get("keepdims"))):
+            raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}.{name} with these arguments has no graph op",
+                              self.site)
+        x = given["array"]
+        if name == "accumulate":
+            return impl(x, given.get("axis", 0))
+        return impl(x, given.get("axis", 0), given.get("keepdims", False))
+
+    def array_inplace(self, method, args, kwargs):
+        """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`."""
+        x = method.array
+        if method.name == "fill" and len(args) == 1 and not kwargs:
+            self.setitem(x, Ellipsis, args[0])
+            return None
+        given = dict(zip(("axis", "kind", "order"), args), **kwargs)
+        if method.name == "sort" and len(args) <= 3 and set(given) <= {"axis", "kind", "order", "stable"} \
+                and all(given.get(k) is None for k in ("kind", "order", "stable")) and not _any_abstract(given):
+            self.write_box(x, F.sort(x, given.get("axis", -1)))
+            return None
+        raise Unsupported("unsupported-call", f"ndarray.{method.name} with these arguments has no graph op", self.site)
+
     def add_at(self, target, indices, values=None):
         """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""
         if values is None or not isinstance(target, Sym) or target.kind == "tensor":
             raise Unsupported("unsupported-call", "numpy.add.at on this target or without values", self.site)
         self.write_box(target, F.add_at(target, _unwrap_obj(indices), values))
+
+
+class ArrayInPlace:
+    """`x.fill` / `x.sort` of a graph array, read as an attribute: a method that writes x in
+    place when called (`NumpyCallsMixin.array_inplace`)."""
+
+    __slots__ = ("array", "name")
+    NAMES = frozenset({"fill", "sort"})
+
+    def __init__(self, array, name):
+        self.array, self.name = array, name
 
 
 def _refuse_global_state(func, site):

@@ -73,6 +73,61 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 def tile(x, reps):
     """np.tile: x repeated `reps` times along each axis (a new array)."""
     return bind(P.tile, x, reps=_ints(reps) if isinstance(reps, (tuple, list)) else (int(reps),))
+
+
+def hypot(a, b): return bind(P.hypot, a, b)
+
+
+def round(x, decimals=0):  # noqa: A001
+    """np.round: to `decimals` places, halves to even (a new array, also of integers)."""
+    return bind(P.round, x, decimals=int(decimals))
+
+
+def cumsum(x, axis=None, dtype=None):
+    """np.cumsum: running sums along axis (over x flattened for None)."""
+    return bind(P.cumsum, x, axis=None if axis is None else int(axis), dtype=None if dtype is None else np.dtype(dtype))
+
+
+def prod(x, axis=None, keepdims=False, dtype=None):
+    return bind(P.prod, x, axis=_ints(axis), keepdims=bool(keepdims), dtype=None if dtype is None else np.dtype(dtype))
+
+
+def sort(x, axis=-1):
+    """np.sort: a sorted copy along axis (x flattened for None)."""
+    return bind(P.sort, x, axis=None if axis is None else int(axis))
+
+
+def sort_permute(v, x, axis, inverse): return bind(P.sort_permute, v, x, axis=int(axis), inverse=bool(inverse))
+def triu(x, k=0): return bind(P.triu, x, k=int(k))
+def tril(x, k=0): return bind(P.tril, x, k=int(k))
+
+
+def diff(x, n=1, axis=-1):
+    """np.diff: x[1:] - x[:-1] along axis, n times (for booleans `!=`, as NumPy); x itself for n = 0."""
+    if n < 0:
+        raise ValueError(f"order must be non-negative but got {n!r}")
+    if not len(x.shape):
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = int(axis) % len(x.shape)
+    before, after = (slice(None),) * axis + (slice(1, None),), (slice(None),) * axis + (slice(None, -1),)
+    for _ in range(int(n)):
+        x = (ne if np.dtype(x.dtype) == np.bool_ else sub)(getitem(x, before), getitem(x, after))
+    return x
+
+
+def atleast_nd(x, ndim):
+    """np.atleast_1d / 2d / 3d of one array: x itself when it has the dimensions, else a view
+    reshaped as NumPy does (a 1-d x is a row; for 3-d, a 2-d x gains a last axis)."""
+    shape = tuple(x.shape)
+    if len(shape) >= ndim:
+        return x
+    if ndim == 3 and len(shape) == 2:
+        return reshape(x, shape + (1,))
+    if ndim == 3 and len(shape) == 1:
+        return reshape(x, (1,) + shape + (1,))
+    return reshape(x, (1,) * (ndim - len(shape)) + shape)
+
+
 def maximum(a, b): return bind(P.maximum, a, b)
 def minimum(a, b): return bind(P.minimum, a, b)
 def where(c, a, b): return bind(P.where, c, a, b)

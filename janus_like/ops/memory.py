@@ -31,18 +31,6 @@ register("to_device", _to_device, vjp=_to_device_vjp,
          doc="the value copied to `device` ('cpu' or 'gpu') from `source`; the transfer node of a graph")
 
 
-# Made by the fold_row_chains pass (a running sum over rows, after differentiation): no gradient rule.
-def _cumsum(xp, x, axis=0):
-    # for floats np.cumsum is np.add.accumulate behind a Python wrapper (small ints it widens)
-    if xp is np and x.dtype.kind == "f":
-        return np.add.accumulate(x, axis=axis)
-    return xp.cumsum(x, axis=axis)
-
-
-register("cumsum", _cumsum,
-         doc="running sums along `axis`, added strictly in order (numpy.cumsum)")
-
-
 register("asarray", lambda xp, x: xp.asarray(x),
          doc="np.asarray of a 0-d value: a NumPy scalar becomes a 0-d array, an array stays itself")
 register("numpy_scalar", lambda xp, x, dtype: np.dtype(dtype).type(x),

@@ -37,7 +37,13 @@ class ArrayMethods:
     def flatten(self):  # NumPy's is a copy (ravel's a view where it can be); a Tensor's never changes
         flat = F.reshape(self, (-1,))
         return flat.copy() if getattr(self, "kind", None) == "array" else flat
-    def astype(self, dtype): return F.cast(self, dtype)
+    def astype(self, dtype, *, copy=True):  # copy=False: an ndarray already of that dtype is itself
+        if not copy and getattr(self, "kind", None) == "array" and self.dtype == dtype:
+            return self
+        return F.cast(self, dtype)
+    def round(self, decimals=0): return F.round(self, decimals)
+    def cumsum(self, axis=None, dtype=None): return F.cumsum(self, axis, dtype)
+    def prod(self, axis=None, *, keepdims=False, dtype=None): return F.prod(self, axis, keepdims, dtype)
     def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
     def dot(self, o): return F.dot(self, o)
     def exp(self): return F.exp(self)

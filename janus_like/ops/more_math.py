@@ -16,6 +16,7 @@ from .registry import wants
 for _name in ("floor", "ceil", "rint", "isnan", "isinf", "isfinite"):
     _elementwise(_name, (lambda u: lambda xp, x: getattr(xp, u)(x))(_name))
 _elementwise("floor_divide", lambda xp, a, b: xp.floor_divide(a, b))
+_elementwise("round", lambda xp, x, decimals=0: xp.round(x, decimals))  # np.round / x.round(): halves to even
 
 
 # ------------------------------------------------------------------ differentiable
@@ -45,6 +46,9 @@ def _arctan2_vjp(g, o, a, b):  # atan2(a, b): d/da = b / (a^2 + b^2), d/db = -a 
 
 
 _elementwise("arctan2", lambda xp, a, b: xp.arctan2(a, b), _arctan2_vjp)
+_elementwise("hypot", lambda xp, a, b: xp.hypot(a, b),  # d/da sqrt(a^2 + b^2) = a / out
+             lambda g, o, a, b: (wants(0) and _unb(F.div(F.mul(g, a), o), a),
+                                 wants(1) and _unb(F.div(F.mul(g, b), o), b)))
 # np.nan_to_num (a loss or gradient made finite): its gradient passes where x is finite
 _elementwise("nan_to_num", lambda xp, x, nan=0.0, posinf=None, neginf=None: xp.nan_to_num(x, nan=nan, posinf=posinf,
                                                                                             neginf=neginf),

@@ -444,7 +444,7 @@ _UNARY_UFUNCS = ["floor", "ceil", "rint", "isnan", "isinf", "isfinite", "log1p",
                  "reciprocal", "arctan", "sinh", "cosh", "tan", "arcsin", "arccos"]
 
 
-@pytest.mark.parametrize("op", _UNARY_UFUNCS + ["floor_divide", "remainder", "logaddexp", "arctan2"])
+@pytest.mark.parametrize("op", _UNARY_UFUNCS + ["floor_divide", "remainder", "logaddexp", "arctan2", "hypot"])
 def test_more_math_ops_call_their_ufunc_directly_with_the_interpreters_bits(op):
     values = np.array([-2.5, -1.0, -0.0, 0.0, 0.3, 1.0, 7.5, np.inf, -np.inf, np.nan, 1e-30, 80.0], np.float32)
     x = _in(0, values.shape)
