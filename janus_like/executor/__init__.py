@@ -76,18 +76,34 @@ class CompiledGraph:
 
     def _fused(self, deadline=None):
         """Guards + plan (or the adopted native function) + commit as one function
-        (executor/fused.py); None when RNG state must be saved around the run. `deadline`: the
-        plan's, while the native tier waits (see `body`)."""
-        if self.uses_rng or self.generators:
-            return None
+        (executor/fused.py), saving the RNG states a drawing graph uses after the guards and
+        putting them back when the run fails, as `try_run` does. `deadline`: the plan's, while
+        the native tier waits (see `body`)."""
+        saves = self._rng_saves()
         if self.tier.run is not None:
-            return fuse(self, self.tier.parts())
+            return fuse(self, self.tier.parts(), saves=saves)
         if len(self.plan.parts[0]) > INLINE_PLAN_LINES:
             # a long plan is called, not pasted: compiling its text a second time cost as much
             # as its first compile (14 ms of the LSTM step's first call), a frame ~0.1 µs a call
             return fuse(self, ([], "PLAN(S, True)" if self.plan.inplace else "PLAN(S)", {"PLAN": self.plan}),
-                        deadline, self.plan.inplace)
-        return fuse(self, self.plan.parts, deadline, self.plan.inplace)
+                        deadline, self.plan.inplace, saves)
+        return fuse(self, self.plan.parts, deadline, self.plan.inplace, saves)
+
+    def _rng_saves(self):
+        """The fused function's lines that save and restore this graph's RNG states (None: it
+        draws from none); a policy step drawing its action (`np.random.choice(3, p=p)`) took
+        the full path's ~1.3 µs more a call before."""
+        if not (self.uses_rng or self.generators):
+            return None
+        save, back = [], []
+        if self.uses_rng:
+            save.append(f"_saved = _GLOBAL_STATE({self.gauss_free})")
+            back.append("_RESTORE_GLOBAL(_saved)")
+        if self.generators:
+            save.append("_states = [_STATE_OF(g) for g in _GENERATORS]")
+            back.append("for g, s in zip(_GENERATORS, _states): _RESTORE(g, s)")
+        return save, back, {"_GLOBAL_STATE": global_state, "_RESTORE_GLOBAL": restore_global, "_STATE_OF": state_of,
+                            "_RESTORE": restore, "_GENERATORS": self.generators}
 
     def body(self, slots):
         tier = self.tier

@@ -71,21 +71,23 @@ _GUARD_EXIT = re.compile(r": return -?\d+$")
 _NAMES = re.compile(r"s\d+")
 
 
-def fuse(cg, body, deadline=None, own=False):
+def fuse(cg, body, deadline=None, own=False, saves=None):
     """The fused call function for CompiledGraph `cg` running `body` (the plan's `parts`, or
     the adopted native function's from `Tier.parts`: lines, result expression, names), or None
     when a piece is missing (a general finish, the interpreter) or the generated namespaces
     would clash. With a `deadline` it returns MISS, at once, for every call once its graph's
     counted seconds reached it (the native tier's decision is due: CompiledGraph.body). `own`:
     the body is a plan with weight updates written in place (executor/blas.py), which it may
-    write from here."""
+    write from here. `saves`: (lines that save RNG states after the guards, lines that put them
+    back when the body fails, their names) for a graph that draws (`CompiledGraph._rng_saves`)."""
     pieces = [getattr(f, "parts", None) for f in (cg.guard, cg._finish)]
     if None in pieces or body is None:
         return None
     (guard_lines, guard_ret, guard_env), (finish_lines, finish_env) = pieces
     body_lines, body_ret, body_env = body
     env = {"MISS": MISS, "_pc": time.perf_counter}
-    for names in (body_env, guard_env, finish_env):
+    save_lines, restore_lines, save_env = saves or ((), (), {})
+    for names in (body_env, guard_env, finish_env, save_env):
         for k, v in names.items():
             if k.startswith("__") or k in ("plan", "guard", "finish"):
                 continue
@@ -114,12 +116,15 @@ def fuse(cg, body, deadline=None, own=False):
         src.append("    _slots = None")
     src.append("    try:")
     src += ["        " + _GUARD_EXIT.sub(": return MISS", line) for line in guard_lines]
-    src += [f"        S = {guard_ret}", "    except Exception:", "        return MISS", "    try:"]
+    src += [f"        S = {guard_ret}", "    except Exception:", "        return MISS"]
+    src += ["    " + line for line in save_lines]
+    src.append("    try:")
     if own:
         src.append("        _own = True")
     src += ["    " + line for line in local(body_lines, "S")]
-    src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception:", "        return MISS",
-            "    _slots = S"]
+    src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception:"]
+    src += ["        " + line for line in restore_lines]
+    src += ["        return MISS", "    _slots = S"]
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]
     src += [f"    R = {finish[-1][len('return '):]}", "    e = _pc() - t0", "    _runs += 1", "    _secs += e"]

@@ -121,3 +121,26 @@ def control_lines(em, n, indent) -> None:
     em.lines.append(f"{pad}else:")
     em.lines.append(f"{pad}    raise RuntimeError('loop ran past {n.params['max_iter']} iterations')")
     em.lines.append(f"{pad}{v} = ({names})")
+
+
+def draw_call(em, n) -> str:
+    """A `draw_of` node as the method call itself: `np.random.choice(3, p=v8)`, `C4.normal(0.0,
+    0.1, size=C5)` (the node's Generator a global of the plan), each of the node's inputs in its
+    place in the arguments. The registry's kernel fills the arguments' templates at every call
+    (~0.6 µs of a softmax policy's 9 µs step)."""
+    from ..ops.draws import Hole
+
+    p = n.params
+
+    def text(t):
+        if t.__class__ is Hole:
+            return em.arg(n.inputs[t.index])
+        if t.__class__ is list:
+            return "[" + ", ".join(text(v) for v in t) + "]"
+        if t.__class__ is tuple:
+            return "(" + "".join(text(v) + ", " for v in t) + ")"
+        return em.const(t)
+
+    owner = "np.random" if p["rng"] is None else em.const(p["rng"])
+    parts = [text(a) for a in p["args"]] + [f"{k}={text(v)}" for k, v in p["kwargs"].items()]
+    return f"{owner}.{p['method']}({', '.join(parts)})"

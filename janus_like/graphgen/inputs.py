@@ -70,13 +70,15 @@ class InputProgram:
         self._min_len: dict = {}  # slot index -> the greatest n of its `len >= n` guards
 
     def _const(self, value) -> str:
-        # each constant is a global of the generated function (K3): a global load is cheaper
-        # than indexing a list, and a hot guard reads ~20 of them per call
+        # each constant is a global of the generated function (KG3): a global load is cheaper
+        # than indexing a list, and a hot guard reads ~20 of them per call. Not the plan's K<id>:
+        # executor/fused.py pastes both into one function (a guard's K4 beside the plan's K4 kept
+        # a drawing policy step from its fused call)
         for i, c in enumerate(self.consts):
             if c is value:
-                return f"K{i}"
+                return f"KG{i}"
         self.consts.append(value)
-        return f"K{len(self.consts) - 1}"
+        return f"KG{len(self.consts) - 1}"
 
     def check_arity(self, n):
         """The call passes n positional arguments: a graph made from a call that left a parameter
@@ -249,7 +251,7 @@ class InputProgram:
         ret = ", ".join(f"s{s.index}" for s in self.slots)
         src = (f"def {name}(args):\n    try:\n{body}\n        return ({ret}{',' if len(self.slots) == 1 else ''})\n"
                f"    except Exception:\n        return -1\n")
-        env = {"np": np, **{f"K{i}": c for i, c in enumerate(self.consts)}}
+        env = {"np": np, **{f"KG{i}": c for i, c in enumerate(self.consts)}}
         exec(compile(src, f"<janus_like guard {name}>", "exec"), env)
         fn = env[name]
         fn.parts = (list(self.lines), f"({ret}{',' if len(self.slots) == 1 else ''})", env)  # for executor/fused.py

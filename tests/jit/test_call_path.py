@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import janus_like as jl
 from janus_like import F
 
-from .harness import assert_same, call_sequence, random_array, side_by_side
+from .harness import assert_same, call_sequence, check, load_module, random_array, side_by_side
 
 class Model:
     def __init__(self, seed=0):
@@ -208,19 +208,29 @@ def test_the_fused_call_reraises_a_user_error_through_the_full_path():
     assert any(g.fast is not None for g in jf.graphs())
 
 
-def test_no_fused_call_where_rng_state_is_saved_or_a_native_tier_is_pending():
-    @jl.jit(native="off")
-    def noisy(x):
-        return x + np.random.standard_normal(x.shape)
+def test_a_drawing_graphs_fused_call_puts_the_rngs_back_when_its_run_fails(tmp_path):
+    """A graph that draws (the global RNG, a Generator) runs as a fused call too; when an assert
+    after the draws fails (the speculated branch), the call returns MISS with both RNGs as they
+    were, and the full path's eager run draws the same numbers eager draws."""
+    module = load_module(tmp_path, """
+        import numpy as np
 
-    @jl.jit(native="off")
-    def plain(x):
-        return x * 2.0
+        def f(x, rng):
+            y = x + np.random.random(x.shape) + rng.normal(size=x.shape)
+            if y.sum() > -100.0:
+                return y * 2.0
+            return y
+    """)
 
-    x = np.ones(3)
-    for _ in range(5):
-        noisy(x), plain(x)
-    assert noisy.graphs()[0].fast is None and plain.graphs()[0].fast is not None
+    def make():
+        return module.f, {"rng": np.random.default_rng(5)}
+
+    def args(s, i):
+        return (random_array(i, (3,)) * (-1000.0 if i in (6, 9) else 1.0), s["rng"])
+
+    jf = check(make, call_sequence(12, args), min_graph_calls=4, native="off")
+    assert all(g.fast is not None for g in jf.compiled)
+    assert jf.stats()["assert_failures"] >= 1, jf.explain()
 
 
 class _Node:

@@ -13,12 +13,13 @@ under `ci`).
 import os
 
 import numpy as np
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import janus_like as jl
 
-from .harness import check, load_module, within
+from .harness import check, load_module, with_dead_values, within
 
 _DETERMINISTIC = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
 _VARS = ("h0", "h1")
@@ -101,6 +102,7 @@ def programs(draw):
 
 PRELUDE = '''
 import numpy as np
+import pytest
 import janus_like as jl
 from janus_like import F
 
@@ -197,5 +199,25 @@ def _sequence(directory, program, seq, m):
 
 def _run(tmp_path_factory, program, seq, m, **jit_options):
     make, calls = _sequence(tmp_path_factory.mktemp("grads", numbered=True), program, seq, m)
-    jf = check(make, calls, min_graph_calls=0, **jit_options)
+    with with_dead_values():  # the programs assign values nothing reads: their overflows show eagerly only
+        jf = check(make, calls, min_graph_calls=0, **jit_options)
     assert jf.stats()["calls"] == len(seq)
+
+
+def test_only_eagers_floating_point_warnings_may_go_missing_with_dead_values():
+    from .harness import _same_text
+
+    eager = "out\n[warning] RuntimeWarning: overflow encountered in dot" \
+        "\n[warning] RuntimeWarning: overflow encountered in matmul"
+    jit = "out\n[warning] RuntimeWarning: overflow encountered in matmul"
+    with pytest.raises(AssertionError):
+        _same_text(eager, jit, "call 0")  # outside `with_dead_values`: the same text
+    with with_dead_values():
+        _same_text(eager, jit, "call 0")
+        for other in ("changed\n[warning] RuntimeWarning: overflow encountered in matmul",  # printed text
+                      jit + "\n[warning] UserWarning: extra",  # a warning eager did not show
+                      "out\n[warning] RuntimeWarning: overflow encountered in exp"):
+            with pytest.raises(AssertionError):
+                _same_text(eager, other, "call 0")
+        with pytest.raises(AssertionError):  # a missing warning that is not a floating-point one
+            _same_text("out\n[warning] UserWarning: careful", "out", "call 0")

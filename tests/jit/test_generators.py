@@ -98,7 +98,12 @@ def policy(s, table):
 def test_a_policys_choice_from_the_graphs_probabilities():
     make = lambda: (policy, {"t": {"w": np.random.default_rng(1).standard_normal((4, 3)), "r": random.Random(3)}})
     calls = [lambda s, k=k: (np.random.default_rng(k).standard_normal(4), s["t"]) for k in range(14)]
-    check(make, calls, min_graph_calls=9)
+    jf = check(make, calls, min_graph_calls=9)
+    # the plan calls the methods themselves (not the registry's kernel filling templates), and the
+    # steady-state call is the fused function, which saves and restores the RNGs itself
+    for g in jf.graphs():
+        assert "random_choice(3, p=v" in g.plan.source and ".gauss(" in g.plan.source, g.plan.source
+        assert g.fast is not None
 
 
 def bad_probabilities(x, m):
