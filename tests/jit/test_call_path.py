@@ -426,3 +426,22 @@ def test_a_graph_made_without_an_optional_argument_does_not_take_a_call_that_pas
     jf = side_by_side(make, calls)
     assert jf.stats()["graph_calls"] >= 6
     assert any(a.kind == "arity" for g in jf.graphs() for a in g.assumptions)
+
+
+def test_the_guards_and_the_plans_globals_never_clash():
+    """The fused call pastes the guard and the plan into one function: a name both use must be
+    the same object, else there is no fused call (the guard's constants were K0, K1, ... like
+    the plan's kernels K<node id>)."""
+    @jl.jit(native="off")
+    def step(x, st):
+        y = np.nan_to_num(np.log(x * st["k"]), nan=-1.0, posinf=9.0)
+        return np.tile(y, 2)[:3] + np.round(x, 1) + st["b"]
+
+    st = {"k": 2.0, "b": np.ones(3)}
+    for i in range(6):
+        step(random_array(i, (3,)), st)
+    for g in step.graphs():
+        guard_env, plan_env = g.guard.parts[2], g.plan.parts[2]
+        shared = set(guard_env) & set(plan_env) - {"np", "__builtins__"}
+        assert all(guard_env[k] is plan_env[k] for k in shared), sorted(shared)
+        assert g.fast is not None
