@@ -97,6 +97,8 @@ class NumpyCallsMixin:
         given = dict(zip(("array", "axis"), args), **kwargs)
         known = {"array", "axis", "keepdims"} if name == "reduce" else {"array", "axis"}
         impl = _REDUCERS.get(ufunc) if name == "reduce" else F.cumsum if ufunc is np.add else None
+        if name == "accumulate" and not isinstance(given.get("axis", 0), int):  # (None: eager's ValueError)
+            impl = None
         if impl is None or len(args) > 2 or set(given) - known or _any_abstract((given.get("axis"),
                                                                                 given.get("keepdims"))):
             raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}.{name} with these arguments has no graph op",
@@ -114,7 +116,8 @@ class NumpyCallsMixin:
             return None
         given = dict(zip(("axis", "kind", "order"), args), **kwargs)
         if method.name == "sort" and len(args) <= 3 and set(given) <= {"axis", "kind", "order", "stable"} \
-                and all(given.get(k) is None for k in ("kind", "order", "stable")) and not _any_abstract(given):
+                and all(given.get(k) is None for k in ("kind", "order", "stable")) \
+                and type(given.get("axis", -1)) is int:  # (x.sort(axis=None): eager's TypeError)
             self.write_box(x, F.sort(x, given.get("axis", -1)))
             return None
         raise Unsupported("unsupported-call", f"ndarray.{method.name} with these arguments has no graph op", self.site)

@@ -47,6 +47,8 @@ CASES = [
     ("np.diff(x, prepend=0.0)", False), ("np.diff(x, 2, 0).sum() + np.triu(x, 1) - np.tril(x, k=-1)", True),
     ("np.hypot(x, x.T[:1].T) + np.atleast_3d(x)[..., 0]", True), ("np.round(x, out=x)", False),
     ("np.multiply.reduce(x, 1, initial=2.0)", False), ("np.add.accumulate(x, 1, np.float64)", False),
+    ("np.add.accumulate(x, None)", False), ("np.add.accumulate(x, axis=None)", False),
+    ("x.copy().sort(axis=None)", False), ("x.copy().sort(kind='stable')", False),
     ("x.prod(0, np.float64)", False), ("x.astype(np.float64, order='F')", False),
     ("(x * 3).astype(np.int64) // 2 + (x * 3).astype(np.int64) % 4", True),
     ("np.where(np.isfinite(x) & ~np.isnan(x), x, 0.0) + np.isinf(x)", True),
