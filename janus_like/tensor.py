@@ -188,13 +188,13 @@ class Tensor(ArrayMethods):
     # ---------------------------------------------------------------- NumPy protocol
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.pop("out", None)
-        if method == "__call__" and ufunc in _UFUNCS and not kwargs:
-            result = _UFUNCS[ufunc](*inputs)
-        elif method == "reduce" and ufunc in _REDUCERS and set(kwargs) <= {"axis", "keepdims"}:
-            result = _REDUCERS[ufunc](inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
-        elif out is not None:  # NumPy itself must write: `where=` keeps the old values, several outputs
-            return _constant_call_out(getattr(ufunc, method), inputs, kwargs, out, ufunc.__name__)
+        if method == "__call__":
+            result = _UFUNCS[ufunc](*inputs) if ufunc in _UFUNCS and not kwargs else None
         else:
+            result = ufunc_method_op(ufunc, method, inputs, kwargs)
+        if result is None and out is not None:  # NumPy must write: `where=` keeps old values, several outputs
+            return _constant_call_out(getattr(ufunc, method), inputs, kwargs, out, ufunc.__name__)
+        if result is None:
             result = _constant_call(getattr(ufunc, method), inputs, kwargs, ufunc.__name__)
         if out is not None:
             return _write_out(out, result)
@@ -330,6 +330,20 @@ _UFUNCS = {
     np.arctan2: F.arctan2, np.hypot: F.hypot,
 }
 _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min, np.multiply: F.prod}
+_ACCUMULATORS = {np.add: F.cumsum}
+
+
+def ufunc_method_op(ufunc, method, inputs, kwargs):
+    """`ufunc.reduce(x, axis, keepdims=)` / `ufunc.accumulate(x, axis)` as the op computing it
+    (NumPy's normalized arguments, axis 0 by default), or None: another method, ufunc or argument
+    (`accumulate`'s axis None is eager's ValueError). Shared by Tensor's and the graph values'
+    `__array_ufunc__`, so a tape follows the same ops eagerly and in a graph."""
+    if method == "reduce" and ufunc in _REDUCERS and set(kwargs) <= {"axis", "keepdims"}:
+        return _REDUCERS[ufunc](inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
+    if method == "accumulate" and ufunc in _ACCUMULATORS and set(kwargs) <= {"axis"} \
+            and type(kwargs.get("axis", 0)) is int:
+        return _ACCUMULATORS[ufunc](inputs[0], kwargs.get("axis", 0))
+    return None
 
 
 def _to_out(out, res):

@@ -171,7 +171,7 @@ class CallsMixin:
             return self.add_at(*args, **kwargs)
         if isinstance(getattr(func, "__self__", None), np.ufunc) and getattr(func, "__name__", "") in (
                 "reduce", "accumulate"):
-            return self.ufunc_method(func.__self__, func.__name__, args, kwargs)
+            return self.ufunc_method(func, args, kwargs)
         if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
             return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):

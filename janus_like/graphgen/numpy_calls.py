@@ -13,7 +13,7 @@ from .. import ir
 from ..ops import api as F
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
-from .support import _any_abstract, _as_kind, _unwrap_obj
+from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
 from .values import ObjRef, Sym, Unsupported, VarRef
 
 # NumPy functions that set or read NumPy's global state, or files: never called while generating
@@ -87,26 +87,18 @@ class NumpyCallsMixin:
         value = convert(np.asarray, [given["fill_value"]], {} if dtype is None else {"dtype": dtype}, self.site)
         return _as_kind(F.broadcast_to(value, (shape,) if isinstance(shape, int) else tuple(shape)), "array").copy()
 
-    def ufunc_method(self, ufunc, name, args, kwargs):
-        """`np.add.reduce(x, axis)`, `np.maximum.reduce`, `np.minimum.reduce`, `np.multiply.reduce`
-        (axis 0 by default, as NumPy's) and `np.add.accumulate` (a cumsum along axis 0)."""
-        from ..tensor import _REDUCERS
-
+    def ufunc_method(self, func, args, kwargs):
+        """`np.add.reduce(x, 1)`, `np.add.accumulate(x)`: the method called on the graph values;
+        NumPy hands it to their `__array_ufunc__` (`tensor.ufunc_method_op`, as for a Tensor)."""
         if not _any_abstract((args, kwargs)):
-            return self.lift(getattr(ufunc, name)(*args, **kwargs))
-        given = dict(zip(("array", "axis"), args), **kwargs)
-        known = {"array", "axis", "keepdims"} if name == "reduce" else {"array", "axis"}
-        impl = _REDUCERS.get(ufunc) if name == "reduce" else F.cumsum if ufunc is np.add else None
-        if name == "accumulate" and not isinstance(given.get("axis", 0), int):  # (None: eager's ValueError)
-            impl = None
-        if impl is None or len(args) > 2 or set(given) - known or _any_abstract((given.get("axis"),
-                                                                                given.get("keepdims"))):
-            raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}.{name} with these arguments has no graph op",
-                              self.site)
-        x = given["array"]
-        if name == "accumulate":
-            return impl(x, given.get("axis", 0))
-        return impl(x, given.get("axis", 0), given.get("keepdims", False))
+            return self.lift(func(*args, **kwargs))
+        if _any_objref((args, kwargs)):
+            raise Unsupported("unsupported-call", f"numpy.{func.__self__.__name__}.{func.__name__} of an input "
+                                                  "object", self.site)
+        try:
+            return func(*args, **kwargs)
+        except Unsupported as exc:
+            raise self.located(exc)
 
     def array_inplace(self, method, args, kwargs):
         """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`."""

@@ -150,15 +150,17 @@ class Sym(ArrayMethods):
         return out
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from ..tensor import _REDUCERS, _UFUNCS
+        from ..tensor import _UFUNCS, ufunc_method_op
 
         if kwargs.get("out") is not None:
             raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}(..., out=) inside library code")
         if method == "__call__" and ufunc in _UFUNCS and not kwargs:
             return _UFUNCS[ufunc](*inputs)
-        if method == "reduce" and ufunc in _REDUCERS and set(kwargs) <= {"axis", "keepdims"}:
-            return _REDUCERS[ufunc](inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
-        raise Unsupported("unsupported-call", f"numpy.{ufunc.__name__}.{method} has no registered op")
+        result = None if method == "__call__" else ufunc_method_op(ufunc, method, inputs, kwargs)
+        if result is None:
+            raise Unsupported("unsupported-call",
+                              f"numpy.{ufunc.__name__}.{method} with these arguments has no graph op")
+        return result
 
     def item(self):
         """`x.item()` of a one-element graph value: the Python number eager gets (a TO_PY node)."""

@@ -93,3 +93,24 @@ def test_copy_false_that_would_copy_stays_eager_and_raises_as_eager(tmp_path):
         with pytest.raises(ValueError):
             jf(random_array(i, (3,)))
     assert jf.stats()["graph_calls"] == 0
+
+
+def test_a_tape_follows_reducing_and_accumulating_ufunc_methods_as_eager_does(tmp_path):
+    """np.add.accumulate and np.multiply.reduce of a Tensor are the same ops eagerly and in a graph
+    (the graph had its own table: a tape differentiated through the running sum there while eager
+    held it constant, and the gradients differed)."""
+    module = load_module(tmp_path, """
+        import numpy as np
+        import janus_like as jl
+
+        def f(x, m):
+            t = jl.tensor(m * x)
+            with jl.GradientTape() as tape:
+                tape.watch(t)
+                y = np.sum(np.add.accumulate(t, axis=1) * t) + np.sum(np.multiply.reduce(t, axis=0)) \\
+                    + np.sum(np.maximum.reduce(t, 1))
+            return tape.gradient(y, t)
+    """)
+    calls = call_sequence(7, lambda s, i: (random_array(i, (4,)), random_array(50 + i, (3, 4))))
+    jf = check(lambda: (module.f, {}), calls, min_graph_calls=3)
+    assert not jf.fallbacks(), jf.explain()
