@@ -111,11 +111,14 @@ class Outputs:
                 copied.add(i)
             seen[node.id] = seen.get(node.id, 0) + 1
         self.copied = sorted(copied & self._built)
+        # arrays another output is a view of (`u = c[1:3]; c.assign(c); return u`): eager's assign
+        # copied, so the Variable's new array is not the one the view shows
+        viewed = {_root(n).id for n in self.nodes if _root(n) is not n}
         fixed = []
         for kind, slot, i, _copy in self.commits:
             node = self.nodes[i]
             copy = kind == "var" and (node.op in ir.ALIASING_OPS or self.sink_count.get(node.id, 0) > 1
-                                      or seen.get(node.id, 0) > 1)
+                                      or seen.get(node.id, 0) > 1 or node.id in viewed)
             fixed.append((kind, slot, i, copy))
         self.commits = fixed
 

@@ -302,6 +302,8 @@ _ADAM_LIKE = ("def f(g):\n    t = g * 2.0\n    u = a[0:2]\n    a.assign(a * 0.5 
 # C-ordered in both executors (a layout-keeping copy summed in another order than the plan's)
 @example(program="def f(g):\n    a.assign(a[0])\n    a.assign(F.sum(a) * F.sum(a) * g)\n    return F.sum(g)\n",
          holds=[None] * 12, shapes=[(8, 16)] * 12)
+@example(program="def f(g):\n    c.assign(g)\n    u = c[1:3]\n    c.assign(c)\n    return u\n",  # the view shows the
+         holds=[None] * 12, shapes=[(8, 16)] * 12)  # array eager's second assign copied from, not c's
 @given(program=update_programs(), holds=st.lists(st.sampled_from([None, None, "a", "b", "c"]), min_size=12,
                                                   max_size=12),
        shapes=st.lists(st.sampled_from([(8, 16)] * 5 + [(16,)]), min_size=12, max_size=12))
