@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from .. import ir
-from ..ops.draws import GAUSS_FREE, global_state, restore, restore_global, state_of
+from ..ops.draws import GAUSS_FREE, SlotRng, global_state, restore, restore_global, state_of
 from .codegen import compile_plan
 from .fused import MISS, Counts, fuse
 from .gpu_plan import compile_gpu_plan
@@ -50,9 +50,11 @@ class CompiledGraph:
         # its global draws leave the legacy Gaussian cache alone: the RNG's state is saved cheaply
         self.gauss_free = all(n.params["method"] in GAUSS_FREE for n in gen.graph.all_nodes()
                               if n.op == ir.RANDOM or (n.op == "draw_of" and n.params["rng"] is None))
-        self.generators = list({id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()
-                                if n.op in ("random_uniform", "draw_of")
-                                and n.params["rng"] is not None}.values())
+        rngs = {id(n.params["rng"]): n.params["rng"] for n in gen.graph.all_nodes()
+                if n.op in ("random_uniform", "draw_of") and n.params["rng"] is not None}.values()
+        # the Generators it draws from: fixed objects, and those read from input slots (SlotRng)
+        self.generators = [g for g in rngs if g.__class__ is not SlotRng]
+        self.generator_slots = sorted({g.index for g in rngs if g.__class__ is SlotRng})
         self.counts = Counts()  # runs, seconds and slots of the fused function's calls
         self._runs = 0  # the others' (try_run)
         self._time_s = 0.0
@@ -93,15 +95,17 @@ class CompiledGraph:
         """The fused function's lines that save and restore this graph's RNG states (None: it
         draws from none); a policy step drawing its action (`np.random.choice(3, p=p)`) took
         the full path's ~1.3 µs more a call before."""
-        if not (self.uses_rng or self.generators):
+        if not (self.uses_rng or self.generators or self.generator_slots):
             return None
         save, back = [], []
         if self.uses_rng:
             save.append(f"_saved = _GLOBAL_STATE({self.gauss_free})")
             back.append("_RESTORE_GLOBAL(_saved)")
-        if self.generators:
-            save.append("_states = [_STATE_OF(g) for g in _GENERATORS]")
-            back.append("for g, s in zip(_GENERATORS, _states): _RESTORE(g, s)")
+        if self.generators or self.generator_slots:  # (S[k]: the fused function's guard locals)
+            gens = "(" + "".join(f"{g}, " for g in [f"_GENERATORS[{i}]" for i in range(len(self.generators))]
+                                 + [f"S[{k}]" for k in self.generator_slots]) + ")"
+            save.append(f"_states = [_STATE_OF(g) for g in {gens}]")
+            back.append(f"for g, s in zip({gens}, _states): _RESTORE(g, s)")
         return save, back, {"_GLOBAL_STATE": global_state, "_RESTORE_GLOBAL": restore_global, "_STATE_OF": state_of,
                             "_RESTORE": restore, "_GENERATORS": self.generators}
 
@@ -141,15 +145,16 @@ class CompiledGraph:
         if slots.__class__ is int:
             return GUARD_FAILED, slots
         saved = global_state(self.gauss_free) if self.uses_rng else None
-        saved_gens = [state_of(g) for g in self.generators] if self.generators else ()
+        gens = self.generators + [slots[k] for k in self.generator_slots] if self.generator_slots else self.generators
+        saved_gens = [state_of(g) for g in gens] if gens else ()
         try:
             values = self.plan(slots) if self._direct else self.body(slots)
             prepared = self.outputs.prepare_effects(values, slots) if self.outputs.effects else []
         except AssertFailed as exc:
-            self._restore(saved, saved_gens)
+            self._restore(saved, gens, saved_gens)
             return ASSERT_FAILED, exc.assumption
         except Exception as exc:  # the eager re-run reports the user's error exactly
-            self._restore(saved, saved_gens)
+            self._restore(saved, gens, saved_gens)
             return RAISED, exc
         self.counts.last.cell_contents = slots
         result = self._finish(values, slots) if self._finish is not None else self.outputs.finish(values, slots, prepared)
@@ -158,10 +163,10 @@ class CompiledGraph:
         self._time_s += elapsed
         return OK, result
 
-    def _restore(self, saved, saved_gens):
+    def _restore(self, saved, gens, saved_gens):
         if saved is not None:
             restore_global(saved)
-        for g, state in zip(self.generators, saved_gens):
+        for g, state in zip(gens, saved_gens):
             restore(g, state)
 
 

@@ -117,13 +117,13 @@ def fuse(cg, body, deadline=None, own=False, saves=None):
     src.append("    try:")
     src += ["        " + _GUARD_EXIT.sub(": return MISS", line) for line in guard_lines]
     src += [f"        S = {guard_ret}", "    except Exception:", "        return MISS"]
-    src += ["    " + line for line in save_lines]
+    src += ["    " + line for line in local(save_lines, "S")]
     src.append("    try:")
     if own:
         src.append("        _own = True")
     src += ["    " + line for line in local(body_lines, "S")]
     src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception:"]
-    src += ["        " + line for line in restore_lines]
+    src += ["        " + line for line in local(restore_lines, "S")]
     src += ["        return MISS", "    _slots = S"]
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import backend, ir
 from ..backend import device_operand
+from ..ops.draws import SlotRng
 from ..ops.registry import REGISTRY
 from . import gpu_fusion
 from .interpreter import AssertFailed
@@ -132,10 +133,14 @@ class _Emitter:
             self.lines.append(f"{pad}{v} = {args}[{n.params['index']}]")
         else:
             on_gpu = self.devices.get(n.id) == "gpu"
-            kernel = functools.partial(REGISTRY[op].impl, self.cp if on_gpu else np, **n.params)
+            params, extra = n.params, ""
+            if params.get("rng").__class__ is SlotRng:  # a draw from an input's generator
+                params, extra = {k: p for k, p in params.items() if k != "rng"}, f"rng=S[{params['rng'].index}]"
+            kernel = functools.partial(REGISTRY[op].impl, self.cp if on_gpu else np, **params)
             if on_gpu:
                 first_index = _INDEXED.get(op, len(n.inputs))
                 args = ", ".join(self.device_arg(i, k >= first_index) for k, i in enumerate(n.inputs))
+            args = ", ".join(a for a in (args, extra) if a)
             self.lines.append(f"{pad}{v} = {self.const(kernel, 'GK')}({args})")
 
 

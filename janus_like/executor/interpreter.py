@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import backend, ir
 from ..backend import device_operand
+from ..ops.draws import resolve
 from ..ops.registry import REGISTRY
 
 
@@ -64,11 +65,13 @@ def _run_node(n, env, slots, devices=None):
         env[n.id] = n.params["fn"](*args)
     elif op == ir.TUPLE_GET:
         env[n.id] = args[0][n.params["index"]]
-    elif devices and devices.get(n.id) == "gpu":  # see placement.py
-        args = [device_operand(a) for a in args]
-        env[n.id] = REGISTRY[op].impl(backend.gpu_module(), *args, **n.params)
     else:
-        env[n.id] = REGISTRY[op].impl(np, *args, **n.params)
+        params = resolve(n.params, slots) if op == "draw_of" else n.params  # its generator: an input?
+        if devices and devices.get(n.id) == "gpu":  # see placement.py
+            args = [device_operand(a) for a in args]
+            env[n.id] = REGISTRY[op].impl(backend.gpu_module(), *args, **params)
+        else:
+            env[n.id] = REGISTRY[op].impl(np, *args, **params)
 
 
 def interpret(graph: ir.Graph, slots, devices=None):

@@ -125,10 +125,10 @@ def control_lines(em, n, indent) -> None:
 
 def draw_call(em, n) -> str:
     """A `draw_of` node as the method call itself: `np.random.choice(3, p=v8)`, `C4.normal(0.0,
-    0.1, size=C5)` (the node's Generator a global of the plan), each of the node's inputs in its
+    0.1, size=C5)` (the node's Generator a global of the plan, or `S[3]`: an input's), each of the node's inputs in its
     place in the arguments. The registry's kernel fills the arguments' templates at every call
     (~0.6 µs of a softmax policy's 9 µs step)."""
-    from ..ops.draws import Hole
+    from ..ops.draws import Hole, SlotRng
 
     p = n.params
 
@@ -141,6 +141,7 @@ def draw_call(em, n) -> str:
             return "(" + "".join(text(v) + ", " for v in t) + ")"
         return em.const(t)
 
-    owner = "np.random" if p["rng"] is None else em.const(p["rng"])
+    rng = p["rng"]
+    owner = "np.random" if rng is None else f"S[{rng.index}]" if rng.__class__ is SlotRng else em.const(rng)
     parts = [text(a) for a in p["args"]] + [f"{k}={text(v)}" for k, v in p["kwargs"].items()]
     return f"{owner}.{p['method']}({', '.join(parts)})"

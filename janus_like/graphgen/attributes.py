@@ -18,6 +18,7 @@ import numpy as np
 
 from ..source import in_packages
 from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit
+from .draws import input_rng_method
 from .values import BoundMethod, ObjRef, Unsupported
 
 # what a default or a class, function or module attribute may hold that is not state: the object itself
@@ -61,6 +62,9 @@ class AttributesMixin:
         else:
             raise AttributeError(name)
         if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
+            method = input_rng_method(obj, name)
+            if method is not None:  # from the generator the input holds at the call (draws.RngMethod)
+                return method
             self.prog.check_identity(obj.slot, self.site)  # from this very generator (draws.generator_draw)
             return getattr(target, name)
         owner = mro[0] if mro[0] is type(target) else klass  # (the class after a super()'s: where found)

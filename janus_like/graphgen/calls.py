@@ -22,7 +22,7 @@ from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert
-from .draws import _SEARCHES
+from .draws import _SEARCHES, RngMethod
 from .early_returns import function_body
 from .numpy_calls import ArrayInPlace, _refuse_global_state
 from .effects import joined_text
@@ -77,6 +77,8 @@ class CallsMixin:
             func = inner
         if func in _SEARCHES and len(args) == 2 and not kwargs:
             return self.bisect(func, *args)
+        if isinstance(func, RngMethod):
+            return self.rng_method_call(func, args, kwargs)
         if isinstance(getattr(func, "__self__", None), random.Random):
             return self.python_random(func, args, kwargs)
         if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType) \

@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import copy
 import functools
+import random
 
 import numpy as np
 
@@ -26,8 +27,36 @@ _RANDOM_DRAWS = frozenset(("random", "uniform", "randint", "randrange", "gauss",
                            "paretovariate", "weibullvariate", "getrandbits", "binomialvariate"))
 
 
+class RngMethod:
+    """`rng.normal` of a numpy Generator or a `random.Random` (exactly those types) reached
+    through the inputs: only its type is guarded, and its draws are made from whatever object
+    the input holds at the call (ops/draws.SlotRng), so a new Generator each epoch runs the same
+    graph. Only calling it is supported."""
+    __slots__ = ("ref", "name")
+
+    def __init__(self, ref, name):
+        self.ref, self.name = ref, name
+
+    def __repr__(self):
+        return f"RngMethod({self.ref.path}.{self.name})"
+
+
+def input_rng_method(obj, name):
+    """An RngMethod for `obj.name` when obj (an ObjRef) is a Generator or Random and name one of
+    its draws, else None."""
+    if type(obj.obj) is np.random.Generator:
+        return RngMethod(obj, name) if callable(getattr(obj.obj, name, None)) and not name.startswith("_") else None
+    if type(obj.obj) is random.Random and name in _RANDOM_DRAWS:
+        return RngMethod(obj, name)
+    return None
+
+
 class DrawsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
+
+    def rng_method_call(self, method, args, kwargs):
+        """A call of an RngMethod: a draw from the generator in its input slot."""
+        return self.generator_draw(method.ref, method.name, args, kwargs)
 
     def generator_draw(self, rng, method, args, kwargs):
         """`rng.normal(0, 0.1, size=x.shape)`, `rng.random() < p`, `rng.permutation(n)` on a
@@ -36,16 +65,19 @@ class DrawsMixin:
         other draws; a run that fails puts the Generator's state back."""
         if method == "shuffle" and self.shuffled(lambda m, a, k: self.generator_draw(rng, m, a, k), args, kwargs):
             return None
+        if isinstance(rng, ObjRef):  # an input's generator (RngMethod): drawn from the slot's object
+            return self.draw_of(rng.obj, method, args, kwargs, slot=rng.slot.index)
         return self.draw_of(rng, method, args, kwargs)
 
-    def draw_of(self, rng, method, args, kwargs):
+    def draw_of(self, rng, method, args, kwargs, slot=None):
         """A `draw_of` node: the same method on the same generator (`rng` None: the NumPy global
         RNG, for arguments the graph computes) when the graph runs, in program order with the
         other draws. Its arguments may hold numbers or arrays the graph computes: `rng.binomial(1,
         p)` of a Gibbs step, `np.random.choice(n, p=probs)` of a policy, `rng.normal(mu, sigma)`.
         Its shape and type come from the method run on a copy of the generator with stand-ins of
-        the values' shapes and dtypes (their numbers where the graph knows them)."""
-        from ..ops.draws import Hole
+        the values' shapes and dtypes (their numbers where the graph knows them). `slot`: the
+        input slot `rng` was read from, whose object the graph draws from at each call."""
+        from ..ops.draws import Hole, SlotRng
         from ..ops.registry import P
 
         values = []
@@ -71,7 +103,8 @@ class DrawsMixin:
             raise Unsupported("unsupported-call", f"{method}() giving a {type(sample).__name__}", self.site)
         if rng is None:
             self.builder.uses_rng = True
-        out = self.builder.emit(P.draw_of, tuple(values), dict(rng=rng, method=method, args=t_args, kwargs=t_kwargs),
+        owner = rng if slot is None else SlotRng(slot)
+        out = self.builder.emit(P.draw_of, tuple(values), dict(rng=owner, method=method, args=t_args, kwargs=t_kwargs),
                                 aval=(tuple(drawn.shape), drawn.dtype))
         return _as_kind(out, "py" if type(sample) in (float, int, bool) else "array")
 

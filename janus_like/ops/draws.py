@@ -46,6 +46,34 @@ def fill(template, values):
     return template
 
 
+class SlotRng:
+    """A `draw_of` node's generator when it is an input of the graph: the object in guard slot
+    `index` at each call (`rng.normal(...)` with `rng` an argument or an attribute: a training
+    loop that makes a new Generator every epoch runs one graph, not one per Generator). The
+    plan draws from that slot's value; `resolve` gives it for the kernel."""
+    __slots__ = ("index",)
+
+    def __init__(self, index):
+        self.index = index
+
+    def __repr__(self):
+        return f"<generator in slot {self.index}>"
+
+    def __eq__(self, other):
+        return other.__class__ is SlotRng and other.index == self.index
+
+    def __hash__(self):
+        return hash(("SlotRng", self.index))
+
+
+def resolve(params, slots):
+    """A draw node's params with a SlotRng generator replaced by the slot's object."""
+    rng = params.get("rng")
+    if rng.__class__ is not SlotRng:
+        return params
+    return {**params, "rng": slots[rng.index]}
+
+
 def _draw_of(xp, *values, rng, method, args, kwargs):
     fn = getattr(np.random if rng is None else rng, method)
     if not values:  # `rng.normal(0, 0.1, size=x.shape)`: nothing to fill in

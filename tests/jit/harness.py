@@ -120,7 +120,8 @@ def assert_same(a, b, path="value", seen=None):
         for (ka, x), (kb, y) in zip(a.items(), b.items()):
             assert_same(x, y, f"{path}[{ka!r}]", seen)
     elif isinstance(a, np.random.Generator):
-        assert a.bit_generator.state == b.bit_generator.state, f"{path}: generator state differs"
+        assert type(a.bit_generator) is type(b.bit_generator), f"{path}: bit generators differ"
+        assert_same(a.bit_generator.state, b.bit_generator.state, f"{path}.state", seen)  # (MT19937's: an array)
     elif isinstance(a, (types.FunctionType, types.MethodType, type, types.ModuleType)) or callable(a) and not hasattr(a, "__dict__"):
         return
     elif hasattr(a, "__dict__") and not isinstance(a, type):
@@ -282,7 +283,7 @@ def check_plans_match_interpreter(jf, graphs=None):
             continue
         compared += 1
         # explicit Generators (F.dropout) advance when a graph runs: replay both from one state
-        gens = list(getattr(g, "generators", ()))
+        gens = list(getattr(g, "generators", ())) + [g.last_slots[k] for k in getattr(g, "generator_slots", ())]
         saved, saved_gens = np.random.get_state(), [state_of(gen) for gen in gens]
         # the slots hold the inputs of the last successful run, possibly written since by that
         # run's commit: a replay may then fail an assert — both executors must fail it alike

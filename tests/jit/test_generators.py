@@ -2,7 +2,8 @@
 with eager (the Generator's state compared after every call): noise with `rng.normal`, a flip
 decided by `rng.random() < 0.5` (a conditional node on a drawn Python float), a shuffle with
 `rng.permutation`; a call that fails after drawing puts the Generator back; another Generator
-object gets another graph (its identity is guarded). Draws whose arguments the graph computes
+object runs the same graph (its type is guarded, and the graph draws from the object the input
+holds at the call: a new Generator every epoch). Draws whose arguments the graph computes
 (`rng.binomial(1, p)` of a Gibbs step, `np.random.choice(n, p=probs)` of a policy) run in the
 graph too, and arguments eager rejects raise eager's error."""
 import random
@@ -55,10 +56,64 @@ def test_a_failed_run_restores_the_generator():
     assert jf.stats()["assert_failures"] >= 1, jf.stats()
 
 
-def test_each_generator_object_is_guarded():
+def _one_graph_draws_from_slots(jf, graphs=1):
+    assert jf.stats()["graphs_generated"] == graphs, jf.explain()
+    assert not any(a.kind == "identity" and "rng" in a.site for g in jf.graphs() for a in g.assumptions)
+    draws = [n for g in jf.graphs() for n in g.graph.all_nodes() if n.op == "draw_of"]
+    assert draws and all(type(n.params["rng"]).__name__ == "SlotRng" for n in draws), jf.explain()
+
+
+def test_another_generator_object_runs_the_same_graph():
+    # a new Model (a new Generator, a new w) on every other call, and one Model kept between
     calls = [lambda s, k=k: (np.ones((5, 4)) * k, s["m"] if k % 2 else Model(k)) for k in range(12)]
-    jf = check(lambda: (augment_step, {"m": Model()}), calls, min_graph_calls=2)
-    assert any(a.kind == "identity" for g in jf.graphs() for a in g.assumptions), jf.explain()
+    jf = check(lambda: (augment_step, {"m": Model()}), calls, min_graph_calls=8)
+    _one_graph_draws_from_slots(jf)
+
+
+def epoch_step(x, w, rng, rng2):
+    noise = rng.normal(0.0, 0.1, size=x.shape)  # rng2 is rng on some calls: draws interleave
+    keep = rng2.random(x.shape) > 0.2
+    z = (x + noise) * keep
+    if np.max(np.abs(z)) > 40.0:  # never seen in the warm-up: an assert after the draws
+        z = z * 0.0
+    y = np.tanh(z) @ w
+    w -= 0.01 * x.T @ y
+    return float(y.sum()), int(rng.integers(0, 100))
+
+
+def _epochs(n, big=(), bit_generators=(np.random.PCG64,)):
+    """Calls of epoch_step with a new Generator every third call (the bit generator cycling
+    through `bit_generators`), the second generator the first one on odd epochs."""
+    def call(s, k):
+        if k % 3 == 0:
+            bits = bit_generators[(k // 3) % len(bit_generators)]
+            s["rng"], s["rng2"] = np.random.Generator(bits(k)), np.random.default_rng(100 + k)
+            if (k // 3) % 2:
+                s["rng2"] = s["rng"]
+        x = np.random.default_rng(k).standard_normal((5, 4)) * (80.0 if k in big else 1.0)
+        return x, s["w"], s["rng"], s["rng2"]
+    return [lambda s, k=k: call(s, k) for k in range(n)]
+
+
+def test_a_new_generator_every_epoch_runs_one_graph():
+    """A training loop that makes its Generators anew each epoch (of another bit generator on
+    some epochs) runs one graph for each way its arguments alias (one Generator passed twice on
+    odd epochs: two graphs, however many epochs): each draw is made from the Generator the
+    input holds at the call, in eager's order, and a call that fails after drawing puts each of
+    them back (call 10), in the fused call and in the full path."""
+    make = lambda: (epoch_step, {"w": np.eye(4), "rng": None, "rng2": None})
+    bits = (np.random.PCG64, np.random.Philox, np.random.MT19937)
+    jf = check(make, _epochs(36, big=(10,), bit_generators=bits), min_graph_calls=24)
+    _one_graph_draws_from_slots(jf, graphs=2)
+    assert jf.stats()["assert_failures"] == 1, jf.stats()
+    assert sorted(g.generator_slots for g in jf.graphs()) == [[2], [2, 3]], jf.explain()
+    assert all(g.fast is not None for g in jf.graphs())
+    g = next(g for g in jf.graphs() if g.generator_slots == [2, 3])
+    # the full path (try_run) puts the input's Generators back too
+    rng, rng2 = np.random.default_rng(7), np.random.default_rng(8)
+    before = (rng.bit_generator.state, rng2.bit_generator.state)
+    status, _ = g.try_run((np.full((5, 4), 80.0), np.eye(4), rng, rng2))
+    assert status == "assert" and (rng.bit_generator.state, rng2.bit_generator.state) == before
 
 
 def _sig(z):

@@ -59,6 +59,27 @@ def test_input_random_instance_restored_after_a_failed_assumption():
     assert "assumption" in fallback_reasons(jf), jf.explain()
 
 
+def test_a_new_random_instance_every_epoch_runs_one_graph():
+    """The model's `random.Random` replaced every fourth call (a seed per epoch): its type is
+    guarded, not its identity, and the graph draws from the instance the dict holds at the call
+    (one graph); call 9's failed branch puts that instance back."""
+    def step(m, x):
+        k = m["rng"].randint(0, 2)
+        if float(np.max(np.abs(x))) < 100.0:  # speculated: small inputs in warm-up
+            x = x * m["rng"].random() + k
+        return x @ m["w"]
+
+    def call(s, i):
+        if i % 4 == 0:
+            s["m"]["rng"] = random.Random(i)
+        return s["m"], random_array(i, (5, 4)) * (1000.0 if i == 9 else 1.0)
+
+    jf = check(lambda: (step, {"m": _model()}), [lambda s, i=i: call(s, i) for i in range(20)], min_graph_calls=12)
+    assert jf.stats()["graphs_generated"] == 1 and jf.stats()["assert_failures"] == 1, jf.explain()
+    (g,) = jf.graphs()
+    assert len(g.generator_slots) == 1 and not g.generators, (g.generator_slots, g.generators)
+
+
 def test_shuffle_stays_eager_and_agrees():
     """`random.shuffle` permutes its argument in place: no draw node, the call runs eagerly."""
     def step(m, x):
