@@ -25,7 +25,7 @@ from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
 from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, control_lines,
-                           copy_is_exact, draw_call, out_buffer)
+                           copy_is_exact, draw_call, filled_call, out_buffer)
 from . import blas, donation, fusion, ranked, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -150,6 +150,8 @@ class _Emitter:
             return scalars.pack(self, n)
         if n.op == "draw_of":
             return draw_call(self, n)
+        if n.op == "numpy_call":  # NumPy's own function (ops/library.py), called directly
+            return filled_call(self, n, self.const(n.params["fn"]))
         if n.op == "getitem" and array_in:
             idx = scalars.index(self, x, n.params["index"], n.inputs[1:])
             if idx is not None:

@@ -125,10 +125,20 @@ def control_lines(em, n, indent) -> None:
 
 def draw_call(em, n) -> str:
     """A `draw_of` node as the method call itself: `np.random.choice(3, p=v8)`, `C4.normal(0.0,
-    0.1, size=C5)` (the node's Generator a global of the plan, or `S[3]`: an input's), each of the node's inputs in its
-    place in the arguments. The registry's kernel fills the arguments' templates at every call
-    (~0.6 µs of a softmax policy's 9 µs step)."""
-    from ..ops.draws import Hole, SlotRng
+    0.1, size=C5)` (the node's Generator a global of the plan, or `S[3]`: an input's), each of
+    the node's inputs in its place in the arguments. The registry's kernel fills the arguments'
+    templates at every call (~0.6 µs of a softmax policy's 9 µs step)."""
+    from ..ops.draws import SlotRng
+
+    rng = n.params["rng"]
+    owner = "np.random" if rng is None else f"S[{rng.index}]" if rng.__class__ is SlotRng else em.const(rng)
+    return filled_call(em, n, f"{owner}.{n.params['method']}")
+
+
+def filled_call(em, n, callee) -> str:
+    """`callee(...)` with the node's `args`/`kwargs` templates as text, each Hole its input
+    (a `draw_of` node's method, a `numpy_call` node's function: `C4(v3, C5, axis=0)`)."""
+    from ..ops.draws import Hole
 
     p = n.params
 
@@ -141,7 +151,5 @@ def draw_call(em, n) -> str:
             return "(" + "".join(text(v) + ", " for v in t) + ")"
         return em.const(t)
 
-    rng = p["rng"]
-    owner = "np.random" if rng is None else f"S[{rng.index}]" if rng.__class__ is SlotRng else em.const(rng)
     parts = [text(a) for a in p["args"]] + [f"{k}={text(v)}" for k, v in p["kwargs"].items()]
-    return f"{owner}.{p['method']}({', '.join(parts)})"
+    return f"{callee}({', '.join(parts)})"

@@ -260,9 +260,7 @@ class CallsMixin:
             v = args[0]
             if v.size != 1:
                 raise Unsupported("data-dependent-python", f"{func.__name__}() of an array", self.site)
-            if func is bool:
-                raise Unsupported("data-dependent-python", "bool() of a graph value", self.site)
-            return self.builder.to_py(v, func)
+            return self.builder.to_py(v, func)  # bool(np.any(bad)): the truth `if` takes, as a Python bool
         if func is id and len(args) == 1:
             return id(_identity(args[0]))  # identities are fixed by the type/alias guards
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 
 from .. import ir
 from ..ops import api as F
+from ..ops.library import LIBRARY_FUNCTIONS, WRITES
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
 from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
@@ -21,6 +23,13 @@ _NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in 
     "seterr", "geterr", "seterrcall", "geterrcall", "set_printoptions", "get_printoptions", "setbufsize",
     "getbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt", "fromfile",
     "memmap")) if f is not None)
+
+
+def _stand_in(shape, dtype, family):
+    """Ones of `shape`, or ("eye") identity matrices in its last two axes when they are square."""
+    if family == "eye" and len(shape) >= 2 and shape[-1] == shape[-2]:
+        return np.broadcast_to(np.eye(shape[-1], dtype=dtype), shape).copy()
+    return np.ones(shape, dtype)
 
 
 class NumpyCallsMixin:
@@ -60,6 +69,8 @@ class NumpyCallsMixin:
         else:
             impl = _FUNCTIONS.get(func)
             name = getattr(func, "__name__", repr(func))
+            if impl is None and func in LIBRARY_FUNCTIONS and out_target is None:
+                return self.library_call(func, args, kwargs)
             if impl is None:
                 raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
             if args and isinstance(args[0], (list, tuple)) and _any_abstract(args[0]) and _array_like_first(func):
@@ -75,6 +86,66 @@ class NumpyCallsMixin:
             self.write_box(out_target, result if kind == "tensor" else self.inplace_value(out_target, result))
             return out_target
         return result
+
+    def library_call(self, func, args, kwargs):
+        """A NumPy function of `ops/library.py` with graph values among its arguments: a node
+        that calls it when the graph runs. Its result's shape, dtype and Python type come from
+        the function called on stand-ins (ones of the values' shapes and dtypes)."""
+        from ..ops.draws import Hole
+        from ..ops.registry import P
+
+        name = f"numpy.{'linalg.' if func.__module__.endswith('linalg') else ''}{func.__name__}"
+        try:
+            given = inspect.signature(func).bind(*args, **kwargs).arguments
+        except TypeError as exc:  # a call eager rejects: it raises there
+            raise Unsupported("user-error", f"{name}: {exc}", self.site)
+        for param, value in given.items():
+            write = WRITES.get(param)
+            if write is not None and not _any_abstract(value) and write(value):
+                raise Unsupported("unsupported-call", f"{name} with {param}= (it writes an operand)", self.site)
+            if param not in LIBRARY_FUNCTIONS[func] and _any_abstract(value):
+                raise Unsupported("unsupported-call", f"{name}'s {param} from graph values (it sets the result's "
+                                                      "shape)", self.site)
+        if self.builder.tapes or _any_objref((args, kwargs)):
+            raise Unsupported("unsupported-call", f"{name} of graph values under a GradientTape or of an input "
+                                                  "object", self.site)
+        values = []
+
+        def lift(v):
+            if isinstance(v, Sym):
+                if v.kind not in ("array", "py", "tensor"):
+                    raise Unsupported("unsupported-call", f"{name} of a {v.kind} graph value", self.site)
+                values.append(v)
+                return Hole(len(values) - 1)
+            if type(v) in (list, tuple):
+                return type(v)(lift(x) for x in v)
+            if _any_abstract(v):
+                raise Unsupported("unsupported-call", f"{name} with graph values in a {type(v).__name__}", self.site)
+            return v
+
+        t_args, t_kwargs = tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
+        error = None
+        for family in ("ones", "eye"):  # (a Cholesky factor needs a positive definite stand-in)
+            stand_ins = [v.py_type(1) if v.kind == "py" else _stand_in(v.shape, v.dtype, family) for v in values]
+            try:
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    sample = P.numpy_call.impl(np, *stand_ins, fn=func, args=t_args, kwargs=t_kwargs)
+                break
+            except Exception as exc:
+                error = error or exc
+        else:
+            raise Unsupported("unsupported-call", f"{name} of graph values: {error}", self.site) from error
+        if type(sample) in (bool, int, float):
+            kind = "py"
+        elif isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind in "biufc":
+            kind = "tensor" if isinstance(sample, np.ndarray) and any(v.kind == "tensor" for v in values) else "array"
+        else:
+            raise Unsupported("unsupported-call", f"{name} giving a {type(sample).__name__}", self.site)
+        drawn = np.asarray(sample)
+        out = self.builder.emit(P.numpy_call, tuple(values), dict(fn=func, args=t_args, kwargs=t_kwargs),
+                                aval=(tuple(drawn.shape), drawn.dtype))
+        return _as_kind(out, kind)
 
     def numpy_full(self, args, kwargs):
         """np.full(shape, value[, dtype]) with a value the graph computes: the value (as NumPy

@@ -12,6 +12,7 @@ from . import padding  # noqa: F401
 from . import draws  # noqa: F401
 from . import more_math  # noqa: F401
 from . import scans  # noqa: F401
+from . import library  # noqa: F401
 from . import eager_vjp  # noqa: F401
 from . import recursion  # noqa: F401
 from .registry import REGISTRY, Op, P, bind, register  # noqa: F401

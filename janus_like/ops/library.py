@@ -1,0 +1,60 @@
+"""NumPy's own functions as graph nodes: pure functions with no op of their own whose result's
+shape and type follow from their operands' shapes and types and their constant arguments
+(`np.median(losses)`, `np.percentile(g, 99)`, `np.allclose(w, w_prev)`, `np.isclose(a, b)`,
+`np.nanmean(x)`, `np.linalg.det(A)`). The node calls the NumPy function itself on the run's
+values, so the value, its Python type (a Python bool, a NumPy scalar, an array) and its
+warnings are eager's. It has no gradient rule, as eagerly (a Tensor's NumPy function without an
+op is a constant there).
+
+`LIBRARY_FUNCTIONS` maps each function to the parameters that may hold values the graph
+computes; the others must be constants (they set the result's shape: `np.repeat`'s counts,
+`np.delete`'s indices, `np.partition`'s kth). Functions that return a view of an argument or
+the argument itself (`np.ascontiguousarray`, `np.diag` of a matrix), write into an argument
+(`out=`, `overwrite_input=True`, `np.nan_to_num(copy=False)`) or make a result whose shape
+depends on the data (`np.unique`, `np.nonzero`) are not here.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .draws import fill
+from .registry import register
+
+_A = frozenset(("a",))
+_AB = frozenset(("a", "b", "rtol", "atol"))
+_LINALG = {getattr(np.linalg, name): frozenset((param,)) for name, param in (
+    ("det", "a"), ("cholesky", "a"), ("eigvalsh", "a"), ("pinv", "a"), ("matrix_rank", "A"), ("cond", "x"))}
+
+LIBRARY_FUNCTIONS = {
+    np.isclose: _AB, np.allclose: _AB,
+    np.array_equal: frozenset(("a1", "a2")), np.array_equiv: frozenset(("a1", "a2")),
+    np.median: _A, np.nanmedian: _A,
+    np.percentile: frozenset(("a", "q")), np.quantile: frozenset(("a", "q")),
+    np.nanpercentile: frozenset(("a", "q")), np.nanquantile: frozenset(("a", "q")),
+    np.nanmean: _A, np.nansum: _A, np.nanprod: _A, np.nanmax: _A, np.nanmin: _A, np.nanstd: _A, np.nanvar: _A,
+    np.nanargmax: _A, np.nanargmin: _A, np.nancumsum: _A, np.nancumprod: _A,
+    np.cumprod: _A, np.ptp: _A, np.average: frozenset(("a", "weights")), np.count_nonzero: _A,
+    np.searchsorted: frozenset(("a", "v")), np.digitize: frozenset(("x", "bins")),
+    np.interp: frozenset(("x", "xp", "fp", "left", "right")), np.trace: _A,
+    np.cross: frozenset(("a", "b")), np.kron: frozenset(("a", "b")), np.inner: frozenset(("a", "b")),
+    np.cov: frozenset(("m", "y", "fweights", "aweights")), np.corrcoef: frozenset(("x", "y")),
+    np.partition: _A, np.argpartition: _A, np.convolve: frozenset(("a", "v")),
+    np.correlate: frozenset(("a", "v")), np.polyval: frozenset(("p", "x")),
+    np.append: frozenset(("arr", "values")), np.delete: frozenset(("arr",)),
+    np.insert: frozenset(("arr", "values")), np.repeat: _A, np.resize: _A,
+    **_LINALG,
+}
+if hasattr(np, "trapezoid"):  # NumPy 2's name for trapz
+    LIBRARY_FUNCTIONS[np.trapezoid] = frozenset(("y", "x"))
+
+# arguments that make the function write into an operand: such calls stay eager
+WRITES = {"out": lambda v: v is not None, "overwrite_input": bool}
+
+
+def _call(xp, *values, fn, args, kwargs):
+    return fn(*fill(args, values), **{k: fill(v, values) for k, v in kwargs.items()})
+
+
+register("numpy_call", _call,
+         doc="NumPy function `fn` called with `args`/`kwargs`, each Hole in them filled with the node's inputs in "
+             "order (`np.median(x)`, `np.percentile(g, 99)`): its result as NumPy gives it, no gradient")

@@ -1,0 +1,115 @@
+"""Steps calling NumPy functions that have no graph op of their own (np.median, np.percentile,
+np.allclose, np.isclose, the nan-reductions, np.cumprod, np.linalg.det, ...; `ops/library.py`)
+and `bool()` of a graph value run as graphs, whose nodes call NumPy's function itself: side by
+side against eager, the results (values and Python types), warnings, errors and state after every
+call. Calls that would write an operand or whose result's shape the graph computes stay eager."""
+import numpy as np
+import pytest
+
+import janus_like as jl
+
+from .harness import call_sequence, check, fallback_reasons, load_module, random_array
+
+BODIES = {
+    "robust_statistics": "g = m * x\n"
+                         "    return np.median(g), np.median(g, axis=0), np.percentile(g, [10, 90], axis=1), "
+                         "np.quantile(np.abs(g), 0.99), np.percentile(g, st['q'])",
+    "clipping_by_percentile": "g = m * x\n    c = np.percentile(np.abs(g), 90)\n"
+                              "    st['w'] -= 0.1 * np.clip(g, -c, c)\n    return float(c)",
+    "closeness": "y = m * x\n    return np.isclose(y, y + 1e-9), np.allclose(y, m * x), "
+                 "np.allclose(y, y + 1.0, atol=st['q'] / 10), np.isclose(y.sum(), 0.5), np.array_equal(y, y)",
+    "converged_branch": "y = m * x\n    if np.allclose(y, st['w'], atol=10.0):\n        y = y * 2\n"
+                        "    st['w'] = y\n    return y",
+    "nan_reductions": "y = np.where(m > 0.5, np.nan, m * x)\n"
+                      "    return np.nanmean(y), np.nansum(y, axis=1), np.nanmax(y, axis=0), np.nanstd(y), "
+                      "np.nanargmin(y[0] + 0.0 * x), np.nanmedian(y)",
+    "all_nan_warns": "y = np.where(m > -1.0, np.nan, m)\n    return np.nanmean(y, axis=1), np.nanmax(x * 0 + y[0])",
+    "products_and_shapes": "return np.cumprod(m, axis=1), np.ptp(m * x), np.count_nonzero(m > 0.5), "
+                           "np.count_nonzero(m > 0.5, axis=0), np.average(m, axis=0, weights=x[:3] ** 2 + 0.1), "
+                           "np.repeat(x, 2), np.append(x, m[0]), np.delete(m * x, 1, axis=0), np.trace(m[:, :3])",
+    "lookups": "edges = np.cumsum(np.abs(x)) + 0.0\n"
+               "    return np.searchsorted(edges, m[0]), np.digitize(m[1], edges), np.interp(m[2], edges, x), "
+               "np.partition(m * x, 2, axis=1), np.argpartition(x, 1)",
+    "linear_algebra": "a = m[:, :3] @ m[:, :3].T + np.eye(3) * (1.0 + x[0] ** 2)\n"
+                      "    return np.linalg.det(a), np.linalg.cholesky(a), np.linalg.eigvalsh(a), "
+                      "np.linalg.pinv(m * x), np.linalg.matrix_rank(a), np.kron(x[:2], x[2:]), np.inner(m, x), "
+                      "np.cov(m), np.corrcoef(m * x)",
+    "truth_values": "bad = bool(np.any(np.abs(m * x) > 0.9))\n"
+                    "    return bad, bool(x.sum()), bool(float(x[0]) > 0), bool(np.all(m > -5.0))",
+    "python_numbers": "losses = [float(x[0]), float(x[1]), float(np.sum(m))]\n"
+                      "    return np.median(losses), np.percentile(losses, 75)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_numpy_functions_without_ops_side_by_side(tmp_path, name):
+    module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x, m, st):\n    {BODIES[name]}\n", name)
+
+    def make():
+        return module.f, {"st": {"q": 75.0, "w": np.zeros((3, 4))}}
+
+    calls = call_sequence(8, lambda s, i: (random_array(i, (4,)), random_array(50 + i, (3, 4)), s["st"]))
+    jf = check(make, calls, min_graph_calls=4)
+    assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
+    if name != "truth_values":
+        assert any(n.op == "numpy_call" for g in jf.graphs() for n in g.graph.all_nodes()), jf.explain()
+
+
+def test_errors_and_types_are_eagers(tmp_path):
+    """A percentile the graph computes out of [0, 100] (call 5) and a matrix that is not positive
+    definite (call 8) raise eager's error for the user; the Python types of the results (a
+    Python bool, a count, NumPy scalars, an array) are eager's."""
+    module = load_module(tmp_path, """
+        import numpy as np
+
+        def f(x, q, shift):
+            p = np.percentile(x, q * 50.0)
+            L = np.linalg.cholesky(np.outer(x, x) + np.eye(4) * shift)
+            return p, L, np.allclose(x, x), np.count_nonzero(x), np.median(x), np.isclose(x[0], x[0]), \
+                np.nanmean(x, keepdims=True)
+    """)
+    qs = [1.0, 1.5, 0.5, 1.2, 1.9, 2.5, 1.0, 1.1, 1.3, 1.4, 1.6]
+    calls = call_sequence(len(qs), lambda s, i: (random_array(i, (4,)), qs[i], -50.0 if i == 8 else 1.0))
+    jf = check(lambda: (module.f, {}), calls, min_graph_calls=6)
+    assert "user-error" in fallback_reasons(jf), jf.explain()
+    out, eager = jf(random_array(0, (4,)), 1.0, 1.0), module.f(random_array(0, (4,)), 1.0, 1.0)
+    assert [type(v) for v in out[2:]] == [type(v) for v in eager[2:]]
+    assert [type(v) for v in out[2:]][:1] + [type(v) for v in out[4:]] == [bool, np.float64, np.bool_, np.ndarray]
+
+
+@pytest.mark.parametrize("body, detail", [
+    ("y = x * 2\n    np.median(y, overwrite_input=True)\n    return y", "overwrite_input"),
+    ("y = x * 2\n    out = np.zeros(4)\n    np.cumprod(y, out=out)\n    return out", "cumprod"),
+    ("return np.repeat(x, (x > 0).astype(np.int64))", "repeats"),
+    ("return np.delete(x, np.argmax(x))", "obj"),
+])
+def test_calls_that_write_or_shape_from_data_stay_eager(tmp_path, body, detail):
+    module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x):\n    {body}\n", "eager_" + detail)
+    calls = call_sequence(6, lambda s, i: (random_array(i, (4,)),))
+    jf = check(lambda: (module.f, {}), calls, min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "unsupported-call" in fallback_reasons(jf), jf.explain()
+    assert detail in jf.explain(), jf.explain()
+
+
+def test_a_tensor_under_a_tape_stays_eager_and_without_one_is_a_constant(tmp_path):
+    """Eagerly a Tensor's NumPy function without an op is a constant (a warning under a tape):
+    under a tape the step stays eager; without one the graph gives eager's Tensor."""
+    module = load_module(tmp_path, """
+        import numpy as np
+        import janus_like as jl
+
+        def taped(x, v):
+            with jl.GradientTape() as tape:
+                loss = jl.F.sum(v * x) + np.median(v * x)
+            return loss, tape.gradient(loss, v)
+
+        def plain(x, v):
+            t = v * x
+            return np.cumprod(t, axis=1), np.median(t)
+    """)
+    make = lambda: (module.taped, {"v": jl.Variable(random_array(9, (3, 4)))})
+    calls = call_sequence(6, lambda s, i: (random_array(i, (3, 4)), s["v"]))
+    jf = check(make, calls, min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "GradientTape" in jf.explain(), jf.explain()
+    jf = check(lambda: (module.plain, {"v": jl.Variable(random_array(9, (3, 4)))}), calls, min_graph_calls=3)
+    assert isinstance(jf(random_array(0, (3, 4)), jl.Variable(random_array(9, (3, 4))))[0], jl.Tensor)
