@@ -4,6 +4,7 @@ length/keys, mutations applied to a shadow copy and replayed at commit.
 from __future__ import annotations
 
 import collections
+import copy
 import operator
 import types
 
@@ -151,6 +152,45 @@ class ContainersMixin:
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
             return type(v)(self.containers_to_python(x) for x in v)
         return v
+
+    def copy_call(self, func, args, kwargs):
+        """`copy.copy(x)` / `copy.deepcopy(x)` of graph arrays and of lists, tuples and dicts
+        holding them and Python values (an input's elements read through its guards): new arrays
+        and new containers, as eager's; the deep copy keeps eager's sharing (an array or a list
+        held twice is copied once) and gives back a tuple of immutable items itself. Other
+        objects, and Tensors, stay eager."""
+        if len(args) != 1 or kwargs:
+            raise Unsupported("unsupported-call", f"copy.{func.__name__} with these arguments", self.site)
+        deep, memo = func is copy.deepcopy, {}
+
+        def dup(v):
+            key = id(v.obj if isinstance(v, ObjRef) else v)
+            if key in memo:
+                return memo[key]
+            if isinstance(v, Sym):
+                if v.kind == "py":
+                    return v
+                out = v.__copy__()  # (a Tensor's copy stays eager)
+            elif v is None or type(v) in (bool, int, float, complex, str, bytes) or isinstance(v, np.generic):
+                return v
+            elif isinstance(v, (ObjRef, list, tuple, dict)) and type(_unwrap_obj(v)) in (list, tuple, dict):
+                kind = type(_unwrap_obj(v))
+                items = self.materialize(v, self.site) if isinstance(v, ObjRef) else v
+                if kind is tuple and not deep:
+                    return v  # copy.copy of a tuple is the tuple
+                if kind is dict:
+                    out = {k: dup(x) if deep else x for k, x in items.items()}
+                else:
+                    new = [dup(x) if deep else x for x in items]
+                    if kind is tuple and all(a is b for a, b in zip(new, items)):
+                        return v  # a deep copy of immutable items: the tuple itself
+                    out = kind(new)
+            else:
+                raise Unsupported("unsupported-call", f"copy.{func.__name__} of a {type(_unwrap_obj(v)).__name__}",
+                                  self.site)
+            memo[key] = out
+            return out
+        return dup(args[0])
 
     def materialize_dict(self, v):
         if isinstance(v, ObjRef):

@@ -169,6 +169,34 @@ class Sym(ArrayMethods):
                                                        f"({self.dtype})")
         return _builder().to_py(self, self.py_type)
 
+    def __copy__(self):
+        """`copy.copy(x)` / `copy.deepcopy(x)` of a graph array (copy.py is inlined, and reaches
+        these): a new array, as ndarray's give."""
+        if self.kind != "array":
+            raise Unsupported("unsupported-call", f"copy of a {self.kind} graph value")
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def tolist(self):
+        """`x.tolist()` of a graph value of at most TOLIST_MAX elements: nested lists of the
+        Python numbers eager gets, items of one `ravel().tolist()` of the run's array."""
+        if self.kind == "py":
+            raise Unsupported("user-error", f"'{self.py_type.__name__}' object has no attribute 'tolist'")
+        if self.size > TOLIST_MAX or self.dtype.kind not in "biuf":
+            raise Unsupported("data-dependent-python", f".tolist() of a graph value of {self.size} elements "
+                                                       f"({self.dtype}; at most {TOLIST_MAX} are read as numbers)")
+        if not self.shape:
+            return self.item()
+        if not self.size:  # [[], []]: nothing to read
+            return _nest([], self.shape)
+        builder = _builder()
+        flat = builder.add(ir.Node(ir.PY_OP, (self.node,), {"fn": _flat_list}))
+        items = [Sym(builder.add(ir.Node(ir.TUPLE_GET, (flat,), {"index": i}, ((), np.dtype(self.py_type)))), "py")
+                 for i in range(self.size)]
+        return _nest(items, self.shape)
+
     @property
     def py_type(self):
         """The Python number type of this value's dtype (bool, int or float)."""
@@ -185,6 +213,21 @@ class Sym(ArrayMethods):
         if unimplemented:
             raise Unsupported("unsupported-call", f"numpy.{func.__name__} with {unimplemented} has no graph op")
         return impl(*args, **kwargs)
+
+
+TOLIST_MAX = 256  # elements of an array whose `.tolist()` a graph reads as Python numbers
+
+
+def _flat_list(x):
+    return x.ravel().tolist()
+
+
+def _nest(items, shape):
+    """The flat `items` as nested lists of `shape` (C order), as ndarray.tolist() nests them."""
+    if len(shape) == 1:
+        return list(items)
+    step = len(items) // shape[0] if shape[0] else 0
+    return [_nest(items[k * step:(k + 1) * step], shape[1:]) for k in range(shape[0])]
 
 
 def _is_py(v):
