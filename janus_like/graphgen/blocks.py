@@ -1,7 +1,10 @@
 """`try`, `with` and `assert` statements (a mixin of the graph generator): a `try` runs as if
-its body raises nothing, a `with` enters a GradientTape or an np.errstate, an assert on a graph
+its body raises nothing, a `with` enters a GradientTape, an np.errstate or a
+`contextlib.suppress` (a `try` whose handler passes), an assert on a graph
 value is speculated."""
 from __future__ import annotations
+
+import contextlib
 
 from ..source import site_key
 from .builder import SymbolicTape
@@ -32,28 +35,41 @@ class BlocksMixin:
                                          f"`try` ({n_caught} of {entered})", self.site)
             self.try_sites.append(self.site)
         try:
-            try:
-                self.exec_block(node.body, frame)
-            except (_Return, _Break, _Continue, _Leave):
-                raise
-            except Exception as exc:  # the user's code raised while generating: eager's handler may catch it
-                raised = getattr(exc, "original", None) if isinstance(exc, Unsupported) else exc
-                caught = tuple(t for h in node.handlers if h.type is not None
-                               for t in _classes(self.eval(h.type, frame)))
-                if raised is not None and (any(h.type is None for h in node.handlers) or isinstance(raised, caught)):
-                    err = Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
-                                      self.site)
-                    err.retry = True
-                    raise err from exc
-                raise
+            self.guarded_body(node.body, frame, lambda: (
+                None if any(h.type is None for h in node.handlers)
+                else tuple(t for h in node.handlers if h.type is not None for t in _classes(self.eval(h.type, frame)))))
             self.exec_block(node.orelse, frame)
         except (_Return, _Break, _Continue, _Leave):  # leaving through `finally`, as Python does
             self.exec_block(node.finalbody, frame)
             raise
         self.exec_block(node.finalbody, frame)
 
+    def guarded_body(self, body, frame, caught):
+        """Run a `try`'s (or a `with suppress(...)`'s) body as if it raises nothing. An exception
+        the user's code raised while generating it that a handler catches (`caught()`: the
+        classes, None for all) is never handled here: that call runs eagerly (Unsupported with
+        `retry`, a later call generates again)."""
+        try:
+            self.exec_block(body, frame)
+        except (_Return, _Break, _Continue, _Leave):
+            raise
+        except Exception as exc:  # the user's code raised while generating: eager's handler may catch it
+            raised = getattr(exc, "original", None) if isinstance(exc, Unsupported) else exc
+            if raised is not None:
+                classes = caught()
+                if classes is None or isinstance(raised, classes):
+                    err = Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
+                                      self.site)
+                    err.retry = True
+                    raise err from exc
+            raise
+
     def stmt_With(self, node, frame):
-        entered = []
+        """`with` a GradientTape, an np.errstate, or a `contextlib.suppress(...)` (its body as a
+        `try` whose handler passes: run as if it raises nothing; an exception at run time falls
+        back to eager, where suppress swallows it, and after `regen_after` such calls the
+        signature goes eager)."""
+        entered, suppressed = [], ()
         for item in node.items:
             ctx = self.eval(item.context_expr, frame)
             if isinstance(ctx, SymbolicTape):
@@ -65,12 +81,19 @@ class BlocksMixin:
                                               **ctx.settings})
                 entered.append(ctx)
                 value = ctx
+            elif isinstance(ctx, contextlib.suppress):
+                suppressed += ctx._exceptions
+                value = None  # (suppress's __enter__ gives None)
             else:
                 raise Unsupported("unsupported-syntax", f"with {type(ctx).__name__}", self.site)
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, value, frame)
         try:
-            self.exec_block(node.body, frame)
+            if suppressed:
+                self.try_sites.append(self.site)
+                self.guarded_body(node.body, frame, lambda: suppressed)
+            else:
+                self.exec_block(node.body, frame)
         finally:
             for item in entered:
                 if isinstance(item, ErrState):

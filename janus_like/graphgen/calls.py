@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import collections
 import collections.abc
+import contextlib
 import copy
 import functools
 import inspect
@@ -67,6 +68,8 @@ class CallsMixin:
     def call(self, func, args, kwargs, node=None):
         if func is copy.copy or func is copy.deepcopy:
             return self.copy_call(func, args, kwargs)
+        if func is contextlib.suppress and not _any_abstract((args, kwargs)) and not _any_objref((args, kwargs)):
+            return contextlib.suppress(*args)  # for `with` (blocks.stmt_With)
         if (func is any or func is all) and len(args) == 1 and not kwargs:
             return self.any_all(func is any, args[0])
         if func is functools.partial and args and is_user_callable(args[0]):  # made here: held as it is,

@@ -4,8 +4,10 @@ A `try` runs as a graph as if its body raises nothing; when a graph op raises at
 call falls back and eager's handler runs. Handlers that caught something each time the warm-up
 entered the `try` keep the signature eager (`try`); one that caught only sometimes (a cache filled
 on its first miss) is no bar. `finally` runs after the body, also when the
-body returns or breaks. `super()` in an inlined method looks the attribute up after the method's
+body returns or breaks. A `with contextlib.suppress(...)` block is such a `try`. `super()` in an inlined method looks the attribute up after the method's
 class in the object's MRO (`graphgen/calls.py`, `super_ref`)."""
+import contextlib
+
 import numpy as np
 
 import janus_like as jl
@@ -69,6 +71,41 @@ def test_a_handler_that_caught_at_each_warm_up_call_stays_eager():
 def test_a_handler_that_caught_once_in_the_warm_up_is_no_bar():
     jf = check(_make(guarded_gather), _calls(9, bad={1}), min_graph_calls=5)
     assert "try" not in fallback_reasons(jf), jf.explain()
+
+
+def suppressed_gather(x, idx, log):
+    y = x * 0.0
+    with contextlib.suppress(KeyError, IndexError):  # a `try` whose handler passes
+        y = x[idx] * 2.0
+        log.total = log.total + y.sum(axis=0)
+    log.closed += 1
+    return y
+
+
+def test_a_suppress_block_runs_as_a_graph_and_falls_back_to_eagers_suppress():
+    """As a `try`: no error, a graph; an error at run time at call 6 (eager swallows it, with
+    the effects before it), that call eager and the graphs stay; at calls 6 and 8 the signature
+    goes eager."""
+    jf = check(_make(suppressed_gather), _calls(8), min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+    jf = check(_make(suppressed_gather), _calls(12, bad={6}), min_graph_calls=7)
+    assert "try" in fallback_reasons(jf) and "internal-error" not in fallback_reasons(jf), jf.explain()
+    assert jf.graphs(), jf.explain()
+    jf = check(_make(suppressed_gather), _calls(12, bad={6, 8}), min_graph_calls=2)
+    assert not jf.graphs() and jf.stats()["eager_calls"] >= 3, jf.explain()
+
+
+def optional_bonus(x, idx, log, cfg):
+    y = x[idx]
+    with contextlib.suppress(KeyError):
+        y = y + cfg["bonus"]  # a missing key raises while generating: eager swallows it
+    return y
+
+
+def test_an_error_a_suppress_swallows_while_generating_runs_that_call_eagerly():
+    calls = [lambda s, k=k: _calls(k + 1)[k](s) + ({"bonus": 1.0} if k % 3 else {},) for k in range(9)]
+    jf = check(_make(optional_bonus), calls, min_graph_calls=2)
+    assert "try" in fallback_reasons(jf), jf.explain()
 
 
 class Optimizer:
