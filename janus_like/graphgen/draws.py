@@ -40,6 +40,9 @@ class RngMethod:
     def __repr__(self):
         return f"RngMethod({self.ref.path}.{self.name})"
 
+    def __call__(self, *args, **kwargs):  # (callable(rng.normal) is True, as eagerly)
+        raise Unsupported("unsupported-call", f"{self.name}() of an input's generator called by library code")
+
 
 def input_rng_method(obj, name):
     """An RngMethod for `obj.name` when obj (an ObjRef) is a Generator or Random and name one of

@@ -106,9 +106,8 @@ class NumpyCallsMixin:
             if param not in LIBRARY_FUNCTIONS[func] and _any_abstract(value):
                 raise Unsupported("unsupported-call", f"{name}'s {param} from graph values (it sets the result's "
                                                       "shape)", self.site)
-        if self.builder.tapes or _any_objref((args, kwargs)):
-            raise Unsupported("unsupported-call", f"{name} of graph values under a GradientTape or of an input "
-                                                  "object", self.site)
+        if _any_objref((args, kwargs)):
+            raise Unsupported("unsupported-call", f"{name} of an input object", self.site)
         values = []
 
         def lift(v):
@@ -124,6 +123,8 @@ class NumpyCallsMixin:
             return v
 
         t_args, t_kwargs = tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
+        if self.builder.tapes and any(v.kind == "tensor" for v in values):  # eager warns: a constant for the tape
+            raise Unsupported("unsupported-call", f"{name} of a Tensor under a GradientTape", self.site)
         error = None
         for family in ("ones", "eye"):  # (a Cholesky factor needs a positive definite stand-in)
             stand_ins = [v.py_type(1) if v.kind == "py" else _stand_in(v.shape, v.dtype, family) for v in values]

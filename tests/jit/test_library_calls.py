@@ -98,7 +98,8 @@ def test_calls_that_write_or_shape_from_data_stay_eager(tmp_path, body, detail):
 
 def test_a_tensor_under_a_tape_stays_eager_and_without_one_is_a_constant(tmp_path):
     """Eagerly a Tensor's NumPy function without an op is a constant (a warning under a tape):
-    under a tape the step stays eager; without one the graph gives eager's Tensor."""
+    under a tape the step stays eager (an array's function under a tape is a node); without one
+    the graph gives eager's Tensor."""
     module = load_module(tmp_path, """
         import numpy as np
         import janus_like as jl
@@ -108,6 +109,11 @@ def test_a_tensor_under_a_tape_stays_eager_and_without_one_is_a_constant(tmp_pat
                 loss = jl.F.sum(v * x) + np.median(v * x)
             return loss, tape.gradient(loss, v)
 
+        def taped_arrays(x, v, rng):
+            with jl.GradientTape() as tape:
+                loss = jl.F.sum(v * x) * np.median(x)  # an array's median: no Tensor, no warning
+            return loss, tape.gradient(loss, v), callable(rng.normal)
+
         def plain(x, v):
             t = v * x
             return np.cumprod(t, axis=1), np.median(t)
@@ -116,5 +122,7 @@ def test_a_tensor_under_a_tape_stays_eager_and_without_one_is_a_constant(tmp_pat
     calls = call_sequence(6, lambda s, i: (random_array(i, (3, 4)), s["v"]))
     jf = check(make, calls, min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and "GradientTape" in jf.explain(), jf.explain()
+    make = lambda: (module.taped_arrays, {"v": jl.Variable(random_array(9, (3, 4))), "rng": np.random.default_rng(1)})
+    jf = check(make, call_sequence(6, lambda s, i: (random_array(i, (3, 4)), s["v"], s["rng"])), min_graph_calls=3)
     jf = check(lambda: (module.plain, {"v": jl.Variable(random_array(9, (3, 4)))}), calls, min_graph_calls=3)
     assert isinstance(jf(random_array(0, (3, 4)), jl.Variable(random_array(9, (3, 4))))[0], jl.Tensor)
