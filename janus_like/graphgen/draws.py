@@ -80,25 +80,12 @@ class DrawsMixin:
         Its shape and type come from the method run on a copy of the generator with stand-ins of
         the values' shapes and dtypes (their numbers where the graph knows them). `slot`: the
         input slot `rng` was read from, whose object the graph draws from at each call."""
-        from ..ops.draws import Hole, SlotRng
+        from ..ops.draws import SlotRng
         from ..ops.registry import P
 
-        values = []
-
-        def lift(v):
-            if isinstance(v, Sym):
-                if v.kind not in ("array", "py", "tensor") or self.builder.polymorphic:
-                    raise Unsupported("unsupported-call", f"{method}() of a {v.kind} graph value", self.site)
-                values.append(v)
-                return Hole(len(values) - 1)
-            if type(v) in (list, tuple):
-                return type(v)(lift(x) for x in v)
-            if _any_abstract(v) or _any_objref(v):
-                raise Unsupported("unsupported-call", f"{method}() with graph values in a {type(v).__name__}",
-                                  self.site)
-            return v
-
-        t_args, t_kwargs = tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
+        t_args, t_kwargs, values = templates(args, kwargs, f"{method}()", self.site)
+        if values and self.builder.polymorphic:
+            raise Unsupported("unsupported-call", f"{method}() of a graph value of unknown size", self.site)
         sample = _stand_in_draw(rng, method, t_args, t_kwargs, values, self.site)
         drawn = np.asarray(sample)
         if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)) \
@@ -179,6 +166,29 @@ class DrawsMixin:
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
         sample = values[0] if not isinstance(values[0], Sym) else kinds.pop()()
         return self.builder.py_op(functools.partial(_lookup, keys), key, *values, sample=sample)
+
+
+def templates(args, kwargs, what, site):
+    """A call's arguments as templates for a node that calls a function (`draw_of`,
+    `numpy_call`): each graph value (in lists and tuples too) becomes a Hole numbering it among
+    the node's inputs. Returns (args, kwargs, the values). `what` names the call in errors."""
+    from ..ops.draws import Hole
+
+    values = []
+
+    def lift(v):
+        if isinstance(v, Sym):
+            if v.kind not in ("array", "py", "tensor"):
+                raise Unsupported("unsupported-call", f"{what} of a {v.kind} graph value", site)
+            values.append(v)
+            return Hole(len(values) - 1)
+        if type(v) in (list, tuple):
+            return type(v)(lift(x) for x in v)
+        if _any_abstract(v) or _any_objref(v):
+            raise Unsupported("unsupported-call", f"{what} with graph values in a {type(v).__name__}", site)
+        return v
+
+    return tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}, values
 
 
 def _stand_in_draw(rng, method, args, kwargs, values, site):

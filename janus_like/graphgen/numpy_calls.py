@@ -91,8 +91,8 @@ class NumpyCallsMixin:
         """A NumPy function of `ops/library.py` with graph values among its arguments: a node
         that calls it when the graph runs. Its result's shape, dtype and Python type come from
         the function called on stand-ins (ones of the values' shapes and dtypes)."""
-        from ..ops.draws import Hole
         from ..ops.registry import P
+        from .draws import templates
 
         name = f"numpy.{'linalg.' if func.__module__.endswith('linalg') else ''}{func.__name__}"
         try:
@@ -108,21 +108,7 @@ class NumpyCallsMixin:
                                                       "shape)", self.site)
         if _any_objref((args, kwargs)):
             raise Unsupported("unsupported-call", f"{name} of an input object", self.site)
-        values = []
-
-        def lift(v):
-            if isinstance(v, Sym):
-                if v.kind not in ("array", "py", "tensor"):
-                    raise Unsupported("unsupported-call", f"{name} of a {v.kind} graph value", self.site)
-                values.append(v)
-                return Hole(len(values) - 1)
-            if type(v) in (list, tuple):
-                return type(v)(lift(x) for x in v)
-            if _any_abstract(v):
-                raise Unsupported("unsupported-call", f"{name} with graph values in a {type(v).__name__}", self.site)
-            return v
-
-        t_args, t_kwargs = tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}
+        t_args, t_kwargs, values = templates(args, kwargs, name, self.site)
         if self.builder.tapes and any(v.kind == "tensor" for v in values):  # eager warns: a constant for the tape
             raise Unsupported("unsupported-call", f"{name} of a Tensor under a GradientTape", self.site)
         error = None
