@@ -12,6 +12,7 @@ Generator the graph draws from) is restored, and the caller re-runs the call eag
 from __future__ import annotations
 
 import time
+import types
 
 from .. import ir
 from ..ops.draws import GAUSS_FREE, SlotRng, global_state, restore, restore_global, state_of
@@ -28,7 +29,7 @@ INLINE_PLAN_LINES = 200  # plans up to this many lines are pasted into the fused
 
 
 class CompiledGraph:
-    def __init__(self, gen, mode: str = "plan", native: str = "off", owner_counts=None):
+    def __init__(self, gen, mode: str = "plan", native: str = "off", owner_counts=None, trial_at=None):
         self.gen = gen
         # the caller's fused.Counts: the fused function counts its graph calls there itself
         self.owner_counts = owner_counts
@@ -61,6 +62,10 @@ class CompiledGraph:
         self.last_s = 0.0  # try_run's last successful run, guards to result
         self._finish = gen.outputs.compile_finish()  # None when there are effects (the general finish)
         self._direct = self.plan is not None and not self.tier.pending  # no native tier to consult
+        # the run count at which the caller measures the graph against eager (jit/choice.py), in a
+        # cell the fused function reads (None: never); `choice`: the caller's record of that
+        self.trial = None if trial_at is None else types.CellType(trial_at)
+        self.choice = None
         self.fast = self._fused() if self._direct else None
 
     @property

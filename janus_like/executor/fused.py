@@ -76,7 +76,9 @@ def fuse(cg, body, deadline=None, own=False, saves=None):
     the adopted native function's from `Tier.parts`: lines, result expression, names), or None
     when a piece is missing (a general finish, the interpreter) or the generated namespaces
     would clash. With a `deadline` it returns MISS, at once, for every call once its graph's
-    counted seconds reached it (the native tier's decision is due: CompiledGraph.body). `own`:
+    counted seconds reached it (the native tier's decision is due: CompiledGraph.body); without
+    one, when the graph has a `trial` cell, once its runs reached the cell's count (a measurement
+    against eager is due: jit/choice.py). `own`:
     the body is a plan with weight updates written in place (executor/blas.py), which it may
     write from here. `saves`: (lines that save RNG states after the guards, lines that put them
     back when the body fails, their names) for a graph that draws (`CompiledGraph._rng_saves`)."""
@@ -104,6 +106,9 @@ def fuse(cg, body, deadline=None, own=False, saves=None):
         return [pattern.sub(lambda m: slot_names[int(m.group(1))], line) for line in lines]
 
     cells = {"_runs": cg.counts.calls, "_secs": cg.counts.seconds, "_slots": cg.counts.last}
+    trial = getattr(cg, "trial", None) if deadline is None else None
+    if trial is not None:  # the run count at which the JIT measures this graph against eager (jit/choice.py)
+        cells["_trial_at"] = trial
     owner = cg.owner_counts
     if owner is not None:  # the JitFunction's graph calls, so that its __call__ need not count
         cells.update(_calls=owner.calls, _calls_s=owner.seconds)
@@ -111,6 +116,8 @@ def fuse(cg, body, deadline=None, own=False, saves=None):
     if deadline is not None:
         env["DEADLINE"] = deadline
         src.append("    if _secs >= DEADLINE: return MISS")
+    if trial is not None:
+        src.append("    if _runs >= _trial_at: return MISS")
     src.append("    t0 = _pc()")
     if own:  # the last run's slots would hold the weights the plan may write in place (blas.py)
         src.append("    _slots = None")

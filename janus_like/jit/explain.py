@@ -18,6 +18,8 @@ def describe(jf) -> str:
     for i, g in enumerate(jf.graphs()):
         asserts = g.graph.asserts
         lines.append(f"  graph {i}: {g.graph.size()} nodes ({len(asserts)} asserts), ran {g.runs} times")
+        if g.choice is not None and g.choice.note:
+            lines.append(f"    {g.choice.note}")
         if g.tier.note and not g.tier.pending:
             lines.append(f"    {g.tier.note}")
         devices = getattr(g, "devices", None)
@@ -106,13 +108,15 @@ class ReportingMixin:
     def stats(self) -> dict:
         """Counters: calls, warmup_calls, eager_calls, graph_calls, fallbacks, graphs_generated,
         regenerations, guard/assert failures, native_graphs (run as one native function),
-        fused_graphs (plans with fused elementwise loops), plus times in each mode (seconds)."""
+        fused_graphs (plans with fused elementwise loops), eager_by_choice (graphs whose calls
+        run eagerly because eager measured faster: choice.py), plus times in each mode (seconds)."""
         out = dict(self.counters)
         out["graphs_cached"] = self._total_graphs()
         graphs = self.graphs()
         out["native_graphs"] = sum(1 for g in graphs if g.tier.run is not None)
         out["fused_graphs"] = sum(1 for g in graphs if g.tier.plan is not None and g.tier.run is None)
         out["native_compile_s"] = round(sum(g.tier.compile_s for g in graphs), 6)
+        out["eager_by_choice"] = sum(1 for g in graphs if g.choice is not None and g.choice.eager)
         out.update({k: round(v, 6) for k, v in self.times.items()})
         return out
 

@@ -38,6 +38,8 @@ from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabl
 from .polymorphism import UnknownDimsMixin
 from .variants import VariantsMixin, is_split
 from .explain import ReportingMixin
+from . import choice as _choice
+from .choice import ChoiceMixin, resolve_choice
 
 
 # Graphs cached for at most MAX_GRAPHS signatures (tree shapes, sizes, types) per function;
@@ -72,13 +74,13 @@ class _Entry:
         self.regrow = None  # [eager calls left, the next wait, failure key] before a growing log's retry
 
 
-class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin):
+class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin, ChoiceMixin):
     """A function compiled speculatively. Call it like the original; see `stats()`/`explain()`."""
 
     _janus_jit = True
 
     def __init__(self, fn, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: int = 2, mode: str = "plan",
-                 bound=None, reassociate: bool = True, native=None):
+                 bound=None, reassociate: bool = True, native=None, choose=None):
         if isinstance(fn, types.MethodType):
             bound, fn = fn.__self__, fn.__func__
         elif not isinstance(fn, types.FunctionType) and callable(fn) and not isinstance(fn, type):
@@ -96,6 +98,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         self.mode = mode
         self.reassociate = reassociate
         self.native = resolve_policy(native, reassociate)
+        self.choose = resolve_choice(choose)
+        self._trial_at = _choice.TRIAL_AFTER if self.choose == "measured" else None  # graph runs before eager's trial
         self.profile = Profile()
         self._hooks = Hooks(self.profile)
         self._entries: dict = {}
@@ -114,17 +118,19 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                               graphs_generated=0, regenerations=0, guard_failures=0, assert_failures=0)
         self._times = dict(warmup_s=0.0, eager_s=0.0, graph_s=0.0, generate_s=0.0)
         self._fast = ex.Counts()  # graph calls counted by the fused functions (executor/fused.py)
+        self._eager_fast = ex.Counts()  # eager calls chosen by measurement (choice.py)
         self.events: list = []  # (time, kind, text) for reports: the first explain.EVENTS_KEPT
         self.events_dropped = 0  # events after those (counted only)
         _REGISTRY.append(self)
 
     def _fold(self):
         """The fused functions' graph calls and time into the counters."""
-        calls, seconds = self._fast.take()
-        if calls:
-            self._counters["calls"] += calls
-            self._counters["graph_calls"] += calls
-            self._times["graph_s"] += seconds
+        for counts, kind in ((self._fast, "graph"), (self._eager_fast, "eager")):
+            calls, seconds = counts.take()
+            if calls:
+                self._counters["calls"] += calls
+                self._counters[f"{kind}_calls"] += calls
+                self._times[f"{kind}_s"] += seconds
 
     @property
     def counters(self) -> dict:
@@ -193,13 +199,9 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         fast = g.fast  # guards, plan, commit and statistics in one function (executor/fused.py)
         if fast is not None:
             return fast(args)
-        status, result = g.try_run(args)
-        if status is not ex.OK:
-            return _MISS
-        c = self._counters
-        c["calls"] += 1
-        c["graph_calls"] += 1
-        self._times["graph_s"] += g.last_s
+        result = self._run_tried(g, args)
+        if result is not _MISS:
+            self._maybe_trial(g)
         return result
 
     def _dispatch(self, args, kwargs):
@@ -245,6 +247,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                 self._hot_peers = entry.graphs
                 if len(entry.graphs) > 1:  # hints are read only among a signature's several graphs
                     self._hint(tuple(map(id, args)), g, entry.graphs)
+                self._maybe_trial(g)  # (measured against eager once it has run TRIAL_AFTER calls)
                 return payload
             if status == ex.GUARD_FAILED:
                 guard_failure = (g, payload)
@@ -362,7 +365,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         if self._dims and any(i < len(args) for i in self._dims):
             try:
                 gen = self._generate_polymorphic(entry, args, name)
-                g = ex.CompiledGraph(gen, self.mode, self.native, self._fast)
+                g = ex.CompiledGraph(gen, self.mode, self.native, self._fast, self._trial_at)
             except Exception as exc:  # whatever the reason (a generator bug too): back to one graph per size
                 if not isinstance(exc, Unsupported) and os.environ.get("JANUS_LIKE_DEBUG"):
                     raise
@@ -382,7 +385,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             return g
         try:
             g = ex.CompiledGraph(self._build(entry, args, name, forced=forced), self.mode, self.native,
-                                   self._fast)
+                                 self._fast, self._trial_at)
         except Unsupported as exc:
             return self._failed(entry, exc, forced)
         except RecursionError:
@@ -464,7 +467,7 @@ def _collector_paused():
 
 
 def jit(fn=None, *, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: int = 2, mode: str = "plan",
-        reassociate: bool = True, native=None):
+        reassociate: bool = True, native=None, choose=None):
     """Speculatively compile `fn` (function, bound method, or callable object such as an
     nn.Module). Usable as `@jit` or `@jit(warmup=2)`.
 
@@ -478,7 +481,9 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: 
     default $JANUS_LIKE_NATIVE or "auto"; needs the optional Numba, reassociating mode only)
     compiles a graph to one native function once its plan time has paid for the compilation
     ("auto") or at its first run ("always"), and keeps it only when it agrees with the plan and is
-    faster (see `executor/tiering.py`).
+    faster (see `executor/tiering.py`). `choose` ("measured", "graph"; default $JANUS_LIKE_CHOOSE
+    or "measured"): with "measured", a graph that takes longer a call than the function itself
+    (a step of a few Python numbers) hands its calls back to the function (see `jit/choice.py`).
 
         >>> import numpy as np, janus_like
         >>> @janus_like.jit
@@ -490,8 +495,9 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: 
     """
     if fn is None:
         return lambda f: JitFunction(f, warmup, max_graphs, regen_after, mode, reassociate=reassociate,
-                                     native=native)
-    return JitFunction(fn, warmup, max_graphs, regen_after, mode, reassociate=reassociate, native=native)
+                                     native=native, choose=choose)
+    return JitFunction(fn, warmup, max_graphs, regen_after, mode, reassociate=reassociate, native=native,
+                       choose=choose)
 
 
 __all__ = ["jit", "JitFunction", "REASONS"]

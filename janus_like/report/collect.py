@@ -76,7 +76,8 @@ def _function(jf, hot, sources, demoted_reason, origin, rt_t0):
                        for a in g.assumptions[:ASSUMPTION_CAP]]
         graphs.append(dict(index=i, name=g.graph.name, nodes=g.graph.size(), asserts=len(g.graph.asserts),
                            runs=int(g.runs), time_s=_round(getattr(g, "time_s", 0.0)),
-                           assumptions_total=len(g.assumptions), assumptions=assumptions, dot=None, svg=None))
+                           assumptions_total=len(g.assumptions), assumptions=assumptions, dot=None, svg=None,
+                           choice=g.choice.note if g.choice is not None else None))
     fallbacks = []
     for fb in jf.fallbacks():
         r = REASONS.get(fb.reason)

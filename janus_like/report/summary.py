@@ -34,7 +34,8 @@ def summary_text(data: dict, width: int = 100) -> str:
                          f"{(_f(speed, '.2f') + 'x') if speed is not None else '-':>8}  {f['status']}")
         for f in fns:
             details = [f"    graph #{x['index']}: {x['nodes']} nodes, {x['assumptions_total']} assumptions, "
-                       f"ran {x['runs']} times" for x in f["graphs"][:4]]
+                       f"ran {x['runs']} times" + (f"; {x['choice']}" if x.get("choice") else "")
+                       for x in f["graphs"][:4]]
             for fb in sorted(f["fallbacks"], key=lambda fb: -fb["count"])[:3]:
                 text = f"    {fb['count']}x [{fb['reason']}] {fb['site'] or '-'}: {fb['detail']}"
                 details.append(text if len(text) <= width else text[:width - 3] + "...")
