@@ -12,8 +12,10 @@ measured against the function itself, on the user's own calls, once it has settl
    the graph's mean so far (a big step pays for one eager call, not six blocks).
 2. Eager is chosen when its best block took at most GAIN of the graph's best: from then on the
    calls that reach the graph (its signature's steady-state calls) run `fn` itself through a
-   generated route, without the graph's guards, counted as eager calls. Otherwise the graph
-   stays.
+   generated route, counted as eager calls. The route checks the graph's guards on one call in
+   GUARD_EVERY only: a call they reject (a new batch size, new types) goes the full way, where
+   its own graph is found or made, and that graph takes the steady state over. Otherwise the
+   graph stays.
 3. Either way the choice is measured again after RECHECK calls, doubling each time up to
    RECHECK_MAX: a route runs that many calls, then a new trial starts from its next call.
 
@@ -39,6 +41,7 @@ BLOCK_S, BLOCK_MAX, ROUNDS = 1e-4, 16, 3
 EARLY = 2.0
 GAIN = 0.95
 RECHECK, RECHECK_MAX = 4096, 1 << 20
+GUARD_EVERY = 64  # a power of two
 _clock = time.perf_counter
 
 
@@ -104,7 +107,8 @@ class Trial:
 
 
 # A chosen-eager graph's `fast`: the function itself, timed and counted in the JitFunction's
-# cells (as fused.py counts graph calls); after `_left` calls the next one starts a new trial.
+# cells (as fused.py counts graph calls); after `_left` calls the next one starts a new trial;
+# one call in GUARD_EVERY is first offered to the graph's guards (an int: rejected).
 _ROUTE = """
 def _outer():
     _calls = _secs = _left = None
@@ -113,6 +117,8 @@ def _outer():
         _left -= 1
         if _left < 0:
             return RECHECK(args)
+        if not _left & GUARD_MASK and GUARD(args).__class__ is int:
+            return MISS
         t0 = _pc()
         try:
             return FN(*args)
@@ -124,14 +130,15 @@ def _outer():
 _ROUTE_CODE = None
 
 
-def _route(fn, counts, calls, recheck):
+def _route(fn, guard, counts, calls, recheck):
     global _ROUTE_CODE
     if _ROUTE_CODE is None:
         env: dict = {}
         exec(compile(_ROUTE, "<janus_like eager route>", "exec"), env)
         _ROUTE_CODE = env["_outer"]().__code__
     cells = {"_calls": counts.calls, "_secs": counts.seconds, "_left": types.CellType(calls)}
-    env = {"FN": fn, "RECHECK": recheck, "_pc": _clock}
+    env = {"FN": fn, "GUARD": guard, "GUARD_MASK": GUARD_EVERY - 1, "MISS": MISS, "RECHECK": recheck,
+           "_pc": _clock}
     return types.FunctionType(_ROUTE_CODE, env, "route", None, tuple(cells[n] for n in _ROUTE_CODE.co_freevars))
 
 
@@ -168,13 +175,14 @@ class ChoiceMixin:
         interval = choice.interval
         choice.interval = min(2 * interval, RECHECK_MAX)
         rounds = len(trial.means["eager"])
-        measured = (f"eager {eager * 1e6:.2f} µs a call, the graph "
-                    + (f"{graph * 1e6:.2f} µs" if trial.means["graph"] else f"{g.time_s / max(g.runs, 1) * 1e6:.2f} µs "
-                       "(its mean so far)")
-                    + f"; best of {rounds} block{'s' if rounds > 1 else ''} of {trial.block} call"
-                    + ("s" if trial.block > 1 else ""))
+        if trial.means["graph"]:
+            of_graph = f"{graph * 1e6:.2f} µs"
+        else:  # stopped after the first eager block
+            of_graph = f"{g.time_s / max(g.runs, 1) * 1e6:.2f} µs (its mean so far)"
+        measured = (f"eager {eager * 1e6:.2f} µs a call, the graph {of_graph}; best of {rounds} "
+                    f"block{'s' if rounds > 1 else ''} of {trial.block} call{'s' if trial.block > 1 else ''}")
         if choice.eager:
-            g.fast = _route(self.__wrapped__, self._eager_fast, interval, functools.partial(self._recheck, g))
+            g.fast = _route(self.__wrapped__, g.guard, self._eager_fast, interval, functools.partial(self._recheck, g))
             choice.note = f"runs eagerly by measurement ({measured}); measured again after {interval} calls"
         else:
             g.fast = choice.plain

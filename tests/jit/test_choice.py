@@ -126,6 +126,16 @@ def test_calls_that_break_assumptions_during_trials_and_routes(monkeypatch, gain
     assert any(g.choice is not None for g in jf.graphs()), jf.explain()
 
 
+def test_a_routed_graph_offers_some_calls_to_its_guards_and_a_new_shape_gets_its_own_graph(monkeypatch):
+    _quick(monkeypatch, EAGER_WINS, recheck=1000)
+    monkeypatch.setattr(choice, "GUARD_EVERY", 2)
+    w = np.linspace(-1, 1, 12).reshape(4, 3)
+    jf = side_by_side(lambda: (affine, None),
+                      call_sequence(60, lambda s, i: (w, np.full((2, 4) if i < 30 else (5, 4), 0.1 * i))),
+                      choose="measured")
+    assert len(jf.graphs()) == 2 and all(g.choice is not None and g.choice.eager for g in jf.graphs()), jf.explain()
+
+
 def lookup(d, k):
     return d[k] * 2 + 1
 
