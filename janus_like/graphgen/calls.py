@@ -26,7 +26,7 @@ from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert
 from .draws import _SEARCHES, RngMethod
 from .early_returns import function_body
-from .numpy_calls import ArrayInPlace, _refuse_global_state
+from .numpy_calls import ArrayMethod, _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, number_call, scalar_extreme
@@ -118,8 +118,8 @@ class CallsMixin:
                 self.class_member(type(func.obj), "__call__")
                 return self.inline(call, [func] + list(args), kwargs)
             raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
-        if isinstance(func, ArrayInPlace):
-            return self.array_inplace(func, args, kwargs)
+        if isinstance(func, ArrayMethod):
+            return self.array_method(func, args, kwargs)
         if func is np.full and _any_abstract((args, kwargs)):
             return self.numpy_full(args, kwargs)
         if isinstance(func, SymbolicTape) or isinstance(func, Sym):

@@ -15,7 +15,7 @@ from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from ..tensor import Tensor
 from .builder import SymbolicTape
-from .numpy_calls import ArrayInPlace
+from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
 from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _is_basic_index, _str_parts, _truth_value, _unwrap_obj
@@ -347,14 +347,14 @@ class ExpressionsMixin:
             self.builder.escape(obj, f"read as .{name}")  # x.numpy(), x.base: one type's own
             if obj.kind == "array" and hasattr(Tensor, name):  # as eager: x.numpy() of an ndarray
                 raise AttributeError(f"'numpy.ndarray' object has no attribute {name!r}")
+        if isinstance(obj, Sym) and obj.kind == "array" and name in ArrayMethod.NAMES:
+            return ArrayMethod(obj, name)  # x.fill(v), x.sort(): a write into x when called; x.view()
         if isinstance(obj, Sym) and name in Sym.__slots__:  # the generator's own (`x.view()` is not Sym.view)
             if obj.kind == "array" and hasattr(np.ndarray, name):
                 raise Unsupported("unsupported-call", f"ndarray.{name} has no graph op", self.site)
             raise Unsupported("user-error", f"an array or Tensor has no attribute {name!r}", self.site)
         if isinstance(obj, Sym) and obj.kind == "py" and not hasattr(obj, name):  # (i.bit_length(), s.hex())
             raise Unsupported("data-dependent-python", f"`.{name}` of a Python number the graph computes", self.site)
-        if isinstance(obj, Sym) and obj.kind == "array" and name in ArrayInPlace.NAMES:
-            return ArrayInPlace(obj, name)  # x.fill(v), x.sort(): a write into x when called
         if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name):
             if not hasattr(np.ndarray, name):  # eager raises AttributeError (x.ptp() in NumPy 2)
                 raise Unsupported("user-error", f"'numpy.ndarray' object has no attribute {name!r}", self.site)

@@ -50,6 +50,9 @@ class NumpyCallsMixin:
             return _as_kind(bind(P.arange, args[0]), "array")
         if is_conversion(func):  # np.asarray(x), np.array([a, b]), np.float32(x)
             return convert(func, args, kwargs, self.site)
+        if func is np.ascontiguousarray and len(args) + len(kwargs) in (1, 2) and set(kwargs) <= {"dtype"} \
+                and isinstance(args[0], Sym) and args[0].kind == "array" and not _any_abstract((args[1:], kwargs)):
+            return self._contiguous(args[0], kwargs.get("dtype", args[1] if len(args) > 1 else None))
         if func is np.copyto:
             dst, src = args[0], args[1]
             self.write_box(dst, self.inplace_value(dst, src))
@@ -158,9 +161,16 @@ class NumpyCallsMixin:
         except Unsupported as exc:
             raise self.located(exc)
 
-    def array_inplace(self, method, args, kwargs):
-        """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`."""
+    def array_method(self, method, args, kwargs):
+        """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`;
+        x.view() (or of x's own dtype): a new array object on x's memory."""
         x = method.array
+        given = (*args, *kwargs.values())
+        if method.name == "view" and len(given) <= 1 and set(kwargs) <= {"dtype"} and not _any_abstract(given) \
+                and all(_same_dtype(d, x.dtype) for d in given):
+            from ..ops.registry import P, bind
+
+            return _as_kind(bind(P.view, x), "array")
         if method.name == "fill" and len(args) == 1 and not kwargs:
             self.setitem(x, Ellipsis, args[0])
             return None
@@ -172,6 +182,15 @@ class NumpyCallsMixin:
             return None
         raise Unsupported("unsupported-call", f"ndarray.{method.name} with these arguments has no graph op", self.site)
 
+    def _contiguous(self, x, dtype):
+        """np.ascontiguousarray(x[, dtype]) of a graph array: a node that calls it when the graph
+        runs (x itself when x is C-ordered, as eagerly), on x cast first when the dtype differs."""
+        from ..ops.registry import P, bind
+
+        if dtype is not None and np.dtype(dtype) != x.dtype:
+            x = _as_kind(F.cast(x, np.dtype(dtype)), "array")
+        return _as_kind(bind(P.ascontiguousarray, x), "array")
+
     def add_at(self, target, indices, values=None):
         """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""
         if values is None or not isinstance(target, Sym) or target.kind == "tensor":
@@ -179,15 +198,24 @@ class NumpyCallsMixin:
         self.write_box(target, F.add_at(target, _unwrap_obj(indices), values))
 
 
-class ArrayInPlace:
-    """`x.fill` / `x.sort` of a graph array, read as an attribute: a method that writes x in
-    place when called (`NumpyCallsMixin.array_inplace`)."""
+class ArrayMethod:
+    """`x.fill` / `x.sort` / `x.view` of a graph array, read as an attribute: a method whose
+    call the generator makes itself (`NumpyCallsMixin.array_method`): a write into x, a view."""
 
     __slots__ = ("array", "name")
-    NAMES = frozenset({"fill", "sort"})
+    NAMES = frozenset({"fill", "sort", "view"})
 
     def __init__(self, array, name):
         self.array, self.name = array, name
+
+
+def _same_dtype(given, dtype) -> bool:
+    """Whether `given` (a view's argument) names `dtype` itself (not a type, which NumPy reads as
+    an ndarray subclass, nor another dtype: a reinterpretation)."""
+    try:
+        return not (isinstance(given, type) and issubclass(given, np.ndarray)) and np.dtype(given) == dtype
+    except TypeError:
+        return False
 
 
 def _refuse_global_state(func, site):

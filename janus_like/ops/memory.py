@@ -11,9 +11,11 @@ register("copy", lambda xp, x: xp.array(x, copy=True, order="C"), vjp=lambda g, 
          doc="a fresh C-ordered buffer with the same contents (NumPy's ndarray.copy): a reduction of it "
              "adds in the same order whatever the layout of x (a broadcast, a transpose)")
 
-# Made by the contiguous_operands pass (after differentiation): no gradient rule.
+# Made by the contiguous_operands pass (after differentiation), and np.ascontiguousarray of an
+# array in user code: no gradient rule.
 register("ascontiguousarray", lambda xp, x: xp.ascontiguousarray(x),
-         doc="x in C order: a copy unless it already is (a transposed operand read by several products)")
+         doc="x in C order (at least 1-d): a copy unless it already is, else x itself (a transposed operand "
+             "read by several products)")
 
 
 def _to_device(xp, x, device, source="cpu"):
@@ -31,6 +33,8 @@ register("to_device", _to_device, vjp=_to_device_vjp,
          doc="the value copied to `device` ('cpu' or 'gpu') from `source`; the transfer node of a graph")
 
 
+register("view", lambda xp, x: x.view(),
+         doc="x.view(): a new array object on x's memory (a write through either is seen by the other)")
 register("asarray", lambda xp, x: xp.asarray(x),
          doc="np.asarray of a 0-d value: a NumPy scalar becomes a 0-d array, an array stays itself")
 register("numpy_scalar", lambda xp, x, dtype: np.dtype(dtype).type(x),

@@ -14,7 +14,8 @@ from ..ops.registry import REGISTRY
 from .simplify import substitute
 
 
-_FRESH = {"copy", "zeros_like", "ones_like", "full_like"}  # made to be written into: each call is its own buffer
+# made to be written into, or a new object each call (`x.view()`, a copy of x or x itself): not merged
+_FRESH = {"copy", "zeros_like", "ones_like", "full_like", "view", "ascontiguousarray"}
 _CONST_MAX = 4096  # elements: equal constants up to this size are compared by their bytes
 
 

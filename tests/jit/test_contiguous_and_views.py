@@ -1,0 +1,51 @@
+"""`np.ascontiguousarray(x)` and `x.view()` of graph arrays run as graph nodes that make the
+call when the graph runs: eager's objects (x itself when it is C-ordered, a copy of a
+transpose, a new array on x's memory), side by side against eager with results, state, arguments
+and who shares memory with whom compared after every call. A write through such a result (it may
+be the input itself) keeps the step eager, as does a view that reinterprets the bytes."""
+import numpy as np
+import pytest
+
+from .harness import call_sequence, check, fallback_reasons, load_module, random_array
+
+BODIES = {
+    "transposed_operand": "a = np.ascontiguousarray(x.T)\n    return a @ m, a.sum(axis=1)",
+    "input_itself": "return np.ascontiguousarray(x), np.ascontiguousarray(m)",
+    "zero_d": "return np.ascontiguousarray(x.sum()) * 2",
+    "dtype": "return np.ascontiguousarray(x.T, dtype=np.float32), np.ascontiguousarray(m, np.float64), "
+             "np.ascontiguousarray(m * 2, dtype='float64')",
+    "twice": "a = np.ascontiguousarray(x.T)\n    b = np.ascontiguousarray(x.T)\n    return a, b, x.view(), x.view()",
+    "state_rebound": "y = np.ascontiguousarray(st['w'])\n    st['w'] = st['w'] * 0.5 + x[0, 0]\n    return y",
+    "state_view": "v = st['w'].view()\n    st['w'] = st['w'] * 0.5\n    return v.sum() + x.sum(), v",
+    "views": "y = (x * 2).view()\n    return y + 1, x.view(np.float64), x.view(dtype=x.dtype).shape",
+}
+STILL_EAGER = {
+    "write_through": "y = np.ascontiguousarray(st['w'])\n    y += x[0, 0]\n    return y",
+    "write_through_view": "y = st['w'].view()\n    y[0] = x[0, 0]\n    return y",
+    "reinterpret": "return (x * 2).view(np.int64)",
+    "read_after_base_written": "v = st['w'].view()\n    st['w'] *= 0.5\n    return v.sum() + x.sum(), v",
+}
+
+
+def _run(tmp_path, name, body, min_graph_calls):
+    module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x, m, st):\n    {body}\n", name)
+
+    def make():
+        return module.f, {"st": {"w": np.arange(12.0).reshape(3, 4)}}
+
+    calls = call_sequence(8, lambda s, i: (random_array(i, (3, 4)), random_array(50 + i, (3, 4)), s["st"]))
+    return check(make, calls, min_graph_calls=min_graph_calls)
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+def test_contiguous_copies_and_views_side_by_side(tmp_path, name):
+    jf = _run(tmp_path, name, BODIES[name], 4)
+    assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
+    ops = {n.op for g in jf.graphs() for n in g.graph.all_nodes()}
+    assert ops & {"ascontiguousarray", "view"}, jf.explain()
+
+
+@pytest.mark.parametrize("name", sorted(STILL_EAGER))
+def test_writes_through_them_and_reinterpreting_views_stay_eager(tmp_path, name):
+    jf = _run(tmp_path, name, STILL_EAGER[name], 0)
+    assert jf.stats()["graph_calls"] == 0 and fallback_reasons(jf), jf.explain()
