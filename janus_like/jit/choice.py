@@ -32,7 +32,6 @@ import os
 import time
 import types
 
-from .. import executor as ex
 from ..executor.fused import MISS
 
 CHOICES = ("measured", "graph")
@@ -146,9 +145,10 @@ class ChoiceMixin:
     """The JitFunction's side: starting trials, choosing, routing."""
 
     def _maybe_trial(self, g):
-        """After graph g ran a call on the full path: start its trial when one is due."""
+        """After graph g ran a call on the full path: start its trial when one is due (never
+        during one or while its calls are routed eagerly: the cell holds infinity then)."""
         t = g.trial
-        if t is None or g.runs < t.cell_contents or g.tier.pending or isinstance(g.fast, Trial):
+        if t is None or g.runs < t.cell_contents or g.tier.pending:
             return
         self._begin_trial(g)
 
@@ -194,13 +194,3 @@ class ChoiceMixin:
         c = self._eager_fast
         c.calls.cell_contents += 1
         c.seconds.cell_contents += seconds
-
-    def _run_tried(self, g, args):
-        """A graph's call on the full path (`try_run`), MISS when it did not complete."""
-        status, result = g.try_run(args)
-        if status is not ex.OK:
-            return MISS
-        self._counters["calls"] += 1
-        self._counters["graph_calls"] += 1
-        self._times["graph_s"] += g.last_s
-        return result

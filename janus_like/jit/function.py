@@ -204,6 +204,16 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             self._maybe_trial(g)
         return result
 
+    def _run_tried(self, g, args):
+        """A graph's call on the full path (`try_run`), MISS when it did not complete."""
+        status, result = g.try_run(args)
+        if status is not ex.OK:
+            return _MISS
+        self._counters["calls"] += 1
+        self._counters["graph_calls"] += 1
+        self._times["graph_s"] += g.last_s
+        return result
+
     def _dispatch(self, args, kwargs):
         if kwargs:
             positional = self._positional(args, kwargs)
@@ -363,26 +373,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         start = time.perf_counter()
         name = getattr(self.__wrapped__, "__qualname__", "fn")
         if self._dims and any(i < len(args) for i in self._dims):
-            try:
-                gen = self._generate_polymorphic(entry, args, name)
-                g = ex.CompiledGraph(gen, self.mode, self.native, self._fast, self._trial_at)
-            except Exception as exc:  # whatever the reason (a generator bug too): back to one graph per size
-                if not isinstance(exc, Unsupported) and os.environ.get("JANUS_LIKE_DEBUG"):
-                    raise
-                self._give_up_dims(args, f"{exc.reason}: {exc.detail}" if isinstance(exc, Unsupported)
-                                   else f"internal-error: {type(exc).__name__}: {exc}")
-                for k in [k for k, e in self._entries.items() if e is entry]:
-                    del self._entries[k]
-                self.times["generate_s"] += time.perf_counter() - start
-                return None
-            self.times["generate_s"] += time.perf_counter() - start
-            for k in self._superseded:  # one graph now serves those sizes
-                self._entries.pop(k, None)
-            self._superseded = []
-            entry.graphs.insert(0, g)
-            self.counters["graphs_generated"] += 1
-            self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
-            return g
+            return self._make_polymorphic(entry, args, name, start)
         try:
             g = ex.CompiledGraph(self._build(entry, args, name, forced=forced), self.mode, self.native,
                                  self._fast, self._trial_at)

@@ -13,6 +13,9 @@ generating and probing the unknown-size graph, and giving a dimension up.
 """
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 
 from .. import ir
@@ -142,3 +145,29 @@ class UnknownDimsMixin:
         if signature(gen) != signature(probe):
             raise Unsupported("shape-dependent", "the graph changes with the size of the varying dimension")
         return gen
+
+    def _make_polymorphic(self, entry, args, name, start):
+        """The graph for this signature's unknown dimensions (replacing the per-size signatures
+        it serves), or None when it cannot be made: the dimensions are given up."""
+        from .. import executor as ex
+
+        try:
+            gen = self._generate_polymorphic(entry, args, name)
+            g = ex.CompiledGraph(gen, self.mode, self.native, self._fast, self._trial_at)
+        except Exception as exc:  # whatever the reason (a generator bug too): back to one graph per size
+            if not isinstance(exc, Unsupported) and os.environ.get("JANUS_LIKE_DEBUG"):
+                raise
+            self._give_up_dims(args, f"{exc.reason}: {exc.detail}" if isinstance(exc, Unsupported)
+                               else f"internal-error: {type(exc).__name__}: {exc}")
+            for k in [k for k, e in self._entries.items() if e is entry]:
+                del self._entries[k]
+            return None
+        finally:
+            self.times["generate_s"] += time.perf_counter() - start
+        for k in self._superseded:  # one graph now serves those sizes
+            self._entries.pop(k, None)
+        self._superseded = []
+        entry.graphs.insert(0, g)
+        self.counters["graphs_generated"] += 1
+        self._log("regen", f"generated a graph for unknown dimensions {dict(self._dims)}: {g.graph.size()} nodes")
+        return g
