@@ -361,8 +361,12 @@ class _Translator:
         return index_source(template, lambda k: self.ref(operands[k]))
 
     def _array_slots(self, template, operands):
-        return [operands[i[1]] for i in template[0] if type(i) is tuple and i[0] == "slot"
-                and self.rank(operands[i[1]])]
+        arrays = [operands[i[1]] for i in template[0] if type(i) is tuple and i[0] == "slot"
+                  and self.rank(operands[i[1]])]
+        # x[mask]: the loops here take index arrays as row numbers
+        if any((np.dtype(a.aval[1]) if isinstance(a, ir.Node) else np.asarray(a).dtype).kind == "b" for a in arrays):
+            raise NativeUnsupported(f"a boolean mask as an index {template}")
+        return arrays
 
     def op_getitem(self, n, x, *operands, index):
         arrays = self._array_slots(index, operands)

@@ -16,6 +16,7 @@ from .. import ir
 from ..errors import GradientError
 from ..ops import api as F
 from ..tensor import Tensor
+from . import masks
 from .shapes import DTYPES, UNSAMPLED, by_rule
 from .values import OPAQUE, Sym, Unsupported, VarRef
 
@@ -68,6 +69,8 @@ class GraphBuilder:
         # (`escape`) does the generator give up, telling the JIT which branch to split
         self.either: dict = {}
         self.polymorphic = False  # set while generating a graph for unknown dimensions
+        self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
+        self.stand_ins: dict = {}  # mask node id -> its stand-in count
         self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks
         # JANUS_LIKE_VERIFY (the test suite): run every op anyway and compare with the shortcuts
         self.check_shortcuts = os.environ.get("JANUS_LIKE_VERIFY", "") not in ("", "0")
@@ -156,12 +159,17 @@ class GraphBuilder:
             return (tuple(shape), np.dtype(dtype))
         if op.name == "to_device":  # a transfer keeps shape and dtype (and must not run here)
             return inputs[0].aval if isinstance(inputs[0], ir.Node) else (np.shape(args[0]), np.asarray(args[0]).dtype)
-        if op.name in ("getitem", "getitem_raw") and any(isinstance(i, ir.Node) and np.dtype(i.aval[1]).kind == "b"
-                                                          for i in inputs[1:]):
-            # x[mask]: as many items as the mask has True values, which the graph does not know (the
-            # run on stand-ins below would give a size of 0 and bake it in: len(), shapes)
-            raise Unsupported("data-dependent-shape", "indexing with a boolean mask the graph computes (the result's "
-                                                 "size depends on the data)", self.site)
+        at = masks.mask_operand(op.name, inputs, params)
+        if at is not None and self.sizes is not None:  # a graph of unknown sizes: the mask's stand-in count
+            reps = [_representative(Sym(i), k) if isinstance(i, ir.Node) else a for a, i, k in zip(args, inputs, kinds)]
+            return masks.sized_aval(self, op, reps, inputs, params, at)
+        if at is not None and masks.needs_count(op.name):
+            # x[mask]: as many items as the mask has True values, which a graph of fixed sizes does not
+            # know (the run on stand-ins below would give a size of 0 and bake it in: len(), shapes)
+            exc = Unsupported("data-dependent-shape", "indexing with a boolean mask the graph computes (the "
+                                                      "result's size depends on the data)", self.site)
+            exc.sized = True  # the JIT generates a graph of unknown sizes instead (graphgen/masks.py)
+            raise exc
         ruled = None if op.elementwise else by_rule(op, inputs, params)
         if ruled is not None and (not self.check_shortcuts or op.name in UNSAMPLED):
             return ruled

@@ -56,7 +56,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
     containers; this class holds the state they share and the input/output ends."""
 
     def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL, unknown_dims=None,
-                 reassociate=False, split=None, regions=False):
+                 reassociate=False, split=None, regions=False, sizes=None):
         self.fn = fn
         self.regions = regions  # stage self-recursive callees as recursion regions (recursion.py)
         self.region_misses: list[str] = []  # why a recursive callee was inlined instead (for explain)
@@ -65,6 +65,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.split = dict(split or {})
         self.forced: dict = {}
         self.unknown_dims = unknown_dims or {}  # argument index -> axes of unknown size
+        self.sizes = sizes  # masks' first stand-in count (masks.py), or None: x[mask] refused
         self.name = name
         self.profile = profile
         self.relaxed = relaxed
@@ -101,7 +102,8 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
 
     def generate(self, args):
         old = set_builder(self.builder)
-        self.builder.polymorphic = self.builder.graph.polymorphic = bool(self.unknown_dims)
+        self.builder.polymorphic = self.builder.graph.polymorphic = bool(self.unknown_dims) or self.sizes is not None
+        self.builder.sizes = self.sizes
         try:
             arg_values = []
             self.prog.check_arity(len(args))

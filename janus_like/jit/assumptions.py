@@ -99,8 +99,10 @@ REASONS = {r.id: r for r in [
     Reason("assumption", "a speculated assumption did not hold for this call", "see the assumption's site"),
     Reason("under-tape", "the jitted function was called while an eager GradientTape was recording",
            "jit the whole training step (tape included) instead of a function called inside the tape"),
-    Reason("data-dependent-shape", "an op's result has as many items as the data says (`x[mask]`), which a graph "
-           "specialized on shapes cannot know", "write it as `np.where(mask, x, 0)` with a count, or leave it eager"),
+    Reason("data-dependent-shape", "an op's result has as many items as the data says (`x[mask]`), and the code "
+           "depends on that count in a way a graph of unknown sizes cannot express (a Python list of its items, "
+           "`.size`, a loop over its rows)", "keep the count in array ops (`len()`, `.sum()`, `.mean()`), or write "
+           "it as `np.where(mask, x, 0)` with a count"),
     Reason("shape-dependent", "the function's Python code depends on a dimension that varies between calls",
            "each size gets its own graph (up to max_graphs)"),
     Reason("disabled", "JANUS_LIKE_DISABLE=1 is set", "unset it to enable the JIT"),

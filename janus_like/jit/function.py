@@ -344,13 +344,13 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         return self.__wrapped__(*args, **kwargs)
 
     # ================================================================== generation
-    def _build(self, entry, args, name, dims=None, forced=None):
+    def _build(self, entry, args, name, dims=None, forced=None, sizes=None):
         """Generate, optimize and plan the commit copies of one graph for `args` (with `forced`:
         the outcomes of split branches it takes, see variants.py)."""
         gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed | self._relaxed_values),
                         unknown_dims=dims,
                         reassociate=self.reassociate, split={**entry.split, **(forced or {})},
-                        regions=bool(self._regions)).generate(args)
+                        regions=bool(self._regions), sizes=sizes).generate(args)
         optimize(gen.graph, self.reassociate, entry.relaxed)
         # the guards', then the asserts' the graph runs (a pass may add one: passes/quotient.py)
         gen.assumptions += [n.params["assumption"] for n in gen.graph.asserts]
@@ -375,7 +375,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         if self._dims and any(i < len(args) for i in self._dims):
             return self._make_polymorphic(entry, args, name, start)
         try:
-            g = ex.CompiledGraph(self._build(entry, args, name, forced=forced), self.mode, self.native,
+            g = ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
                                  self._fast, self._trial_at)
         except Unsupported as exc:
             return self._failed(entry, exc, forced)

@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from .. import ir
+from ..graphgen import masks
 from ..graphgen.values import Unsupported
 from ..tensor import Tensor
 from .assumptions import Fallback
@@ -135,16 +136,30 @@ class UnknownDimsMixin:
         self._dims = {}
         self._note(Fallback("shape-dependent", reason))
 
-    def _generate_polymorphic(self, entry, args, name):
+    def _generate_polymorphic(self, entry, args, name, forced=None):
+        """The graph for unknown sizes: this call's, checked against a probe generation with every
+        unknown dimension and every mask's stand-in count (graphgen/masks.py) one larger."""
         dims = dict(self._dims)
-        gen = self._build(entry, args, name, dims)
+        reason = "shape-dependent" if dims else "data-dependent-shape"
+        gen = self._build(entry, args, name, dims, forced, sizes=masks.FIRST)
         try:
-            probe = self._build(entry, probe_args(args, dims), name, dims)
+            probe = self._build(entry, probe_args(args, dims), name, dims, forced, sizes=masks.FIRST + 1)
         except Unsupported as exc:  # e.g. a reshape that only works for some sizes
-            raise Unsupported("shape-dependent", f"another size does not generate the same graph ({exc.detail})")
+            raise Unsupported(reason, f"another size does not generate the same graph ({exc.detail})", exc.site)
         if signature(gen) != signature(probe):
-            raise Unsupported("shape-dependent", "the graph changes with the size of the varying dimension")
+            raise Unsupported(reason, "the graph changes with the size of the varying dimension" if dims else
+                              "the graph changes with the number of items a boolean mask selects")
         return gen
+
+    def _build_any(self, entry, args, name, forced):
+        """`_build`, or for a step that selects with a mask it computes (`x[mask]`) the graph of
+        unknown sizes (graphgen/masks.py)."""
+        try:
+            return self._build(entry, args, name, forced=forced)
+        except Unsupported as exc:
+            if not getattr(exc, "sized", False):
+                raise
+        return self._generate_polymorphic(entry, args, name, forced)
 
     def _make_polymorphic(self, entry, args, name, start):
         """The graph for this signature's unknown dimensions (replacing the per-size signatures

@@ -1,0 +1,93 @@
+"""Values whose size the data decides: `x[mask]`, `np.nonzero(mask)`, in graphs of unknown sizes.
+
+`x[mask]` has as many rows as `mask` has True values, which no shape specialization can know. The
+generator gives each mask it meets a *stand-in count* (`GraphBuilder.sizes`: 5, 8, 11, ... for
+the first, second, third mask) and generates the graph as one for unknown sizes
+(`ir.Graph.polymorphic`: sizes are read at run time, `len()` and `.shape` are nodes). The JIT then
+generates it a second time with every stand-in one larger (jit/polymorphism.py) and keeps the graph
+only if both are identical node for node: whatever baked a count in (a loop over the rows, a
+`reshape` to it) shows up as a difference, and the step stays eager. Distinct masks get distinct
+stand-ins, so combining two masks' selections elementwise (which works only when their counts
+happen to agree) is refused while generating rather than trusted.
+
+A mask's stand-in shape comes from running the op on integer indices instead of the mask: a
+k-dimensional mask with n True values selects what k index arrays of length n select.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from ..ops.indexing import _SLOT
+from .values import Unsupported
+
+FIRST = 5  # the first mask's stand-in count (the probe generation adds one to each)
+STEP = 3   # ... and the gap between masks' counts, so two masks never share one
+
+# op -> how many leading inputs precede the index operands (the array indexed is input `x_at`)
+_INDEX_OPS = {"getitem": (1, 0), "getitem_grad": (2, 1), "index_update": (2, 0), "index_add": (2, 0),
+              "add_at": (2, 0), "last_write_mask": (1, 0)}
+_SELECTING = {"getitem"}  # ops whose result's shape is the selection's (the others keep x's shape)
+
+
+def mask_operand(op_name, inputs, params):
+    """The position in `inputs` of a boolean array the graph computes used as an index, or None."""
+    spec = _INDEX_OPS.get(op_name)
+    if spec is None or "index" not in params:
+        return None
+    found = [k for k, i in enumerate(inputs) if k >= spec[0] and isinstance(i, ir.Node)
+             and np.dtype(i.aval[1]).kind == "b"]
+    return found[0] if found else None
+
+
+def needs_count(op_name) -> bool:
+    """True for ops whose result's shape depends on a mask's count (x[mask]); writes through a
+    mask (x[mask] = v) keep x's shape and only need a count to check v."""
+    return op_name in _SELECTING
+
+
+def stand_in(builder, node) -> int:
+    """The stand-in count of mask `node` in this generation (`builder.sizes`: FIRST, or one more
+    in the probe generation)."""
+    counts = builder.stand_ins
+    if node.id not in counts:
+        counts[node.id] = builder.sizes + STEP * len(counts)
+    return counts[node.id]
+
+
+def sized_aval(builder, op, reps, inputs, params, at):
+    """(shape, dtype) of `op` with the mask at input `at` standing for `stand_in` True values."""
+    first, x_at = _INDEX_OPS[op.name]
+    items, single = params["index"]
+    slot = at - first
+    mask = inputs[at]
+    k = len(mask.aval[0])
+    x_shape = tuple(np.shape(reps[x_at]))
+    where = [n for n, item in enumerate(items) if type(item) is tuple and item == (_SLOT, slot)]
+    before = items[:where[0]] if where else ()
+    # the axes the mask covers: only slices before it (x[m], x[:, m], x[m, 1:]); else no count
+    if k == 0 or len(where) != 1 or any(not (type(i) is tuple and i[0] != _SLOT) for i in before):
+        raise Unsupported("data-dependent-shape", f"op '{op.name}' with a boolean mask among other index kinds "
+                                                  "(the result's size depends on the data)", builder.site)
+    d = len(before)
+    if tuple(mask.aval[0]) != x_shape[d:d + k]:
+        raise Unsupported("op-error", f"op '{op.name}': a boolean index of shape {tuple(mask.aval[0])} does not "
+                                      f"match the indexed array's axes {x_shape[d:d + k]}", builder.site)
+    if 0 in x_shape[d:d + k]:
+        raise Unsupported("data-dependent-shape", "a boolean mask over an empty axis", builder.site)
+    n = stand_in(builder, mask)
+    extra = len(reps) - first
+    picks = [np.zeros(n, np.intp)] * k  # k index arrays of n zeros select what n True values select
+    new_items = list(items[:where[0]]) + [(_SLOT, slot)] + [(_SLOT, extra + j) for j in range(k - 1)] \
+        + list(items[where[0] + 1:])
+    args = list(reps)
+    args[at] = picks[0]
+    args += picks[1:]
+    template = (tuple(new_items), single and k == 1)
+    try:
+        out = op.impl(np, *args, **{**params, "index": template})
+    except Exception as exc:
+        raise Unsupported("op-error", f"op '{op.name}' fails on these shapes with a selection of {n} items "
+                                      f"({exc})", builder.site) from exc
+    arr = np.asarray(out)
+    return tuple(arr.shape), arr.dtype
