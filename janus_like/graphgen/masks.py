@@ -91,3 +91,28 @@ def sized_aval(builder, op, reps, inputs, params, at):
                                       f"({exc})", builder.site) from exc
     arr = np.asarray(out)
     return tuple(arr.shape), arr.dtype
+
+
+NONZERO = (np.nonzero, np.where, np.flatnonzero, np.argwhere)
+
+
+def nonzero(gen, func, a):
+    """`np.nonzero(a)` (and one-argument `np.where`, `np.flatnonzero`, `np.argwhere`) of a graph
+    array: a constant grid of every element's index selected with `a != 0`. A mask selects in C
+    order, as `np.nonzero` lists indices, so the values, their int64 (intp) dtype and their
+    shapes are NumPy's."""
+    from .values import Sym
+
+    name = f"numpy.{func.__name__}"
+    if not (isinstance(a, Sym) and a.kind == "array"):
+        raise Unsupported("unsupported-call", f"{name} of a {getattr(a, 'kind', type(a).__name__)} value", gen.site)
+    shape = tuple(a.shape)
+    if not shape:
+        raise Unsupported("unsupported-call", f"{name} of a 0-d array", gen.site)
+    mask = a if np.dtype(a.dtype) == np.bool_ else a != 0
+    if func is np.flatnonzero:
+        return gen.getitem(gen.lift(np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape)), mask)
+    grid = np.indices(shape, dtype=np.intp)
+    if func is np.argwhere:
+        return gen.getitem(gen.lift(np.ascontiguousarray(np.moveaxis(grid, 0, -1))), mask)
+    return tuple(gen.getitem(gen.lift(grid[k]), mask) for k in range(len(shape)))

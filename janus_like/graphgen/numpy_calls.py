@@ -13,6 +13,7 @@ import numpy as np
 from .. import ir
 from ..ops import api as F
 from ..ops.library import LIBRARY_FUNCTIONS, WRITES
+from . import masks
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
 from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
@@ -60,6 +61,8 @@ class NumpyCallsMixin:
         if func is np.split and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None \
                 and not _any_abstract((args[1:], kwargs)):  # NumPy's parts are views of x: a write through one is x's
             return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
+        if func in masks.NONZERO and len(args) == 1 and not kwargs and out_target is None:
+            return masks.nonzero(self, func, args[0])  # np.nonzero(done): a mask's selection (masks.py)
         folded = _fold_constants(func, args, kwargs) if out_target is None else None
         if folded is not None:  # np.triu(np.ones((T, T), bool), 1): constants in, a constant out
             return self.lift(folded[0])
@@ -174,6 +177,8 @@ class NumpyCallsMixin:
         if method.name == "fill" and len(args) == 1 and not kwargs:
             self.setitem(x, Ellipsis, args[0])
             return None
+        if method.name == "nonzero" and not given:
+            return masks.nonzero(self, np.nonzero, x)
         given = dict(zip(("axis", "kind", "order"), args), **kwargs)
         if method.name == "sort" and len(args) <= 3 and set(given) <= {"axis", "kind", "order", "stable"} \
                 and all(given.get(k) is None for k in ("kind", "order", "stable")) \
@@ -199,11 +204,12 @@ class NumpyCallsMixin:
 
 
 class ArrayMethod:
-    """`x.fill` / `x.sort` / `x.view` of a graph array, read as an attribute: a method whose
-    call the generator makes itself (`NumpyCallsMixin.array_method`): a write into x, a view."""
+    """`x.fill` / `x.sort` / `x.view` / `x.nonzero` of a graph array, read as an attribute: a
+    method whose call the generator makes itself (`NumpyCallsMixin.array_method`): a write into
+    x, a view, a mask's selection."""
 
     __slots__ = ("array", "name")
-    NAMES = frozenset({"fill", "sort", "view"})
+    NAMES = frozenset({"fill", "sort", "view", "nonzero"})
 
     def __init__(self, array, name):
         self.array, self.name = array, name

@@ -1,4 +1,5 @@
-"""`x[mask]` with a mask the graph computes runs in a graph of unknown sizes (graphgen/masks.py):
+"""`x[mask]` with a mask the graph computes, and `np.nonzero` / one-argument `np.where` /
+`np.flatnonzero` / `np.argwhere`, run in a graph of unknown sizes (graphgen/masks.py):
 side by side against eager with results, state and arguments compared after every call, on call
 sequences whose masks select every count from none to all, so a count the generator baked in, a
 branch on the count or an empty selection's warning would show."""
@@ -25,6 +26,9 @@ BODIES = {
                 "k[::2], k.reshape(1, -1)",
     "loop_over_count": "k = y[y > 0]\n    t = k[:0].sum()\n    for i in range(len(k)):\n        t = t + k[i] * i\n"
                        "    return t",
+    "nonzero_family": "i = np.nonzero(y > 0)[0]\n    r, c = np.nonzero(x > 0.5)\n    return x[i], "
+                      "y[np.where(y < 0)[0]].sum(), np.flatnonzero(x > 0), np.argwhere(x > 1), r, c, "
+                      "np.nonzero(np.round(y))[0], (y > 0).nonzero(), x[r, c] + c",
     "tape": "w = st['v']\n    with jl.GradientTape() as tape:\n        h = x @ w\n        loss = (h[y > 0] ** 2).sum()"
             "\n    g = tape.gradient(loss, w)\n    w.assign_sub(0.1 * g)\n    return loss",
 }
