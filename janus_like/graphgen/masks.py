@@ -116,3 +116,33 @@ def nonzero(gen, func, a):
     if func is np.argwhere:
         return gen.getitem(gen.lift(np.ascontiguousarray(np.moveaxis(grid, 0, -1))), mask)
     return tuple(gen.getitem(gen.lift(grid[k]), mask) for k in range(len(shape)))
+
+
+def bincount(gen, args, kwargs):
+    """`np.bincount(x, weights=None, minlength=n)` of graph values with a constant `minlength`:
+    n bins, speculated. An assert checks every value of x is below n (a call breaking it runs
+    eagerly, where NumPy gives more bins), so the graph keeps fixed sizes."""
+    from ..jit.assumptions import Assumption
+    from ..ops.registry import P
+    from .draws import templates
+    from .support import _as_kind
+    from .values import Sym
+
+    given = dict(zip(("x", "weights", "minlength"), args), **kwargs)
+    if len(args) > 3 or set(given) - {"x", "weights", "minlength"} or "x" not in given:
+        raise Unsupported("user-error", "numpy.bincount with these arguments", gen.site)
+    x, weights, n = given["x"], given.get("weights"), given.get("minlength", 0)
+    if type(n) is not int or n < 1:
+        raise Unsupported("data-dependent-shape", "numpy.bincount without a constant minlength (as many bins as the "
+                                                  "largest value says)", gen.site)
+    if not (isinstance(x, Sym) and x.kind == "array" and x.ndim == 1 and np.dtype(x.dtype).kind in "iu") \
+            or isinstance(weights, Sym) and weights.kind != "array":
+        raise Unsupported("unsupported-call", "numpy.bincount of these values", gen.site)
+    t_args, t_kwargs, values = templates(args, kwargs, "numpy.bincount", gen.site)
+    dtype = np.dtype(np.float64 if weights is not None else np.intp)
+    out = gen.builder.emit(P.numpy_call, tuple(values), dict(fn=np.bincount, args=t_args, kwargs=t_kwargs),
+                           aval=((n,), dtype))
+    if x.shape[0] != 0:  # (no values: n bins of zeros)
+        gen.builder.assert_(gen.one_truth(x.max() < n), True,
+                            Assumption("shape", gen.site, f"numpy.bincount's {n} bins (every value below minlength)"))
+    return _as_kind(out, "array")

@@ -63,6 +63,8 @@ class NumpyCallsMixin:
             return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
         if func in masks.NONZERO and len(args) == 1 and not kwargs and out_target is None:
             return masks.nonzero(self, func, args[0])  # np.nonzero(done): a mask's selection (masks.py)
+        if func is np.bincount and out_target is None:
+            return masks.bincount(self, args, kwargs)
         folded = _fold_constants(func, args, kwargs) if out_target is None else None
         if folded is not None:  # np.triu(np.ones((T, T), bool), 1): constants in, a constant out
             return self.lift(folded[0])

@@ -115,9 +115,8 @@ def test_the_native_tier_leaves_masks_to_the_plan(tmp_path, name):
 
 def test_masks_in_a_graph_for_unknown_dimensions(tmp_path):
     """Episodes of changing length T, a mask over their steps: one graph for every T and count."""
-    module = load_module(tmp_path, "import numpy as np\n\n\ndef f(x, y):\n    done = y > 0\n"
-                                   "    r = x[done]\n    return r.sum(axis=0) / max(len(r), 1), len(x), x[~done].shape\n",
-                         "episodes")
+    body = "done = y > 0\n    r = x[done]\n    return r.sum(axis=0) / max(len(r), 1), len(x), x[~done].shape"
+    module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x, y):\n    {body}\n", "episodes")
 
     def args(s, i):
         n = 3 + i % 6
@@ -126,3 +125,33 @@ def test_masks_in_a_graph_for_unknown_dimensions(tmp_path):
     jf = check(lambda: (module.f, {}), call_sequence(20, args), min_graph_calls=8)
     assert jf.stats()["regenerations"] >= 1 and len(jf.graphs()) == 1, jf.explain()
     assert jf.graphs()[0].graph.polymorphic and jf.stats()["eager_calls"] <= 6, jf.explain()
+
+
+BINCOUNT = {
+    "counts_and_means": "c = np.bincount(y, minlength=5)\n    s = np.bincount(y, weights=w, minlength=5)\n"
+                        "    return c, s / np.maximum(c, 1), c.shape, np.bincount(y, w, 5).argmax()",
+    "class_weights": "c = np.bincount(y, minlength=5)\n    return (1.0 / np.maximum(c, 1))[y] * w",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINCOUNT))
+def test_bincount_speculates_its_minlength(tmp_path, name):
+    """Labels below minlength (its bins), labels above it (more bins: the assert fails, eager
+    runs) and a negative label (NumPy's error, raised where eager raises it)."""
+    module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(y, w):\n    {BINCOUNT[name]}\n", name)
+
+    def args(s, i):
+        y = np.random.default_rng(i).integers(0, 7 if i % 6 == 4 else 5, 12)
+        if i == 9:
+            y[3] = -1
+        return y, random_array(i, (12,))
+
+    jf = check(lambda: (module.f, {}), call_sequence(14, args), min_graph_calls=6)
+    assert jf.stats()["assert_failures"] >= 1 and not jf.graphs()[0].graph.polymorphic, jf.explain()
+
+
+def test_bincount_without_minlength_stays_eager(tmp_path):
+    module = load_module(tmp_path, "import numpy as np\n\n\ndef f(y, w):\n    return np.bincount(y, w)\n", "nomin")
+    calls = call_sequence(8, lambda s, i: (np.random.default_rng(i).integers(0, 5, 12), random_array(i, (12,))))
+    jf = check(lambda: (module.f, {}), calls, min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "data-dependent-shape" in fallback_reasons(jf), jf.explain()

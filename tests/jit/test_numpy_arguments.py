@@ -25,7 +25,7 @@ CASES = [
     ("np.argmax(x, axis=1, keepdims=True)", True), ("np.concatenate([x, x], axis=0, dtype=np.float64)", False),
     ("np.stack([x, x], 1, dtype=np.float64)", False), ("np.zeros_like(x, shape=(2, 2))", False),
     ("np.zeros_like(x, np.float64)", True), ("np.clip(x, -0.5, 0.5, dtype=np.float64)", False),
-    ("np.clip(x, -0.5, 0.5)", True), ("np.where(x > 0)[0]", False), ("np.copy(x, order='F') @ x.T", False),
+    ("np.clip(x, -0.5, 0.5)", True), ("np.where(x > 0)[0]", True), ("np.copy(x, order='F') @ x.T", False),
     ("np.einsum('ij,ij,ij->i', x, x, x)", True), ("np.min(x, axis=1, where=x > 0, initial=9.0)", False),
     ("x.sum(where=x > 0)", False), ("x.max(initial=9.0)", False), ("x.mean(dtype=np.float64)", False),
     ("x.sum(0, np.float64)", False), ("x.max(0, None, True)", False), ("x.max(0, keepdims=True)", True),
