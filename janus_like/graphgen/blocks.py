@@ -1,14 +1,17 @@
 """`try`, `with` and `assert` statements (a mixin of the graph generator): a `try` runs as if
-its body raises nothing, a `with` enters a GradientTape, an np.errstate or a
-`contextlib.suppress` (a `try` whose handler passes), an assert on a graph
-value is speculated."""
+its body raises nothing, a `with` enters a GradientTape, an np.errstate, a
+`contextlib.suppress` (a `try` whose handler passes) or an input object whose class defines
+`__enter__`/`__exit__` in Python (both inlined, `__exit__(None, None, None)` when the body is
+left), an assert on a graph value is speculated."""
 from __future__ import annotations
 
+import ast
 import contextlib
+import types
 
 from ..source import site_key
 from .builder import SymbolicTape
-from .values import Sym, Unsupported
+from .values import ObjRef, Sym, Unsupported
 from .support import ErrState, _Break, _Continue, _Leave, _Return
 
 
@@ -69,8 +72,14 @@ class BlocksMixin:
         `try` whose handler passes: run as if it raises nothing; an exception at run time falls
         back to eager, where suppress swallows it, and after `regen_after` such calls the
         signature goes eager)."""
-        entered, suppressed = [], ()
-        for item in node.items:
+        entered, suppressed, inner = [], (), None
+        for pos, item in enumerate(node.items):
+            cm = self.generator_cm(item.context_expr, frame)
+            if cm is not None:  # the rest of the statement runs at the generator's yield
+                rest = node.items[pos + 1:]
+                body = [ast.copy_location(ast.With(items=rest, body=node.body), node)] if rest else node.body
+                inner = (cm, item.optional_vars, body)
+                break
             ctx = self.eval(item.context_expr, frame)
             if isinstance(ctx, SymbolicTape):
                 self.builder.tapes.append(ctx)
@@ -84,22 +93,50 @@ class BlocksMixin:
             elif isinstance(ctx, contextlib.suppress):
                 suppressed += ctx._exceptions
                 value = None  # (suppress's __enter__ gives None)
+            elif isinstance(ctx, ObjRef) and _python_dunders(type(ctx.obj)):
+                value = self.call(self.getattr(ctx, "__enter__", None), [], {})  # inlined as any method
+                entered.append(_Exit(self.getattr(ctx, "__exit__", None), self.site))
             else:
                 raise Unsupported("unsupported-syntax", f"with {type(ctx).__name__}", self.site)
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, value, frame)
+        left = False
         try:
-            if suppressed:
+            if inner is not None and suppressed:
+                raise Unsupported("unsupported-syntax", "contextlib.suppress with a @contextmanager generator",
+                                  self.site)
+            if inner is not None:
+                self.with_generator(*inner, frame)
+            elif suppressed:
                 self.try_sites.append(self.site)
                 self.guarded_body(node.body, frame, lambda: suppressed)
             else:
                 self.exec_block(node.body, frame)
+            left = True
+        except (_Return, _Break, _Continue, _Leave):
+            left = True  # Python calls __exit__ on the way out
+            raise
         finally:
-            for item in entered:
-                if isinstance(item, ErrState):
-                    self.builder.errstate.pop()
-                elif item in self.builder.tapes:
-                    self.builder.tapes.remove(item)
+            self._leave_with(entered, left)
+
+    def _leave_with(self, entered, run_exits):
+        """Leave a `with`'s items last first: pop a tape or an errstate, call an object's
+        `__exit__(None, None, None)` (unless generating the body failed: then only pop)."""
+        for k in range(len(entered) - 1, -1, -1):
+            item = entered[k]
+            if isinstance(item, ErrState):
+                self.builder.errstate.pop()
+            elif isinstance(item, _Exit) and run_exits:
+                site, self.site = self.site, item.site
+                try:
+                    self.call(item.method, [None, None, None], {})  # (its result only matters on an error)
+                except BaseException:
+                    self._leave_with(entered[:k], False)
+                    raise
+                finally:
+                    self.site = site
+            elif item in self.builder.tapes:
+                self.builder.tapes.remove(item)
 
     def stmt_Assert(self, node, frame):
         test = self.eval(node.test, frame)
@@ -107,6 +144,19 @@ class BlocksMixin:
             self.speculate(test, node, frame, "branch")
         elif not self.truth(test):
             raise Unsupported("user-error", "assert statement fails", self.site)
+
+
+class _Exit:
+    """An object's `__exit__` for `stmt_With` to call when its body is left."""
+    __slots__ = ("method", "site")
+
+    def __init__(self, method, site):
+        self.method, self.site = method, site
+
+
+def _python_dunders(cls) -> bool:
+    """Whether a class's `__enter__` and `__exit__` are Python functions (inlined like methods)."""
+    return all(isinstance(getattr(cls, name, None), types.FunctionType) for name in ("__enter__", "__exit__"))
 
 
 def _classes(value):

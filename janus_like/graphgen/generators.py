@@ -24,11 +24,12 @@ loop on graph values (a conditional or loop node cannot stop in the middle).
 from __future__ import annotations
 
 import ast
+import contextlib
 
 from ..source import function_ast, has_yield
 from .expressions import _pure
-from .support import _MISSING, _Leave, _Return
-from .values import LocalFunction, Unsupported
+from .support import _MISSING, _Break, _Continue, _Leave, _Return
+from .values import BoundMethod, LocalFunction, Unsupported
 
 
 # functions that pull a generator to its end before doing anything with its items
@@ -177,6 +178,9 @@ class GeneratorLoopsMixin:
         if self.pure_depth != loop.depth:
             raise Unsupported("generator", "a yield inside a branch or loop on graph values", self.site)
         self.count_unroll()
+        if isinstance(loop, _WithLoop):
+            self._with_body(loop, value)
+            return
         if loop.items is not None:  # list(gen())
             loop.items.append(value)
             return
@@ -192,3 +196,65 @@ class GeneratorLoopsMixin:
             self.frames.pop()
         if outcome == "break":
             raise _Leave(loop)
+
+
+    # ------------------------------------------------------------------ @contextlib.contextmanager
+    def generator_cm(self, expr, frame):
+        """(generator function, args, kwargs) when `expr` calls a `@contextlib.contextmanager`
+        function of the user's (`with timed("fwd"):`, `with self.section():`), else None."""
+        if not (isinstance(expr, ast.Call) and _pure(expr.func) and not any(isinstance(a, ast.Starred) for a in expr.args)
+                and None not in (k.arg for k in expr.keywords)):
+            return None
+        func = self.eval(expr.func, frame)
+        bound = func.self_value if isinstance(func, BoundMethod) else None
+        func = func.func if isinstance(func, BoundMethod) else func
+        if getattr(func, "__code__", None) is not _CM_HELPER or not callable(getattr(func, "__wrapped__", None)):
+            return None
+        args = [self.eval(a, frame) for a in expr.args]
+        return func.__wrapped__, ([bound] if bound is not None else []) + args, \
+            {k.arg: self.eval(k.value, frame) for k in expr.keywords}
+
+    def with_generator(self, cm, target, body, frame):
+        """`with cm(...) as target: body` for a `@contextmanager` generator: its body inlined up to
+        its one `yield`, the with-body run there (target bound to the yielded value), then the rest
+        of the generator, as contextlib resumes it when the body is left normally or by a
+        `return`, `break` or `continue` (which then go on out). An exception at run time falls
+        back to eager, where the generator sees it."""
+        gen_fn, args, kwargs = cm
+        loop = _WithLoop(frame, self.pure_depth, target, body)
+        self.armed_loops.append(loop)
+        try:
+            self.inline_generator(loop, gen_fn, args, kwargs)
+        finally:
+            if self.armed_loops and self.armed_loops[-1] is loop:
+                self.armed_loops.pop()
+        if loop.trips != 1:  # eager: contextlib's RuntimeError("generator didn't yield")
+            raise Unsupported("user-error", "a @contextmanager generator that does not yield", self.site)
+        if loop.left is not None:
+            raise loop.left
+
+    def _with_body(self, loop, value):
+        loop.trips += 1
+        if loop.trips > 1:  # eager: contextlib's RuntimeError("generator didn't stop")
+            raise Unsupported("user-error", "a @contextmanager generator that yields more than once", self.site)
+        self.frames.append(loop.frame)  # the body runs in its function's frame
+        try:
+            if loop.target is not None:
+                self.assign(loop.target, value, loop.frame)
+            self.exec_block(loop.body, loop.frame)
+        except (_Return, _Break, _Continue) as leave:  # raised again once the generator has finished
+            loop.left = leave
+        finally:
+            self.frames.pop()
+
+
+_CM_HELPER = contextlib.contextmanager(lambda: (yield)).__code__  # the code of every such function's wrapper
+
+
+class _WithLoop(_Loop):
+    """The body of a `with` over a `@contextmanager` generator: what its one `yield` runs."""
+    __slots__ = ("target", "body", "trips", "left")
+
+    def __init__(self, frame, depth, target, body):
+        super().__init__(None, frame, None, None, depth, None)
+        self.target, self.body, self.trips, self.left = target, body, 0, None
