@@ -71,6 +71,7 @@ class GraphBuilder:
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
         self.stand_ins: dict = {}  # mask node id -> its stand-in count
+        self.sizes_only = False  # ... and no input dimension is of unknown size
         self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks
         # JANUS_LIKE_VERIFY (the test suite): run every op anyway and compare with the shortcuts
         self.check_shortcuts = os.environ.get("JANUS_LIKE_VERIFY", "") not in ("", "0")
@@ -228,6 +229,17 @@ class GraphBuilder:
         if all(isinstance(a, Sym) and a.node.hint is not None or not isinstance(a, Sym) for a in args):
             node.hint = sample  # arithmetic on sizes: keep the generation-time value for shape inference
         return Sym(node, "py")
+
+    def fixed(self, sym, axis=None) -> bool:
+        """Whether sym's size along `axis` (every axis: None) is one the graph may take as fixed
+        in a graph of unknown sizes made for masks only (masks.py): no dimension of an input
+        varies there, and a size that is no mask's stand-in count is not a count (a size
+        computed from one, such as a count plus 6, is taken as fixed and caught by the probe
+        generation's other counts, which keep the step eager)."""
+        if self.sizes is None or not self.sizes_only:
+            return False
+        used = set(self.stand_ins.values())
+        return not any(d in used for d in (sym.shape if axis is None else (sym.shape[axis],)))
 
     def dim(self, sym, axis):
         """sym.shape[axis] read at run time (a Python int), remembering its current value."""

@@ -169,8 +169,33 @@ class CallbacksMixin:
             if "default" in kwargs and len(args) == 1:
                 return kwargs["default"]
             raise Unsupported("user-error", f"{pick.__name__}() of an empty sequence", self.site)
-        keys = self._keys(key, items, pick.__name__)
+        keys = [self.call(key, [x], {}) for x in items]
+        if _any_abstract(keys):
+            return self._extreme_of_graph_keys(pick, items, keys)
         return items[pick(range(len(items)), key=keys.__getitem__)]  # the first extreme, as eager
+
+    def _extreme_of_graph_keys(self, pick, items, keys):
+        """`max(items, key=f)` with keys the graph computes: Python's own scan, item by item (a
+        later key replaces the best only when it compares greater, for min less: the first
+        extreme wins, a NaN never replaces and is never replaced), as Python-number nodes; the
+        item picked is then looked up among the items (Python numbers of one type)."""
+        b = self.builder
+        what = f"{pick.__name__}() by keys computed in the graph"
+        numbers = []
+        for k in keys:
+            if isinstance(k, Sym) and k.kind != "py":
+                if k.size != 1 or np.dtype(k.dtype).kind not in "biuf":
+                    raise Unsupported("data-dependent-python", f"{what}, keys that are not real scalars", self.site)
+                k = b.to_py(k, float if np.dtype(k.dtype).kind == "f" else int)
+            elif not isinstance(k, (Sym, int, float, np.integer, np.floating)) or isinstance(k, np.bool_):
+                raise Unsupported("data-dependent-python", f"{what}, keys of type {type(k).__name__}", self.site)
+            numbers.append(k)
+        better = operator.gt if pick is max else operator.lt
+        best, index = numbers[0], 0
+        for j, k in enumerate(numbers[1:], 1):
+            replace = b.py_op(better, k, best)
+            best, index = b.py_op(_choose, replace, k, best), b.py_op(_choose, replace, j, index)
+        return self.table_lookup(list(items), index)  # (arrays or objects: eager's item itself; not here)
 
     def _reduce(self, args, kwargs):
         if kwargs or len(args) not in (2, 3) or not is_user_callable(args[0]):
@@ -227,3 +252,7 @@ _HANDLERS = {
     max: lambda self, args, kwargs: self._extreme(max, args, kwargs),
     functools.reduce: CallbacksMixin._reduce,
 }
+
+
+def _choose(replace, new, old):
+    return new if replace else old

@@ -271,7 +271,8 @@ class CallsMixin:
             return id(_identity(args[0]))  # identities are fixed by the type/alias guards
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
             return self.attributes(args[0])
-        if func is len and args and isinstance(args[0], Sym) and self.builder.polymorphic:
+        if func is len and args and isinstance(args[0], Sym) and self.builder.polymorphic \
+                and not (args[0].ndim and self.builder.fixed(args[0], 0)):
             return self.builder.dim(args[0], 0)
         if func is len and args and isinstance(args[0], ObjRef):
             return self.container_len(args[0])

@@ -420,7 +420,7 @@ class ControlFlowMixin:
     def iterate(self, value):
         if isinstance(value, ObjRef):
             return list(self.materialize(value, self.site))
-        if isinstance(value, Sym) and self.builder.polymorphic:
+        if isinstance(value, Sym) and self.builder.polymorphic and not (value.ndim and self.builder.fixed(value, 0)):
             raise Unsupported("shape-dependent", "iterating over an array whose size is not fixed", self.site)
         if isinstance(value, Sym):
             return list(value)

@@ -84,7 +84,7 @@ class DrawsMixin:
         from ..ops.registry import P
 
         t_args, t_kwargs, values = templates(args, kwargs, f"{method}()", self.site)
-        if values and self.builder.polymorphic:
+        if values and self.builder.polymorphic and not all(self.builder.fixed(v) for v in values):
             raise Unsupported("unsupported-call", f"{method}() of a graph value of unknown size", self.site)
         sample = _stand_in_draw(rng, method, t_args, t_kwargs, values, self.site)
         drawn = np.asarray(sample)

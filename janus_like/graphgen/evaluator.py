@@ -104,6 +104,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         old = set_builder(self.builder)
         self.builder.polymorphic = self.builder.graph.polymorphic = bool(self.unknown_dims) or self.sizes is not None
         self.builder.sizes = self.sizes
+        self.builder.sizes_only = not self.unknown_dims
         try:
             arg_values = []
             self.prog.check_arity(len(args))

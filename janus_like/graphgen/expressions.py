@@ -338,9 +338,11 @@ class ExpressionsMixin:
         if isinstance(obj, VarRef) and name in ("trainable", "name"):
             slot, _ = self.prog.attr(self.prog.slots[obj.slot], name, getattr(obj.var, name))
             return self.classify(slot, self.site, key)
-        if isinstance(obj, Sym) and name == "shape" and self.builder.polymorphic:
-            return tuple(self.builder.dim(obj, k) for k in range(obj.ndim))  # sizes read at run time
-        if isinstance(obj, Sym) and name in ("size", "__len__") and self.builder.polymorphic:
+        if isinstance(obj, Sym) and name == "shape" and self.builder.polymorphic:  # sizes read at run time
+            fixed = self.builder.fixed
+            return tuple(int(d) if fixed(obj, k) else self.builder.dim(obj, k) for k, d in enumerate(obj.shape))
+        if isinstance(obj, Sym) and name in ("size", "__len__") and self.builder.polymorphic \
+                and not self.builder.fixed(obj):
             raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
                                                  "is not fixed", self.site)
         if isinstance(obj, Sym) and not (hasattr(np.ndarray, name) and hasattr(Tensor, name)):

@@ -202,7 +202,8 @@ class GeneratorLoopsMixin:
     def generator_cm(self, expr, frame):
         """(generator function, args, kwargs) when `expr` calls a `@contextlib.contextmanager`
         function of the user's (`with timed("fwd"):`, `with self.section():`), else None."""
-        if not (isinstance(expr, ast.Call) and _pure(expr.func) and not any(isinstance(a, ast.Starred) for a in expr.args)
+        if not (isinstance(expr, ast.Call) and _pure(expr.func)
+                and not any(isinstance(a, ast.Starred) for a in expr.args)
                 and None not in (k.arg for k in expr.keywords)):
             return None
         func = self.eval(expr.func, frame)

@@ -1,7 +1,7 @@
 """Values whose size the data decides: `x[mask]`, `np.nonzero(mask)`, in graphs of unknown sizes.
 
 `x[mask]` has as many rows as `mask` has True values, which no shape specialization can know. The
-generator gives each mask it meets a *stand-in count* (`GraphBuilder.sizes`: 5, 8, 11, ... for
+generator gives each mask it meets a *stand-in count* (`GraphBuilder.sizes`: 37, 43, 49, ... for
 the first, second, third mask) and generates the graph as one for unknown sizes
 (`ir.Graph.polymorphic`: sizes are read at run time, `len()` and `.shape` are nodes). The JIT then
 generates it a second time with every stand-in one larger (jit/polymorphism.py) and keeps the graph
@@ -21,8 +21,11 @@ from .. import ir
 from ..ops.indexing import _SLOT
 from .values import Unsupported
 
-FIRST = 5  # the first mask's stand-in count (the probe generation adds one to each)
-STEP = 3   # ... and the gap between masks' counts, so two masks never share one
+# The first mask's stand-in count (the probe generation adds one to each), and the gap between
+# masks' counts, so two masks never share one. Sizes arrays rarely have: a size equal to a count
+# in use is read at run time (GraphBuilder.fixed), which for a fixed size only costs a node, unless
+# the two generations then differ (the step stays eager).
+FIRST, STEP = 37, 6
 
 # op -> how many leading inputs precede the index operands (the array indexed is input `x_at`)
 _INDEX_OPS = {"getitem": (1, 0), "getitem_grad": (2, 1), "index_update": (2, 0), "index_add": (2, 0),
@@ -142,7 +145,6 @@ def bincount(gen, args, kwargs):
     dtype = np.dtype(np.float64 if weights is not None else np.intp)
     out = gen.builder.emit(P.numpy_call, tuple(values), dict(fn=np.bincount, args=t_args, kwargs=t_kwargs),
                            aval=((n,), dtype))
-    if x.shape[0] != 0:  # (no values: n bins of zeros)
-        gen.builder.assert_(gen.one_truth(x.max() < n), True,
-                            Assumption("shape", gen.site, f"numpy.bincount's {n} bins (every value below minlength)"))
+    gen.builder.assert_(gen.one_truth((x < n).all()), True,  # (true of no values: a mask's empty selection)
+                        Assumption("shape", gen.site, f"numpy.bincount's {n} bins (every value below minlength)"))
     return _as_kind(out, "array")

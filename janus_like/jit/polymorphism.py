@@ -21,6 +21,7 @@ import numpy as np
 from .. import ir
 from ..graphgen import masks
 from ..graphgen.values import Unsupported
+from ..ops.draws import Hole
 from ..tensor import Tensor
 from .assumptions import Fallback
 
@@ -83,6 +84,8 @@ def _value(v, ids):
         return (type(v).__name__,) + tuple(_value(x, ids) for x in v)
     if isinstance(v, dict):
         return ("d",) + tuple((k, _value(x, ids)) for k, x in sorted(v.items(), key=lambda kv: str(kv[0])))
+    if type(v) is Hole:  # where a node's i-th input goes in a call's arguments (numpy_call, draw_of)
+        return ("hole", v.index)
     if type(v).__name__ == "Assumption":
         return ("assume", v.kind, repr(v.expected))
     if isinstance(v, (int, float, str, bool, type(None), np.dtype, np.generic, slice)):

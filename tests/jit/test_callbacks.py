@@ -88,6 +88,42 @@ def test_sorted_min_max_and_reduce_with_user_keys():
     assert jf.stats()["eager_calls"] == 0, jf.explain()
 
 
+def test_min_max_by_keys_the_graph_computes():
+    """Python's scan, side by side: the first extreme wins (ties), a NaN key never replaces the
+    best and is never replaced once first; array keys, Python-number keys, mixed constants."""
+    def make():
+        def f(q, st):
+            a = max(range(3), key=lambda i: q[i])
+            b = min([0, 2, 1], key=lambda i: float(q[i]))
+            c = max(st["actions"], key=lambda k: q[k] if k < 3 else 0.25)
+            d = min(1, 2, key=lambda i: q[i] * 2.0)
+            return a, b, c, d, q[a] * 2 + b
+
+        return f, {"st": {"actions": [2, 0, 3, 1]}}
+
+    def args(s, i):
+        q = random_array(i, (4,))
+        if i in (4, 5):
+            q[i - 4] = np.nan
+        if i == 6:
+            q[:] = 0.5
+        return q, s["st"]
+
+    jf = check(make, call_sequence(9, args), min_graph_calls=5)
+    assert jf.stats()["eager_calls"] == 0, jf.explain()
+
+
+def test_max_by_graph_keys_of_arrays_or_objects_stays_eager():
+    def make():
+        def f(xs):
+            return max(xs, key=lambda x: x.sum()) * 2.0
+
+        return f, {}
+
+    jf = check(make, _lists(6), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "data-dependent-python" in fallback_reasons(jf), jf.explain()
+
+
 def test_generator_expressions_have_their_own_scope_and_late_binding():
     def make():
         def f(xs):
