@@ -160,3 +160,18 @@ def test_bincount_without_minlength_stays_eager(tmp_path):
     calls = call_sequence(8, lambda s, i: (np.random.default_rng(i).integers(0, 5, 12), random_array(i, (12,))))
     jf = check(lambda: (module.f, {}), calls, min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and "data-dependent-shape" in fallback_reasons(jf), jf.explain()
+
+
+def test_the_idiom_benchmark_steps_run_as_graphs_and_agree_with_eager():
+    """benchmarks/idiom_steps.py's four steps, side by side for a few calls each."""
+    from benchmarks import idiom_steps
+
+    for name, (fn, make, args) in idiom_steps._cases().items():
+        def made(fn=fn, make=make):
+            return fn, ({"st": make()} if make else {})
+
+        def call(s, i, args=args):
+            return (s["st"], *args[i]) if "st" in s else args[i]
+
+        jf = check(made, call_sequence(8, call), min_graph_calls=3)
+        assert not fallback_reasons(jf) - {"assumption"}, (name, jf.explain())

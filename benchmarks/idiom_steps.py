@@ -1,0 +1,148 @@
+"""Training-step idioms that used to keep whole steps eager: selections by masks, `np.nonzero`,
+`np.bincount`, context managers, `max` by computed keys.
+
+    JANUS_LIKE_NATIVE=off PYTHONPATH=. taskset -c 1 python3 -m benchmarks.idiom_steps
+
+Each step runs its argument sets 10 times per block after warming up; eager, jit keeping every
+graph (`choose="graph"`) and jit (the measured choice, the default) alternate, five blocks each;
+µs a call, best block. The last column says what the measured choice picked and how many calls
+ran as graphs.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+
+import janus_like as jl
+from janus_like import optim
+
+
+class Timer:
+    """A context manager of the user's: counts entries."""
+
+    def __init__(self):
+        self.entered = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@contextlib.contextmanager
+def section(log, name):
+    log[name] = log.get(name, 0) + 1
+    yield
+
+
+def masked_mse(st, x, y):
+    """Regression on targets with missing values (NaN), a two-layer net, SGD."""
+    valid = ~np.isnan(y)
+    with jl.GradientTape() as tape:
+        h = np.tanh(x @ st["w1"])
+        pred = (h @ st["w2"])[:, 0]
+        err = pred[valid] - y[valid]
+        loss = (err ** 2).mean()
+    g = tape.gradient(loss, [st["w1"], st["w2"]])
+    st["opt"].apply_gradients(zip(g, [st["w1"], st["w2"]]))
+    return float(loss), int(valid.sum())
+
+
+def advantages(r, v, done, gamma=0.99):
+    """Discounted returns over a 64-step rollout, advantages normalized over live steps."""
+    ret = np.zeros(len(r))
+    g = 0.0
+    for t in range(len(r) - 1, -1, -1):
+        g = r[t] + gamma * g * (1.0 - done[t])
+        ret[t] = g
+    adv = ret - v
+    live = adv[done == 0]
+    return (adv - live.mean()) / (live.std() + 1e-8), np.nonzero(done)[0]
+
+
+def balanced(st, x, y):
+    """Softmax regression with an ignore label (-1) and class weights from np.bincount, inside a
+    Timer and a @contextmanager section."""
+    valid = y >= 0
+    yv = y[valid]
+    counts = np.bincount(yv, minlength=4)
+    weights = (counts.sum() / np.maximum(counts, 1) / 4.0)[yv]
+    with st["timer"], section(st["log"], "fwd"):
+        with jl.GradientTape() as tape:
+            logits = x @ st["w"]
+            z = logits - logits.max(axis=1, keepdims=True)
+            logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+            loss = -(logp[valid][np.arange(len(yv)), yv] * weights).sum() / max(len(yv), 1)
+        g = tape.gradient(loss, st["w"])
+    st["opt"].apply_gradients([(g, st["w"])])
+    return float(loss)
+
+
+def q_update(q, s, r, s2):
+    """Tabular Q-learning with a greedy action by `max(..., key=)`."""
+    a = max(range(4), key=lambda i: q[s, i])
+    q[s, a] += 0.1 * (r + 0.9 * q[s2].max() - q[s, a])
+    return a
+
+
+def _cases():
+    rng = np.random.default_rng(0)
+
+    def mse_state():
+        r = np.random.default_rng(1)
+        return {"w1": jl.Variable(r.standard_normal((32, 64)) * 0.1),
+                "w2": jl.Variable(r.standard_normal((64, 1)) * 0.1), "opt": optim.SGD(0.01)}
+
+    def bal_state():
+        return {"w": jl.Variable(np.full((16, 4), 0.1)), "opt": optim.SGD(0.1), "timer": Timer(), "log": {}}
+
+    mse = []
+    for _ in range(20):
+        y = rng.standard_normal(64)
+        y[rng.random(64) < 0.2] = np.nan
+        mse.append((rng.standard_normal((64, 32)), y))
+    adv = [(rng.standard_normal(64), rng.standard_normal(64), (rng.random(64) < 0.05).astype(float))
+           for _ in range(20)]
+    bal = [(rng.standard_normal((32, 16)), rng.integers(-1, 4, 32)) for _ in range(20)]
+    qs = [(int(rng.integers(16)), float(rng.standard_normal()), int(rng.integers(16))) for _ in range(20)]
+    return {
+        "masked_mse": (masked_mse, mse_state, mse),
+        "advantages": (advantages, None, adv),
+        "balanced": (balanced, bal_state, bal),
+        "q_update": (q_update, lambda: np.zeros((16, 4)), qs),
+    }
+
+
+def main():
+    print(f"{'step':12s} {'eager':>9s} {'graph':>9s} {'jit':>9s} {'jit/eager':>9s}  chosen (µs a call)")
+    for name, (fn, make, args) in _cases().items():
+        systems = {"eager": fn, "graph": jl.jit(fn, choose="graph"), "jit": jl.jit(fn)}
+        states = {k: make() if make else None for k in systems}
+
+        def run(label, f):
+            for a in args:
+                f(*a) if states[label] is None else f(states[label], *a)
+
+        for label, f in systems.items():
+            for _ in range(10):
+                run(label, f)
+        best = dict.fromkeys(systems, float("inf"))
+        for _ in range(5):
+            for label, f in systems.items():
+                start = time.perf_counter()
+                for _ in range(10):
+                    run(label, f)
+                best[label] = min(best[label], (time.perf_counter() - start) / (10 * len(args)) * 1e6)
+        g, s = systems["graph"].stats(), systems["jit"].stats()
+        chosen = "eager" if s["eager_by_choice"] else "graph"
+        ratio = best["jit"] / best["eager"]
+        print(f"{name:12s} {best['eager']:9.2f} {best['graph']:9.2f} {best['jit']:9.2f} {ratio:9.2f}  "
+              f"{chosen} (graph calls: {g['graph_calls']}/{g['calls']} kept, {s['graph_calls']}/{s['calls']} measured)")
+
+
+if __name__ == "__main__":
+    main()
