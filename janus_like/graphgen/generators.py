@@ -16,6 +16,11 @@ in the loop's body leaves the generator where it stands, as `for` does (the gene
 `yield from` another generator call delivers its items to the same loop; `yield from` a list,
 each item. The generator's `return` ends the loop, its value is that of `yield from`.
 
+`with cm(...) as v:` over a `@contextlib.contextmanager` function or method of the user's is such a
+loop of one trip: the generator's body inlined up to its one `yield`, the with-body run there, then
+the generator's rest, also when the body is left by a `return`, `break` or `continue` (contextlib
+resumes the generator then too); those go on out once the generator has finished.
+
 `list(gen(...))`, `tuple`, `sorted`, `sum`, `max`, `min` and `set` of one run it to its end first,
 as Python does, and take the collected items. What stays eager: a generator consumed any other
 way (`next(g)`, `zip(gen(), ..)`, a comprehension over one), and a `yield` inside a branch or
@@ -196,7 +201,6 @@ class GeneratorLoopsMixin:
             self.frames.pop()
         if outcome == "break":
             raise _Leave(loop)
-
 
     # ------------------------------------------------------------------ @contextlib.contextmanager
     def generator_cm(self, expr, frame):

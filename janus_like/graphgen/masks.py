@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import _SLOT
-from .values import Unsupported
+from .values import Sym, Unsupported
 
 # The first mask's stand-in count (the probe generation adds one to each), and the gap between
 # masks' counts, so two masks never share one. Sizes arrays rarely have: a size equal to a count
@@ -104,8 +104,6 @@ def nonzero(gen, func, a):
     array: a constant grid of every element's index selected with `a != 0`. A mask selects in C
     order, as `np.nonzero` lists indices, so the values, their int64 (intp) dtype and their
     shapes are NumPy's."""
-    from .values import Sym
-
     name = f"numpy.{func.__name__}"
     if not (isinstance(a, Sym) and a.kind == "array"):
         raise Unsupported("unsupported-call", f"{name} of a {getattr(a, 'kind', type(a).__name__)} value", gen.site)
@@ -129,7 +127,6 @@ def bincount(gen, args, kwargs):
     from ..ops.registry import P
     from .draws import templates
     from .support import _as_kind
-    from .values import Sym
 
     given = dict(zip(("x", "weights", "minlength"), args), **kwargs)
     if len(args) > 3 or set(given) - {"x", "weights", "minlength"} or "x" not in given:
