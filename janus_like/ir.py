@@ -61,6 +61,8 @@ class Node:
         return None if self.aval is None else self.aval[1]
 
 
+FLOATS_RELAX = ("finite", "python floats")  # the relaxation key of Graph.python_floats
+
 BLOCKS = ("then_nodes", "else_nodes", "cond_nodes", "body_nodes")  # the node lists a COND/LOOP holds
 
 SHAPE_TO_LIKE = frozenset({"sum_to", "broadcast_like", "reshape_like"})  # op(x, like): x brought to like's shape
@@ -165,6 +167,9 @@ class Graph:
     # generated for unknown dimensions: avals hold the generation-time sizes, which other calls
     # do not share, so nothing may be specialized on them (passes and code generation check this)
     polymorphic: bool = False
+    # float64 scalar chains may run as Python floats (executor/floats.py); off once their check
+    # kept failing for the signature
+    python_floats: bool = True
     # weight updates the plan may write into the weight's buffer: update node id -> (product
     # node, scale or None, the nodes the update replaces) (passes/inplace.py, executor/blas.py)
     inplace: dict = field(default_factory=dict)

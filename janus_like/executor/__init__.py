@@ -45,6 +45,8 @@ class CompiledGraph:
             self.plan = compile_gpu_plan(gen.graph, self.devices) if mode == "plan" else None
         else:
             self.plan = compile_plan(gen.graph) if mode == "plan" else None
+            if self.plan is not None and self.plan.assumption is not None:  # the plan's own (floats.py)
+                self.assumptions = self.assumptions + [self.plan.assumption]
             keep_for(graph_bytes(gen.graph))  # freed temporaries stay in the heap for the next call (heap.py)
         self.tier = Tier(gen.graph, native if self.plan is not None and not self.devices else "off")
         self.uses_rng = gen.uses_rng

@@ -44,6 +44,10 @@ _FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate",
                           "full_like", "copy", "index_update", "index_add", "getitem_grad", "sigmoid", "relu", "clip",
                           "where", "pow", "cast"}
 
+# ops that write into a copy of their first operand, or into its buffer when it is dead and the
+# graph's own (a loop writing `ret[t] = g` then fills one array instead of copying it every step)
+_INDEXED = ("index_add", "index_update")
+
 # ops whose result never shares memory with an operand (any other op may return a view of one)
 COPYING = _FRESH | {"sum", "mean", "max", "min", "argmax", "argmin", ir.ASSERT, ir.TO_PY, ir.PY_OP}
 
@@ -113,14 +117,16 @@ def plan_reuse(graph: ir.Graph, busy_until=None, donated=()) -> dict:
     reuse: dict = {}  # node id -> index of the operand whose buffer receives the result
     taken = set()
     for pos, n in enumerate(graph.nodes):
-        if (n.op not in _INPLACE and n.op != "index_add" and not _clip_inline(n)) or not n.inputs \
+        indexed = n.op in _INDEXED  # x with v written/added at an index: into x's own buffer, no out=
+        if (n.op not in _INPLACE and not indexed and not _clip_inline(n)) or not n.inputs \
                 or n.aval is None or len(n.aval[0]) == 0:
             continue
         shape = _known(n)
-        if shape is not None and math.prod(shape) < REUSE_MIN_ELEMENTS and n.op != "index_add":
-            continue  # a tiny result: allocating it is cheaper than NumPy's out= path (index_add has none)
-        for k, a in enumerate(n.inputs[:1] if n.op == "index_add" else n.inputs):  # a ufunc: any operand
-            if not (isinstance(a, ir.Node) and (a.op in _FRESH or a.id in donated) and a.aval is not None):
+        if shape is not None and math.prod(shape) < REUSE_MIN_ELEMENTS and not indexed:
+            continue  # a tiny result: allocating it is cheaper than NumPy's out= path
+        for k, a in enumerate(n.inputs[:1] if indexed else n.inputs):  # a ufunc: any operand
+            if not (isinstance(a, ir.Node) and (a.op in _FRESH or (a.id in donated and n.op != "index_update"))
+                    and a.aval is not None):
                 continue
             if a.id in outputs or a.id in taken or last_use.get(a.id) != pos \
                     or (a.id in viewed and a.id not in donated):  # (a donated array's views are dead by now)

@@ -26,7 +26,7 @@ from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, p
 from .interpreter import AssertFailed
 from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, control_lines,
                            copy_is_exact, draw_call, filled_call, out_buffer)
-from . import blas, donation, fusion, ranked, rows, scalars
+from . import blas, donation, floats, fusion, ranked, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -63,6 +63,7 @@ class _Emitter:
         self.updates, self.replaced = [], set()
         self.region = None  # the write region of donated state arrays (donation.py), or None
         self.groups = {}  # member id -> its fused elementwise group (fusion.py)
+        self.floats = None  # float64 scalars held as Python floats (floats.py), or None
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -296,7 +297,14 @@ class _Emitter:
         pending = {}  # position of first use -> futures to collect there
         async_nodes = getattr(self, "async_nodes", {}) if indent == 4 else {}
         region = self.region if indent == 4 else None
+        fl = self.floats if indent == 4 else None
         for pos, n in enumerate(nodes):
+            if fl is not None:  # (before a region's first write)
+                if pos in fl.checks:
+                    self.lines.append(floats.check_line(self, fl, fl.checks[pos]))
+                if n.id in fl.nodes:
+                    self.lines += floats.emit(self, fl, n)
+                    continue
             if region is not None and pos == region.start:  # (at a fused group's first node: donation.plan_region)
                 self.lines += donation.header(self, region)
             for fid in pending.pop(pos, ()):
@@ -322,6 +330,8 @@ class _Emitter:
         for fids in pending.values():  # used only by the outputs
             for fid in fids:
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
+        if fl is not None and fl.final:
+            self.lines.append(floats.check_line(self, fl, fl.final))
         if indent == 4 and self.updates:
             blas.emit_updates(self, reuse)
 
@@ -342,6 +352,14 @@ class _Emitter:
             start = x if n.id in reuse else f"{x}.copy()"
             self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {g}")
             return
+        if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
+                and len(n.inputs[0].aval[0]) >= 1:
+            idx = self.index_code(n.params["index"], n.inputs[2:])
+            x = self.arg(n.inputs[0])  # (its buffer when x is dead here and the graph's own: memory planning)
+            fl = self.floats
+            value = f"u{n.inputs[1].id}" if fl is not None and n.id in fl.sinks else self.arg(n.inputs[1])
+            self.lines.append(f"{pad}{v} = {x if n.id in reuse else x + '.copy()'}; {v}[{idx}] = {value}")
+            return
         if indent == 4 and self.region is not None and donation.emit_node(self, n, reuse):
             return  # a node of the write region: into its buffer
         if n.id in reuse:  # an operand's buffer is dead after this node: write into it
@@ -361,11 +379,6 @@ class _Emitter:
             return
         if n.op == "getitem_grad" and isinstance(n.inputs[0], ir.Node) and ir.numpy_typed(n.inputs[1]):
             self.lines.append(pad + rows.scatter_code(self, n))  # zeros receiving g at the index
-            return
-        if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
-                and len(n.inputs[0].aval[0]) >= 1:
-            idx = self.index_code(n.params["index"], n.inputs[2:])
-            self.lines.append(f"{pad}{v} = {self.arg(n.inputs[0])}.copy(); {v}[{idx}] = {self.arg(n.inputs[1])}")
             return
         if n.op == ir.INPUT:
             self.lines.append(f"{pad}{v} = S[{n.params['slot']}]")
@@ -426,6 +439,10 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
                                                      | em.scalar_nodes, fusion.blocks(graph, groups))
     if groups:
         fusion.prepare(em, groups, em.region.writers if em.region is not None else {}, reuse)
+    em.floats = floats.plan(graph, em.unread | em.replaced | set(em.rows) | em.scalar_nodes | set(em.groups)
+                            | set(async_nodes) | set(em.packed), floats.first_write(graph, em), em.static_shapes)
+    if em.floats is not None:
+        em.globals.update(F64=np.float64, UNDER_OK=floats.under_ignored)
     em.emit(graph.nodes, 4, reuse)
     em.lines = bind_numpy(em.lines, em.globals)
     outs = ", ".join(em.arg(o) for o in graph.outputs)
@@ -439,4 +456,5 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     plan.donated = sorted(set(em.region.writers.values())) if em.region is not None else []
     plan.parts = (list(em.lines), f"[{outs}]", em.globals)  # for executor/fused.py
     plan.fused = len(groups)
+    plan.assumption = em.floats.assumption if em.floats is not None else None  # (its finite check's)
     return plan
