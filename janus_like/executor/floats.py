@@ -13,9 +13,10 @@ operators stay silent. So the plan checks, before anything outside the chain rea
 that the values are finite (`if u7 - u7: raise AF(...)`: zero for a finite value, NaN
 otherwise). A non-finite value comes from such an event or from a non-finite input, and either
 way the call fails the check and runs eagerly, which reports what NumPy reports. Non-finite
-values propagate through +, -, * and /, so checking the last values of a chain checks the
-values before them. Division by zero (Python raises) fails the same check, and NumPy's underflow
-mode must be `ignore` (its default). A signature whose calls keep failing the check gets graphs
+values propagate through +, -, * and a quotient's dividend (not its divisor: `1 / inf` is 0),
+so checking the last values of a chain checks the values before them, and every value no check
+covered is checked before the outputs leave. A zero divisor (Python would raise) gives NaN,
+which fails the same check, and NumPy's underflow mode must be `ignore` (its default). A signature whose calls keep failing the check gets graphs
 without Python floats (`Graph.python_floats`, relaxed like any assumption).
 
 Costs on this machine (ns): element read 30 as a NumPy scalar, 35 by `item`, 7 from a list;
@@ -37,7 +38,7 @@ _EXACT_INT = 2 ** 53  # Python ints mixed in convert to float exactly below this
 # estimated ns saved per chain op, per element read (by `item`: -5; from a list: +23), and lost
 # per NumPy scalar given back and per conversion of a NumPy scalar operand
 _GAIN = {"op": 20, "item": -5, "list": 23, "boxed": -55, "converted": -36}
-LIST_MIN_READS = 16  # element reads of one array before one tolist() pays (and 4 reads per 1 element... below)
+LIST_MIN_READS = 16  # element reads of one array before one tolist() pays (and at least a quarter of it)
 
 
 @dataclass
