@@ -16,8 +16,9 @@ way the call fails the check and runs eagerly, which reports what NumPy reports.
 values propagate through +, -, * and a quotient's dividend (not its divisor: `1 / inf` is 0),
 so checking the last values of a chain checks the values before them, and every value no check
 covered is checked before the outputs leave. A zero divisor (Python would raise) gives NaN,
-which fails the same check, and NumPy's underflow mode must be `ignore` (its default). A signature whose calls keep failing the check gets graphs
-without Python floats (`Graph.python_floats`, relaxed like any assumption).
+which fails the same check, and NumPy's underflow mode must be `ignore` (its default). A
+signature whose calls keep failing the check gets graphs without Python floats
+(`Graph.python_floats`, relaxed like any assumption).
 
 Costs on this machine (ns): element read 30 as a NumPy scalar, 35 by `item`, 7 from a list;
 `tolist()` of 64 floats 420; a NumPy scalar op 25, a Python float op 5; `np.float64(u)` 55;
