@@ -151,6 +151,9 @@ class _Emitter:
             return scalars.pack(self, n)
         if n.op == "draw_of":
             return draw_call(self, n)
+        if n.op == "pow" and not n.params and len(n.inputs) == 2 and isinstance(x, ir.Node) and ir.numpy_typed(x) \
+                and type(n.inputs[1]) in (int, float):  # the operator, as eager and the kernel (ops/primitives._power)
+            return f"({self.arg(x)} ** {self.const(n.inputs[1])})"
         if n.op == "numpy_call":  # NumPy's own function (ops/library.py), called directly
             return filled_call(self, n, self.const(n.params["fn"]))
         if n.op == "getitem" and array_in:

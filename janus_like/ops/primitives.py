@@ -65,7 +65,16 @@ def _pow_vjp(g, out, a, b):
     return ga, gb
 
 
-_elementwise("pow", lambda xp, a, b: xp.power(a, b), _pow_vjp)
+def _power(xp, a, b):
+    """`a ** b`: on a NumPy array with a Python-number exponent, the operator itself, which
+    NumPy runs as np.square, np.sqrt or np.reciprocal for 2, 0.5 and -1 (the same values as
+    np.power, but its floating-point warnings name those ufuncs); otherwise np.power."""
+    if type(b) in (int, float) and type(a) is np.ndarray:
+        return a ** b
+    return xp.power(a, b)
+
+
+_elementwise("pow", _power, _pow_vjp)
 _elementwise("neg", lambda xp, a: xp.negative(a), lambda g, o, a: (F.neg(g),))
 _elementwise("maximum", lambda xp, a, b: xp.maximum(a, b),
              lambda g, o, a, b: (wants(0) and _unb(F.where(F.ge(a, b), g, 0), a),

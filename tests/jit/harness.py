@@ -15,7 +15,7 @@ import numpy as np
 
 import janus_like as jl
 from janus_like import backend
-from janus_like.executor import interpret
+from janus_like.executor import AssertFailed, interpret
 from janus_like.ops.draws import restore, state_of
 from janus_like.tensor import Tensor
 
@@ -295,6 +295,9 @@ def check_plans_match_interpreter(jf, graphs=None):
         np.random.set_state(saved)
         for gen, st in zip(gens, saved_gens):
             restore(gen, st)
+        if ref_err is None and isinstance(fast_err, AssertFailed) \
+                and getattr(fast_err.assumption, "kind", "") == "finite":
+            continue  # the plan's Python floats met a value that is not finite: the call would run eagerly
         assert type(ref_err) is type(fast_err), f"interpreter raised {ref_err!r}, plan raised {fast_err!r}"
         if ref_err is not None:
             continue

@@ -205,3 +205,21 @@ def test_an_index_write_takes_its_arrays_buffer_only_when_nothing_reads_it_after
     reuse = plan_reuse(g)
     assert reuse.get(w_fresh.id) == 0 and reuse.get(chained.id) == 0, reuse
     assert not {w_input.id, w_const.id, kept.id, w_viewed.id, w_out.id} & set(reuse), reuse
+
+
+def test_powers_warn_as_numpys_operator(tmp_path):
+    """`x ** 2`, `x ** 0.5` and `x ** -1` on arrays are NumPy's operator, which runs np.square,
+    np.sqrt and np.reciprocal: its warnings name those (found by probing: the plan's np.power
+    said "overflow encountered in power" where eager said "... in square")."""
+    module = load_module(tmp_path, "import numpy as np\n\n\ndef f(x, k):\n    y = x * 3.0\n"
+                                   "    return (y ** 2).sum(), y ** 0.5, (x - 1.0) ** -1, k ** 2, x ** 2.0, "
+                                   "x[0] ** 2\n",
+                         "powers")
+
+    def args(s, i):
+        x = random_array(i, (5,))
+        if i % 3 == 2:
+            x[0], x[1], x[2] = 1e300, -4.0, 1.0  # overflow, a negative square root, a zero reciprocal
+        return x, np.arange(3) + i
+
+    check(lambda: (module.f, {}), call_sequence(10, args), min_graph_calls=4)

@@ -1,5 +1,7 @@
 """Running an exact pass on a graph: the same bits before and after, in the interpreter and in
 the plan."""
+import dataclasses
+
 import numpy as np
 
 import janus_like as jl
@@ -16,10 +18,23 @@ def assert_exact_pass(g, slots, rewrite, what):
     rewrite(g)
     dce(g)
     ir.verify(g)
-    for b, a, p in zip(before, interpret(g, slots), compile_plan(g)(slots)):
+    for b, a, p in zip(before, interpret(g, slots), _plan_values(g, slots)):
         assert_same(b, a, what)
         assert_same(b, p, "plan")
     return g
+
+
+def _plan_values(g, slots):
+    """The plan's outputs; where its float64 scalars held as Python floats fail their finite
+    check (executor/floats.py: the call would run eagerly), those of the plan without them."""
+    from janus_like.executor import AssertFailed
+
+    try:
+        return compile_plan(g)(slots)
+    except AssertFailed as exc:
+        if exc.assumption is None or exc.assumption.kind != "finite":
+            raise
+    return compile_plan(dataclasses.replace(g, python_floats=False))(slots)
 
 
 def training_step(shapes, act, lr):
