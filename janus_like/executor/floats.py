@@ -46,7 +46,8 @@ LIST_MIN_READS = 16  # element reads of one array before one tolist() pays (and 
 class Floats:
     """The plan's Python-float values: `nodes` (id -> "read" / "op", held in local `u<id>`),
     `converted` (ids of NumPy scalar operands converted with float() at first use), `lists`
-    (ids of arrays read from one tolist() -> their reads), `boxed` (ids also needed as NumPy scalars, `v<id>`),
+    (ids of arrays read from one tolist() -> their reads), `boxed` (ids also needed as NumPy
+    scalars, `v<id>`),
     `sinks` (index_update ids writing a Python float), `checks` (position -> ids to check
     before the node there), `final` (ids to check before the outputs leave)."""
 
@@ -58,7 +59,8 @@ class Floats:
     checks: dict = field(default_factory=dict)
     final: list = field(default_factory=list)
     assumption: object = None
-    done: set = field(default_factory=set)  # (emission) conversions and lists already made
+    done: set = field(default_factory=set)  # (emission) ids of the conversions and lists already made
+    under_checked: bool = False  # (emission) NumPy's underflow mode is checked at the first chain value
     assumption_name: str | None = None
 
 
@@ -102,7 +104,8 @@ def _op(n, floats, convertible) -> bool:
 
 
 def _refs(n):
-    """(node, is a chain position) for every value node n reads, blocks included."""
+    """The nodes n reads, inside its blocks too, at any depth (passes/order.refs looks one block
+    deep: enough for ordering, not for finding every reader of a value)."""
     refs = [i for i in n.inputs if isinstance(i, ir.Node)]
     if n.op in (ir.COND, ir.LOOP):
         for m in (m for b in ir.BLOCKS for m in n.params.get(b, [])):
@@ -172,17 +175,17 @@ def _boxed(fl, readers, outputs):
 
 
 def _choose_lists(fl, by_id, static_shapes):
-    counts: dict = {}
+    """The arrays read from one tolist(): at least LIST_MIN_READS reads, all by constant indices,
+    of at least a quarter of the array (a size known only at run time is checked then)."""
+    reads: dict = {}  # array id -> (the array, its reads, all by constant indices)
     for i, kind in fl.nodes.items():
         if kind == "read":
-            x = by_id[i].inputs[0]
-            counts[x.id] = counts.get(x.id, 0) + 1
-    for x_id, k in counts.items():
-        x = next(by_id[i].inputs[0] for i, kind in fl.nodes.items() if kind == "read" and by_id[i].inputs[0].id == x_id)
+            n = by_id[i]
+            x, k, constant = reads.get(n.inputs[0].id, (n.inputs[0], 0, True))
+            reads[x.id] = (x, k + 1, constant and all(type(item) is int for item in n.params["index"][0]))
+    for x_id, (x, k, constant) in reads.items():
         shape = x.aval[0] if static_shapes and all(type(d) is int for d in x.aval[0]) else None
-        if k >= LIST_MIN_READS and (shape is None or 4 * k >= int(np.prod(shape))) and all(
-                type(item) is int for i, kind in fl.nodes.items() if kind == "read" and by_id[i].inputs[0] is x
-                for item in by_id[i].params["index"][0]):
+        if constant and k >= LIST_MIN_READS and (shape is None or 4 * k >= int(np.prod(shape))):
             fl.lists[x_id] = k
 
 
@@ -308,8 +311,8 @@ def emit(em, fl, n) -> list[str]:
     lines: list[str] = []
     v = f"u{n.id}"
     first = []
-    if "under" not in fl.done:  # the first chain value: NumPy's underflow mode
-        fl.done.add("under")
+    if not fl.under_checked:  # the first chain value: NumPy's underflow mode
+        fl.under_checked = True
         first.append(f"    if not UNDER_OK(): raise AF({_failed(em, fl)})")
     if fl.nodes[n.id] == "read":
         x = n.inputs[0]
