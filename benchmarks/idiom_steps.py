@@ -1,5 +1,5 @@
 """Training-step idioms that used to keep whole steps eager: selections by masks, `np.nonzero`,
-`np.bincount`, context managers, `max` by computed keys.
+`np.bincount`, context managers, `max` by computed keys, `min(1.0, clip / norm)`.
 
     JANUS_LIKE_NATIVE=off PYTHONPATH=. taskset -c 1 python3 -m benchmarks.idiom_steps
 
@@ -89,6 +89,19 @@ def q_update(q, s, r, s2):
     return a
 
 
+def clipped_sgd(st, x, y, clip=0.5):
+    """A two-layer regression step with gradients clipped by their global norm, the scale by
+    `min(1.0, clip / norm)` (a Tensor norm)."""
+    with jl.GradientTape() as tape:
+        h = np.tanh(x @ st["w1"])
+        loss = (((h @ st["w2"])[:, 0] - y) ** 2).mean()
+    grads = tape.gradient(loss, [st["w1"], st["w2"]])
+    norm = np.sqrt(sum(np.sum(g * g) for g in grads))
+    scale = min(1.0, clip / (norm + 1e-6))
+    st["opt"].apply_gradients([(g * scale, w) for g, w in zip(grads, [st["w1"], st["w2"]])])
+    return float(loss)
+
+
 def _cases():
     rng = np.random.default_rng(0)
 
@@ -108,12 +121,14 @@ def _cases():
     adv = [(rng.standard_normal(64), rng.standard_normal(64), (rng.random(64) < 0.05).astype(float))
            for _ in range(20)]
     bal = [(rng.standard_normal((32, 16)), rng.integers(-1, 4, 32)) for _ in range(20)]
+    clipped = [(rng.standard_normal((64, 32)), rng.standard_normal(64) * 3.0) for _ in range(20)]
     qs = [(int(rng.integers(16)), float(rng.standard_normal()), int(rng.integers(16))) for _ in range(20)]
     return {
         "masked_mse": (masked_mse, mse_state, mse),
         "advantages": (advantages, None, adv),
         "balanced": (balanced, bal_state, bal),
         "q_update": (q_update, lambda: np.zeros((16, 4)), qs),
+        "clipped_sgd": (clipped_sgd, mse_state, clipped),
     }
 
 
@@ -138,7 +153,7 @@ def main():
                     run(label, f)
                 best[label] = min(best[label], (time.perf_counter() - start) / (10 * len(args)) * 1e6)
         g, s = systems["graph"].stats(), systems["jit"].stats()
-        chosen = "eager" if s["eager_by_choice"] else "graph"
+        chosen = "eager" if s["eager_by_choice"] else "graph" if s["graph_calls"] else "no graph"
         ratio = best["jit"] / best["eager"]
         print(f"{name:12s} {best['eager']:9.2f} {best['graph']:9.2f} {best['jit']:9.2f} {ratio:9.2f}  "
               f"{chosen} (graph calls: {g['graph_calls']}/{g['calls']} kept, {s['graph_calls']}/{s['calls']} measured)")

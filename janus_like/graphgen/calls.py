@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ops import api as F
 from ..ops.draws import CLOCKS
-from ..source import NoSource, function_ast, has_yield, in_packages, local_names
+from ..source import NoSource, function_ast, has_yield, in_packages, local_names, site_key
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED, is_user_callable
@@ -29,7 +29,7 @@ from .early_returns import function_body
 from .numpy_calls import ArrayMethod, _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
-from .py_numbers import is_number_call, number_call, scalar_extreme
+from .py_numbers import is_number_call, mixed_items, number_call, scalar_extreme, speculate_pick
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn
@@ -181,7 +181,7 @@ class CallsMixin:
                 "reduce", "accumulate"):
             return self.ufunc_method(func, args, kwargs)
         if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
-            return self.call_builtin(func, args, kwargs)
+            return self.call_builtin(func, args, kwargs, node)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
             if type(owner) is str and func.__name__ == "format" and self.formats_graph_values(args, kwargs):
@@ -261,7 +261,7 @@ class CallsMixin:
         return [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, kinds) else a
                 for a in args]
 
-    def call_builtin(self, func, args, kwargs):
+    def call_builtin(self, func, args, kwargs, node=None):
         if func in (float, int, bool) and args and isinstance(args[0], Sym):
             v = args[0]
             if v.size != 1:
@@ -306,6 +306,9 @@ class CallsMixin:
         module = getattr(func, "__module__", None)
         if is_number_call(func, module, args, kwargs):
             return number_call(self.builder, func, module, args, self.site, kwargs)
+        if func in (max, min) and (items := mixed_items(func, args, kwargs)) is not None:
+            key = site_key(self.frames[-1].filename, node) if node is not None and self.frames else None
+            return speculate_pick(self, func, items, key)
         if func in (max, min) and _any_abstract(args):
             return scalar_extreme(self.builder, func, args, kwargs, self.site)
         if func is divmod and len(args) == 2 and _any_abstract(args):  # Python's and NumPy's alike

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 from .. import ir
+from ..jit.assumptions import Assumption
 from .builder import py_sample
 from .support import _CMPOPS
 from .values import Sym, Unsupported
@@ -70,6 +71,54 @@ def scalar_extreme(builder, func, args, kwargs, site):
         return items[0]
     node = builder.add(ir.Node(ir.PY_OP, tuple(x.node for x in items), {"fn": func}, ((), items[0].dtype)))
     return Sym(node, "array")
+
+
+def mixed_items(func, args, kwargs):
+    """The arguments of `min(1.0, clip / norm)` (or `max([floor, x])`) when they mix Python
+    numbers with one-element NumPy values or Tensors the graph computes, or hold NumPy values of
+    several dtypes, or Tensors: which argument eager gets depends on the data, and so does the result's type (a
+    Python float or a numpy.float64, which a float32 array multiplied by it keeps or promotes).
+    None for any other call."""
+    if kwargs or func not in (min, max):
+        return None
+    items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    if len(items) < 2 or not all(_number(x) or isinstance(x, Sym) and x.kind in ("array", "tensor")
+                                 and x.size == 1 for x in items):
+        return None
+    arrays = [x for x in items if isinstance(x, Sym) and x.kind != "py"]
+    if not arrays or (len(arrays) == len(items) and all(x.shape == () and x.kind == "array" for x in items)
+                      and len({x.dtype for x in items}) == 1):
+        return None  # all Python numbers (number_call), or NumPy scalars of one dtype (scalar_extreme)
+    return items
+
+
+def speculate_pick(gen, func, items, key):
+    """`min(1.0, clip / norm)`: the argument the warm-up calls got (always the same one) is the
+    result, and an assert node checks that the builtin, run on the values when the graph runs,
+    gives that argument again; a call where it gives another falls back to eager, and after
+    repeated failures the call site stays eager."""
+    seen = gen.profile.picked(key) if gen.profile is not None and key is not None else set()
+    if len(seen) != 1 or ("pick", key) in gen.relaxed:
+        why = "differed between warm-up calls" if len(seen) > 1 else (
+            "kept changing" if seen else "was not seen in warm-up")
+        raise Unsupported("data-dependent-python", f"{func.__name__}() of Python numbers and graph values: "
+                                                   f"the argument it gives {why}", gen.site)
+    (index,) = seen
+    if index >= len(items):
+        raise Unsupported("data-dependent-python", f"{func.__name__}() of a varying number of arguments", gen.site)
+    check = gen.builder.py_op(_gives(func, index), *items, sample=True)
+    gen.builder.assert_(check, True, Assumption("pick", gen.site, f"argument {index + 1}",
+                                                path=f"{func.__name__}()", relax=("pick", key)))
+    return items[index]
+
+
+@functools.lru_cache(maxsize=None)
+def _gives(func, index):
+    def gives(*items):  # whether func's result is the item at `index` (the first one it is)
+        result = func(items)
+        return next(i for i, x in enumerate(items) if x is result) == index
+    gives.__name__ = f"{func.__name__}_gives_{index}"
+    return gives
 
 
 def number_chain(builder, ops, values, site):

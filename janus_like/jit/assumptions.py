@@ -25,6 +25,7 @@ KINDS = {
     "branch": "the outcome of an `if` on a value computed in the graph",
     "trip_count": "the number of iterations of a `while` loop on a graph value",
     "recursion": "a value inside a recursion region's tree walk (an int index, a gradient eager gives)",
+    "pick": "which argument min()/max() of Python numbers and graph values gives",
     "finite": "float64 scalars computed as Python floats stayed finite (NumPy would have warned)",
 }
 

@@ -5,7 +5,7 @@
     for x in xs:        ->  for x in __jlp.it(KEY, xs):
     obj.attr, x[i] (load) -> __jlp.v(KEY, obj.attr), __jlp.v(KEY, x[i])
     global_name (load)  ->  __jlp.v(KEY, global_name)
-    f(args)             ->  __jlp.c(KEY, f)(args)      # callees are profiled too
+    f(args)             ->  __jlp.c(KEY, f)(args)      # callees are profiled too (min/max: the argument given)
 
 The copy is compiled with the original globals and closure cells, so it reads and writes the
 same state as the original; only observation is added.
@@ -72,7 +72,24 @@ class Hooks:
 
     def c(self, key, fn):
         self.profile.record_callee(key, fn)
+        if fn is min or fn is max:
+            return _picking(fn, key, self.profile)
         return profiled_callable(fn, self)
+
+
+def _picking(fn, key, profile):
+    """min/max recording which argument they gave (the first one that is the result): the
+    generator speculates on it where the arguments mix Python numbers and graph values."""
+    def call(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        items = args[0] if len(args) == 1 else args
+        if not kwargs and isinstance(items, (list, tuple)):
+            for i, x in enumerate(items):
+                if x is result:
+                    profile.record_pick(key, i)
+                    break
+        return result
+    return call
 
 
 def profiled_callable(fn, hooks):

@@ -22,6 +22,7 @@ class Profile:
         self.varying = set()  # keys whose scalar value changed between observations
         self.callees = defaultdict(set)  # key -> qualified names called
         self.lengths = defaultdict(set)  # key -> lengths of lists/tuples/dicts read there
+        self.picks = defaultdict(set)  # key of a min()/max() call -> positions of the arguments it gave
         self.calls = 0
 
     # ------------------------------------------------------------------ recording
@@ -49,6 +50,9 @@ class Profile:
         if isinstance(data, np.ndarray):
             self.shapes[key].add((data.shape, str(data.dtype)))
 
+    def record_pick(self, key, index: int):
+        self.picks[key].add(index)
+
     def record_callee(self, key, fn):
         self.callees[key].add(getattr(fn, "__qualname__", type(fn).__name__))
 
@@ -59,6 +63,9 @@ class Profile:
 
     def trips(self, key):
         return set(self.trip_counts.get(key, ()))
+
+    def picked(self, key):
+        return set(self.picks.get(key, ()))
 
     def varies(self, key) -> bool:
         return key in self.varying
@@ -72,4 +79,5 @@ class Profile:
             "varying_values": len(self.varying),
             "call_sites": len(self.callees),
             "container_sites": len(self.lengths),
+            "min_max_sites": len(self.picks),
         }

@@ -141,7 +141,7 @@ def lookup(d, k):
 
 
 def test_errors_in_routed_and_trial_calls_are_eagers(monkeypatch):
-    _quick(monkeypatch, EAGER_WINS)
+    _quick(monkeypatch, EAGER_WINS, early=1e9)  # (a slow first eager block on a loaded machine: no early stop)
     keys = ["a"] * 10 + ["b", "a", "a", "zz", "a"] * 8
     jf = side_by_side(lambda: (lookup, None), call_sequence(len(keys), lambda s, i: ({"a": 1.5, "b": 2.0}, keys[i])),
                       choose="measured")

@@ -21,7 +21,7 @@ import pytest
 import janus_like as jl
 from janus_like import F, nn
 
-from .harness import call_sequence, check, fallback_reasons, load_module, random_array
+from .harness import assumption_kinds, call_sequence, check, fallback_reasons, load_module, random_array
 
 
 def test_eval_mode_inside_the_step():
@@ -99,16 +99,20 @@ def test_max_and_min_of_gradient_norms(tmp_path, expr):
     check(make, call_sequence(6, call), min_graph_calls=2)
 
 
-def test_max_of_mixed_dtypes_stays_eager():
+def test_max_of_mixed_dtypes_speculates_which_one():
+    # a float64 and a float32 sum: which one max gives decides the result's dtype, so the graph
+    # asserts the one the warm-up got (tests/jit/test_min_max_picks.py); call 5 gets the other
     def f(a, b):
         return max(np.sum(a), np.sum(b))
 
     def make():
         return f, {}
 
-    jf = check(make, call_sequence(5, lambda s, i: (random_array(i, (3,)), random_array(i, (3,)).astype(np.float32))),
-               min_graph_calls=0)
-    assert "max() over graph values" in jf.explain()
+    def call(s, i):
+        return random_array(i, (3,)) + (20.0 if i != 5 else -20.0), random_array(i, (3,)).astype(np.float32)
+
+    jf = check(make, call_sequence(8, call), min_graph_calls=3)
+    assert "pick" in assumption_kinds(jf) and jf.stats()["assert_failures"] == 1, jf.explain()
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,139 @@
+"""`min(1.0, clip / norm)`: min/max of Python numbers and one-element NumPy values the graph
+computes. Which argument eager gets depends on the data, and so does the result's type (a
+Python float, a numpy.float64 or float32, a one-element array). The profiler records which
+argument each warm-up call got; the graph takes that argument and asserts that the builtin,
+run on the values, gives it again. Side by side with eager on call sequences that keep the
+pick, change it once, change it for good, and reach NaN."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import janus_like as jl
+from janus_like import optim
+
+from .harness import assumption_kinds, call_sequence, check, fallback_reasons, load_module
+
+
+def clip_step(params, grads, lr=0.1, max_norm=1.0):
+    norm = np.sqrt(sum(np.sum(g * g) for g in grads))
+    scale = min(1.0, max_norm / (norm + 1e-6))
+    for p, g in zip(params, grads):
+        p -= lr * scale * g
+    return scale
+
+
+def _grads(dtype, scales):
+    def args(s, i):
+        rng = np.random.default_rng(i)
+        return s, [(rng.standard_normal(p.shape) * scales[i]).astype(dtype) for p in s]
+    return args
+
+
+def _params(dtype):
+    rng = np.random.default_rng(99)
+    return [rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal(3).astype(dtype)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_clipping_scale_is_staged_with_the_pick_asserted(dtype):
+    # small gradients: min gives 1.0 (a Python float, so float32 parameters stay float32 as
+    # eager's); call 7 has a large gradient, min gives the NumPy scalar: the assert fails, eager runs
+    scales = [0.01] * 7 + [50.0] + [0.01] * 4
+    jf = check(lambda: (clip_step, _params(dtype)), call_sequence(12, _grads(dtype, scales)), min_graph_calls=6)
+    assert "pick" in assumption_kinds(jf), jf.explain()
+    assert jf.stats()["assert_failures"] == 1, jf.explain()
+
+
+def test_the_other_argument_picked_gives_the_numpy_scalar():
+    scales = [50.0] * 6 + [0.001] + [50.0] * 3  # the scale is the NumPy value, except at call 6
+    jf = check(lambda: (clip_step, _params(np.float32)), call_sequence(10, _grads(np.float32, scales)),
+               min_graph_calls=5)
+    assert jf.stats()["assert_failures"] == 1, jf.explain()
+
+
+def test_a_pick_that_keeps_failing_leaves_the_site_eager():
+    scales = [0.01] * 4 + [50.0, 0.01] * 5
+    jf = check(lambda: (clip_step, _params(np.float64)), call_sequence(14, _grads(np.float64, scales)),
+               min_graph_calls=1)
+    assert fallback_reasons(jf) >= {"assumption", "data-dependent-python"}, jf.explain()
+    assert "kept changing" in jf.explain(), jf.explain()
+
+
+def test_picks_that_differ_in_warm_up_stay_eager():
+    scales = [0.01, 50.0, 0.01] + [0.01] * 5
+    jf = check(lambda: (clip_step, _params(np.float64)), call_sequence(8, _grads(np.float64, scales)),
+               min_graph_calls=0)
+    assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()
+    assert "differed between warm-up calls" in jf.explain(), jf.explain()
+
+
+def floors(x, k):
+    lo = max([1e-3, x.std(), 0.05])  # a list, a NumPy scalar in the middle
+    hi = min(x[:1], 2)  # a one-element array or a Python int
+    top = max(np.float32(x.max()), x.min())  # NumPy scalars of two dtypes
+    return x / lo, hi * x, top
+
+
+def test_lists_sizes_and_dtypes_mix(tmp_path):
+    def args(s, i):
+        x = np.random.default_rng(i).uniform(0.1, 1.0, 5)
+        x[0] += 4.0 * (i == 6)  # min(x[:1], 2) gives 2 once
+        return x, i
+
+    calls = call_sequence(10, args)
+    jf = check(lambda: (floors, None), calls, min_graph_calls=4)
+    assert "pick" in assumption_kinds(jf), jf.explain()
+
+
+def test_nan_fails_the_pick_where_eager_gets_the_other_argument():
+    # min(1.0, nan) is 1.0 (nan < 1.0 is false), min(nan, 1.0) is nan: as the builtin decides
+    def f(x, k):
+        return min(1.0, x.sum()), min(x.sum(), 1.0), x * max(0.5, x.sum())
+
+    calls = [lambda s, i=i: (np.full(3, np.nan if i in (5, 8) else 0.1 * (i + 6)), i) for i in range(10)]
+    jf = check(lambda: (f, None), calls, min_graph_calls=1)
+    assert jf.stats()["assert_failures"] >= 1, jf.explain()
+
+
+@settings(max_examples=20, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32),
+                                 st.sampled_from([0.0, -0.0, 1.0, 2.0])), min_size=10, max_size=10),
+       dtype=st.sampled_from(["float32", "float64"]), func=st.sampled_from(["min", "max"]),
+       first=st.sampled_from(["1.0", "1", "x.sum()"]))
+def test_any_values_give_eagers_results(tmp_path_factory, values, dtype, func, first):
+    second = "x.sum()" if first != "x.sum()" else "1.0"
+    module = load_module(tmp_path_factory.mktemp("picks"),
+                         "import numpy as np\n\n\ndef f(x, w):\n"
+                         f"    s = {func}({first}, {second})\n"
+                         "    w *= s\n"
+                         "    return s, x * s\n", "hypothesis_picks")
+
+    def args(s, i):
+        return np.array([values[i], 0.0], dtype=dtype), s
+
+    check(lambda: (module.f, np.ones(3, dtype=dtype)), call_sequence(10, args), min_graph_calls=0)
+
+
+def clipped_sgd(st, x, y, clip=1e-3):
+    with jl.GradientTape() as tape:
+        h = np.tanh(x @ st["w1"])
+        loss = (((h @ st["w2"])[:, 0] - y) ** 2).mean()
+    grads = tape.gradient(loss, [st["w1"], st["w2"]])
+    norm = np.sqrt(sum(np.sum(g * g) for g in grads))  # a Tensor
+    scale = min(1.0, clip / (norm + 1e-6))
+    st["opt"].apply_gradients([(g * scale, w) for g, w in zip(grads, [st["w1"], st["w2"]])])
+    return float(loss), scale
+
+
+def test_a_tensor_norm_from_a_tape():
+    def make():
+        r = np.random.default_rng(1)
+        return clipped_sgd, {"w1": jl.Variable(r.standard_normal((8, 6)) * 0.1),
+                             "w2": jl.Variable(r.standard_normal((6, 1)) * 0.1), "opt": optim.SGD(0.01)}
+
+    def args(s, i):
+        r = np.random.default_rng(i)  # the scale is the Tensor; call 6's gradients are zero: 1.0
+        return s, r.standard_normal((16, 8)) * (i != 6), r.standard_normal(16) * 3.0
+
+    jf = check(make, call_sequence(10, args), min_graph_calls=5)
+    assert "pick" in assumption_kinds(jf) and jf.stats()["assert_failures"] == 1, jf.explain()
