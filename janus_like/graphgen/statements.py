@@ -4,8 +4,10 @@ and every write to state logged for the all-or-nothing commit.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import operator
 import os
+import sys
 import types
 
 import numpy as np
@@ -79,6 +81,38 @@ class StatementsMixin:
 
     def stmt_Nonlocal(self, node, frame):
         frame.nonlocal_names.update(node.names)
+
+    def stmt_Import(self, node, frame):
+        """`import math`, `import numpy.linalg as la` in the function: after the first run an
+        import is a lookup in `sys.modules`, so the names are bound to the modules there (a
+        module not imported yet, which eager would import now, keeps the signature eager)."""
+        for alias in node.names:
+            module = self.imported(alias.name)
+            if alias.asname is None:  # `import a.b` binds `a`
+                module = self.imported(alias.name.partition(".")[0])
+            self.store_name(alias.asname or alias.name.partition(".")[0], module, frame)
+
+    def stmt_ImportFrom(self, node, frame):
+        """`from numpy import linalg`, `from .utils import clip`: each name is read from the
+        module as `module.name` is (a submodule not imported yet keeps the signature eager)."""
+        try:
+            name = importlib.util.resolve_name("." * node.level + (node.module or ""),
+                                               frame.globals.get("__package__")) if node.level else node.module
+        except (ImportError, ValueError) as exc:
+            raise Unsupported("unsupported-syntax", f"relative import ({exc})", self.site) from None
+        module = self.imported(name)
+        for alias in node.names:
+            if hasattr(module, alias.name):
+                value = self.getattr(module, alias.name)
+            else:
+                value = self.imported(f"{name}.{alias.name}")
+            self.store_name(alias.asname or alias.name, value, frame)
+
+    def imported(self, name):
+        module = sys.modules.get(name)
+        if module is None:
+            raise Unsupported("unsupported-syntax", f"`import {name}` of a module not imported yet", self.site)
+        return module
 
     def stmt_Assign(self, node, frame):
         value = self.eval(node.value, frame)
