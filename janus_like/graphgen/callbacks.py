@@ -31,6 +31,7 @@ from ..ops.registry import REGISTRY
 from ..source import in_packages
 from .support import OPERATORS, Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
 from .values import BoundMethod, LocalFunction, ObjRef, Sym, Unsupported
+from .py_numbers import speculate_pick
 
 _NOT_HANDLED = object()
 
@@ -164,6 +165,7 @@ class CallbacksMixin:
         key = kwargs.get("key")
         if not args or set(kwargs) - {"key", "default"} or not is_user_callable(key):
             return _NOT_HANDLED
+        site = self.pick_key  # (before the key function's own calls set theirs)
         items = list(self.iterate_lazily(args[0])) if len(args) == 1 else list(args)
         if not items:
             if "default" in kwargs and len(args) == 1:
@@ -171,10 +173,10 @@ class CallbacksMixin:
             raise Unsupported("user-error", f"{pick.__name__}() of an empty sequence", self.site)
         keys = [self.call(key, [x], {}) for x in items]
         if _any_abstract(keys):
-            return self._extreme_of_graph_keys(pick, items, keys)
+            return self._extreme_of_graph_keys(pick, items, keys, site)
         return items[pick(range(len(items)), key=keys.__getitem__)]  # the first extreme, as eager
 
-    def _extreme_of_graph_keys(self, pick, items, keys):
+    def _extreme_of_graph_keys(self, pick, items, keys, site):
         """`max(items, key=f)` with keys the graph computes: Python's own scan, item by item (a
         later key replaces the best only when it compares greater, for min less: the first
         extreme wins, a NaN never replaces and is never replaced), as Python-number nodes; the
@@ -195,7 +197,10 @@ class CallbacksMixin:
         for j, k in enumerate(numbers[1:], 1):
             replace = b.py_op(better, k, best)
             best, index = b.py_op(_choose, replace, k, best), b.py_op(_choose, replace, j, index)
-        return self.table_lookup(list(items), index)  # (arrays or objects: eager's item itself; not here)
+        try:
+            return self.table_lookup(list(items), index)
+        except Unsupported:  # arrays, objects: the item the warm-up got, asserted (py_numbers.speculate_pick)
+            return speculate_pick(self, pick, items, site, index, "items by keys computed in the graph")
 
     def _reduce(self, args, kwargs):
         if kwargs or len(args) not in (2, 3) or not is_user_callable(args[0]):

@@ -66,6 +66,8 @@ class CallsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
     def call(self, func, args, kwargs, node=None):
+        if func is min or func is max:  # the profile's key for which argument it gives (py_numbers.speculate_pick)
+            self.pick_key = site_key(self.frames[-1].filename, node) if node is not None and self.frames else None
         if func is copy.copy or func is copy.deepcopy:
             return self.copy_call(func, args, kwargs)
         if func is contextlib.suppress and not _any_abstract((args, kwargs)) and not _any_objref((args, kwargs)):
@@ -181,7 +183,7 @@ class CallsMixin:
                 "reduce", "accumulate"):
             return self.ufunc_method(func, args, kwargs)
         if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
-            return self.call_builtin(func, args, kwargs, node)
+            return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
             if type(owner) is str and func.__name__ == "format" and self.formats_graph_values(args, kwargs):
@@ -261,7 +263,7 @@ class CallsMixin:
         return [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, kinds) else a
                 for a in args]
 
-    def call_builtin(self, func, args, kwargs, node=None):
+    def call_builtin(self, func, args, kwargs):
         if func in (float, int, bool) and args and isinstance(args[0], Sym):
             v = args[0]
             if v.size != 1:
@@ -307,8 +309,7 @@ class CallsMixin:
         if is_number_call(func, module, args, kwargs):
             return number_call(self.builder, func, module, args, self.site, kwargs)
         if func in (max, min) and (items := mixed_items(func, args, kwargs)) is not None:
-            key = site_key(self.frames[-1].filename, node) if node is not None and self.frames else None
-            return speculate_pick(self, func, items, key)
+            return speculate_pick(self, func, items, self.pick_key)
         if func in (max, min) and _any_abstract(args):
             return scalar_extreme(self.builder, func, args, kwargs, self.site)
         if func is divmod and len(args) == 2 and _any_abstract(args):  # Python's and NumPy's alike

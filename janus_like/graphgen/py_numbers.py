@@ -92,24 +92,37 @@ def mixed_items(func, args, kwargs):
     return items
 
 
-def speculate_pick(gen, func, items, key):
+def speculate_pick(gen, func, items, key, index=None, what="Python numbers and graph values"):
     """`min(1.0, clip / norm)`: the argument the warm-up calls got (always the same one) is the
     result, and an assert node checks that the builtin, run on the values when the graph runs,
     gives that argument again; a call where it gives another falls back to eager, and after
-    repeated failures the call site stays eager."""
+    repeated failures the call site stays eager. `index`: the position of the extreme as the
+    graph computes it (`max(heads, key=score)`, callbacks.py), asserted instead. `key`: the call's
+    site, as the profile knows it (calls.call sets `gen.pick_key`)."""
     seen = gen.profile.picked(key) if gen.profile is not None and key is not None else set()
     if len(seen) != 1 or ("pick", key) in gen.relaxed:
         why = "differed between warm-up calls" if len(seen) > 1 else (
             "kept changing" if seen else "was not seen in warm-up")
-        raise Unsupported("data-dependent-python", f"{func.__name__}() of Python numbers and graph values: "
-                                                   f"the argument it gives {why}", gen.site)
-    (index,) = seen
-    if index >= len(items):
+        raise Unsupported("data-dependent-python", f"{func.__name__}() of {what}: the argument it gives {why}",
+                          gen.site)
+    (pos,) = seen
+    if pos >= len(items):
         raise Unsupported("data-dependent-python", f"{func.__name__}() of a varying number of arguments", gen.site)
-    check = gen.builder.py_op(_gives(func, index), *items, sample=True)
-    gen.builder.assert_(check, True, Assumption("pick", gen.site, f"argument {index + 1}",
+    if index is None:
+        check = gen.builder.py_op(_gives(func, pos), *items, sample=True)
+    else:
+        check = gen.builder.py_op(_equals(pos), index, sample=True)
+    gen.builder.assert_(check, True, Assumption("pick", gen.site, f"argument {pos + 1}",
                                                 path=f"{func.__name__}()", relax=("pick", key)))
-    return items[index]
+    return items[pos]
+
+
+@functools.lru_cache(maxsize=None)
+def _equals(pos):
+    def equals(index):
+        return index == pos
+    equals.__name__ = f"is_{pos}"
+    return equals
 
 
 @functools.lru_cache(maxsize=None)

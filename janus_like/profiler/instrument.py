@@ -83,7 +83,7 @@ def _picking(fn, key, profile):
     def call(*args, **kwargs):
         result = fn(*args, **kwargs)
         items = args[0] if len(args) == 1 else args
-        if not kwargs and isinstance(items, (list, tuple)):
+        if not set(kwargs) - {"key", "default"} and isinstance(items, (list, tuple)):
             for i, x in enumerate(items):
                 if x is result:
                     profile.record_pick(key, i)

@@ -113,7 +113,8 @@ def test_min_max_by_keys_the_graph_computes():
     assert jf.stats()["eager_calls"] == 0, jf.explain()
 
 
-def test_max_by_graph_keys_of_arrays_or_objects_stays_eager():
+def test_max_by_graph_keys_of_arrays_whose_pick_varies_stays_eager():
+    # (a pick the warm-up calls agree on is speculated: tests/jit/test_min_max_picks.py)
     def make():
         def f(xs):
             return max(xs, key=lambda x: x.sum()) * 2.0

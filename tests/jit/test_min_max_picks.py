@@ -137,3 +137,30 @@ def test_a_tensor_norm_from_a_tape():
 
     jf = check(make, call_sequence(10, args), min_graph_calls=5)
     assert "pick" in assumption_kinds(jf) and jf.stats()["assert_failures"] == 1, jf.explain()
+
+
+class Head:
+    def __init__(self, w):
+        self.w = w
+
+    def score(self, x):
+        return float((x @ self.w).sum())
+
+
+def best_head(heads, x):
+    best = max(heads, key=lambda h: h.score(x))  # objects
+    word = min(["left", "right", "stay"], key=lambda a: abs(len(a) - x.sum()))  # strings
+    arr = max([x, -x, x * 0.5], key=lambda v: v[0])  # arrays
+    top = max(heads, key=lambda h: max(h.score(x), -1e9))  # a min/max call inside the key function
+    return best.w * 2.0, word, arr, top.w
+
+
+def test_items_by_keys_the_graph_computes():
+    # the scan over the keys is the graph's (callbacks.py); which item it found is asserted
+    # against the warm-up's, and the item is eager's own object; call 6 picks others
+    def args(s, i):
+        return s, np.ones(3) * (-1.0 if i == 6 else 1.0)
+
+    jf = check(lambda: (best_head, [Head(np.full(3, float(i))) for i in range(3)]),
+               [lambda s, i=i: args(s, i) for i in range(9)], min_graph_calls=5)
+    assert "pick" in assumption_kinds(jf) and jf.stats()["assert_failures"] == 1, jf.explain()
