@@ -11,6 +11,7 @@ import functools
 
 from .. import ir
 from ..jit.assumptions import Assumption
+from ..profiler.profile import picked_position
 from .builder import py_sample
 from .support import _CMPOPS
 from .values import Sym, Unsupported
@@ -76,10 +77,10 @@ def scalar_extreme(builder, func, args, kwargs, site):
 def mixed_items(func, args, kwargs):
     """The arguments of `min(1.0, clip / norm)` (or `max([floor, x])`) when they mix Python
     numbers with one-element NumPy values or Tensors the graph computes, or hold NumPy values of
-    several dtypes, or Tensors: which argument eager gets depends on the data, and so does the result's type (a
-    Python float or a numpy.float64, which a float32 array multiplied by it keeps or promotes).
-    None for any other call."""
-    if kwargs or func not in (min, max):
+    several dtypes, or Tensors: which argument eager gets depends on the data, and so does the
+    result's type (a Python float or a numpy.float64, which a float32 array multiplied by it
+    keeps or promotes). None for any other call of min or max."""
+    if kwargs:
         return None
     items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
     if len(items) < 2 or not all(_number(x) or isinstance(x, Sym) and x.kind in ("array", "tensor")
@@ -128,8 +129,7 @@ def _equals(pos):
 @functools.lru_cache(maxsize=None)
 def _gives(func, index):
     def gives(*items):  # whether func's result is the item at `index` (the first one it is)
-        result = func(items)
-        return next(i for i, x in enumerate(items) if x is result) == index
+        return picked_position(items, func(items)) == index
     gives.__name__ = f"{func.__name__}_gives_{index}"
     return gives
 

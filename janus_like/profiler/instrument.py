@@ -18,6 +18,7 @@ import types
 import weakref
 
 from ..source import function_ast, in_packages
+from .profile import picked_position
 
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
                  "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
@@ -84,10 +85,9 @@ def _picking(fn, key, profile):
         result = fn(*args, **kwargs)
         items = args[0] if len(args) == 1 else args
         if not set(kwargs) - {"key", "default"} and isinstance(items, (list, tuple)):
-            for i, x in enumerate(items):
-                if x is result:
-                    profile.record_pick(key, i)
-                    break
+            position = picked_position(items, result)
+            if position is not None:  # (None: the default)
+                profile.record_pick(key, position)
         return result
     return call
 

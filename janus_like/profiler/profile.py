@@ -10,6 +10,12 @@ from ..tensor import Tensor
 _SCALARS = (bool, int, float, str, type(None), np.generic)
 
 
+def picked_position(items, result):
+    """Which of min()/max()'s arguments `result` is: the first one that is that object (what the
+    profile records, and what the graph's `pick` assert checks again), or None."""
+    return next((i for i, x in enumerate(items) if x is result), None)
+
+
 class Profile:
     """Observations keyed by (filename, lineno, col_offset) of an AST node."""
 
