@@ -122,6 +122,9 @@ def _cases():
            for _ in range(20)]
     bal = [(rng.standard_normal((32, 16)), rng.integers(-1, 4, 32)) for _ in range(20)]
     clipped = [(rng.standard_normal((64, 32)), rng.standard_normal(64) * 3.0) for _ in range(20)]
+    # the clip binds on every fourth step (a large target), and not on the others
+    some = [(rng.standard_normal((64, 32)), rng.standard_normal(64) * (3.0 if i % 4 == 0 else 0.2), 1.5)
+            for i in range(20)]
     qs = [(int(rng.integers(16)), float(rng.standard_normal()), int(rng.integers(16))) for _ in range(20)]
     return {
         "masked_mse": (masked_mse, mse_state, mse),
@@ -129,6 +132,7 @@ def _cases():
         "balanced": (balanced, bal_state, bal),
         "q_update": (q_update, lambda: np.zeros((16, 4)), qs),
         "clipped_sgd": (clipped_sgd, mse_state, clipped),
+        "clip_some": (clipped_sgd, mse_state, some),
     }
 
 

@@ -96,26 +96,57 @@ def mixed_items(func, args, kwargs):
 def speculate_pick(gen, func, items, key, index=None, what="Python numbers and graph values"):
     """`min(1.0, clip / norm)`: the argument the warm-up calls got (always the same one) is the
     result, and an assert node checks that the builtin, run on the values when the graph runs,
-    gives that argument again; a call where it gives another falls back to eager, and after
-    repeated failures the call site stays eager. `index`: the position of the extreme as the
-    graph computes it (`max(heads, key=score)`, callbacks.py), asserted instead. `key`: the call's
-    site, as the profile knows it (calls.call sets `gen.pick_key`)."""
+    gives that argument again; a call where it gives another falls back to eager. `index`: the
+    position of the extreme as the graph computes it (`max(heads, key=score)`, callbacks.py),
+    asserted instead. `key`: the call's site, as the profile knows it (calls.call sets
+    `gen.pick_key`).
+
+    Of two arguments, where the warm-up calls got both or the assert kept failing (a clip that
+    binds on some steps), the site is split as a branch is (jit/variants.py): one graph per
+    argument, each asserting its own, and a call the one graph does not take tries the other.
+    Of more arguments the site then stays eager."""
+    split_key = ("pick", key)
+    if key is not None and split_key in gen.split:
+        return _split_pick(gen, func, items, key, index, split_key)
     seen = gen.profile.picked(key) if gen.profile is not None and key is not None else set()
     if len(seen) != 1 or ("pick", key) in gen.relaxed:
         why = "differed between warm-up calls" if len(seen) > 1 else (
             "kept changing" if seen else "was not seen in warm-up")
-        raise Unsupported("data-dependent-python", f"{func.__name__}() of {what}: the argument it gives {why}",
+        exc = Unsupported("data-dependent-python", f"{func.__name__}() of {what}: the argument it gives {why}",
                           gen.site)
+        if seen and len(items) == 2:
+            exc.branch = split_key  # the JIT makes one graph per argument instead
+        raise exc
     (pos,) = seen
     if pos >= len(items):
         raise Unsupported("data-dependent-python", f"{func.__name__}() of a varying number of arguments", gen.site)
-    if index is None:
-        check = gen.builder.py_op(_gives(func, pos), *items, sample=True)
-    else:
-        check = gen.builder.py_op(_equals(pos), index, sample=True)
-    gen.builder.assert_(check, True, Assumption("pick", gen.site, f"argument {pos + 1}",
-                                                path=f"{func.__name__}()", relax=("pick", key)))
+    gen.builder.assert_(_gives_check(gen, func, items, index, pos), True,
+                        Assumption("pick", gen.site, f"argument {pos + 1}", path=f"{func.__name__}()",
+                                   relax=("pick", key)))
     return items[pos]
+
+
+def _split_pick(gen, func, items, key, index, split_key):
+    """One graph of a split two-argument site: the outcome is whether the builtin gives its first
+    argument (first, the one the warm-up calls got more often)."""
+    if len(items) != 2:
+        raise Unsupported("data-dependent-python", f"{func.__name__}() of a varying number of arguments", gen.site)
+    first = gen.split[split_key]
+    if first is None:
+        counts = gen.profile.pick_counts(key) if gen.profile is not None else {}
+        first = counts.get(0, 0) >= counts.get(1, 0)
+    gen.forced[split_key] = first
+    gen.builder.assert_(_gives_check(gen, func, items, index, 0), first,
+                        Assumption("pick", gen.site, first, path=f"{func.__name__}() gives its first argument",
+                                   relax=("split", split_key)))
+    return items[0 if first else 1]
+
+
+def _gives_check(gen, func, items, index, pos):
+    """A graph value: whether the builtin, on the values the graph runs on, gives argument `pos`."""
+    if index is None:
+        return gen.builder.py_op(_gives(func, pos), *items, sample=True)
+    return gen.builder.py_op(_equals(pos), index, sample=True)
 
 
 @functools.lru_cache(maxsize=None)

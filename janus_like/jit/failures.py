@@ -25,7 +25,7 @@ REGROW_AFTER = 32  # eager calls before a growing log whose length is relaxed is
 class FailuresMixin:
     def _failed(self, entry, exc, forced=None):
         if self._split(entry, exc):  # profile this call, then one graph per outcome
-            self._note(Fallback(exc.reason, f"{exc.detail}: the branch has one graph per outcome instead", exc.site))
+            self._note(Fallback(exc.reason, f"{exc.detail}: one graph per outcome there instead", exc.site))
             return None
         fb = Fallback(exc.reason, exc.detail, exc.site)
         self._note(fb)

@@ -110,6 +110,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         self._superseded: list = []  # per-size signatures a pending unknown-dimension graph replaces
         self._hot = None  # the CompiledGraph that ran last (see __call__); None after any other event
         self._hot_peers: list = []  # the graphs of _hot's signature (its entry's list, live)
+        self._pending = None  # (graph, the hot graph's runs) when it took a call the hot one missed
         self._hints: dict = {}  # ids of a call's arguments -> (the graph that accepted them, its peers)
         self._relaxed_values: set = set()  # values relaxed in any signature: varying in all (failures.py)
         self._regions = None  # recursion regions: None untried, then whether graphs stage them (_region_graph)
@@ -174,17 +175,34 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             if hint is not None and hint is not hot and hint in peers:  # (not dropped since)
                 result = self._run_hot(hint, args)
                 if result is not _MISS:
-                    self._hot, self._hot_peers = hint, peers
+                    if self._takes_over(hot, hint):
+                        self._hot, self._hot_peers = hint, peers
                     return result
             for g in self._hot_peers:
                 if g is not hot and g is not hint:
                     result = self._run_hot(g, args)
                     if result is not _MISS:
-                        self._hot = g
+                        if self._takes_over(hot, g):
+                            self._hot = g
                         self._hint(ids, g, self._hot_peers)
                         return result
             self._hot = None
         return self._dispatch(args, kwargs)
+
+    def _takes_over(self, hot, g) -> bool:
+        """Whether graph g, which took a call the hot graph missed, is tried first from now on.
+        Yes, unless the hot graph asserts a split outcome (variants.py): then only when g took
+        the previous call the hot graph missed too, and the hot graph took none since (a branch
+        predictor's hysteresis). A clip that binds one step in four then costs one miss in four
+        (the step of the other outcome), not two (that step and the one after)."""
+        if not hot.splits:
+            return True
+        mark = (g, hot.runs)
+        if self._pending == mark:
+            self._pending = None
+            return True
+        self._pending = mark
+        return False
 
     def _hint(self, ids, g, peers):
         """Remember that graph g (of the signature whose graphs are `peers`) accepted arguments
@@ -308,6 +326,8 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             self.counters["graph_calls"] += 1
             return payload
         if status == ex.ASSERT_FAILED:
+            if is_split(payload):  # the call takes the other outcome of a split branch: its graph
+                return self._other_outcome(entry, [(g, payload)], args)
             return self._assert_failed(entry, g, payload, args)
         if status == ex.GUARD_FAILED:  # cannot happen for the call it was generated from, unless a read raised
             self._note(Fallback("unsupported-syntax", "a freshly generated graph rejected its own inputs"))

@@ -31,7 +31,8 @@ def is_split(assumption) -> bool:
 class VariantsMixin:
     def _split(self, entry, exc) -> bool:
         """Generating failed because of the conditional node of branch `exc.branch`: generate
-        that branch once per outcome from the next call on. False when it cannot be split."""
+        that branch (or two-argument `min`/`max`, py_numbers.speculate_pick) once per outcome from
+        the next call on. False when it cannot be split."""
         key = exc.branch
         if key is None or key in entry.split or len(entry.split) >= MAX_SPLITS:
             return False

@@ -1,7 +1,7 @@
 """Per-site observations collected during warm-up calls."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -28,7 +28,7 @@ class Profile:
         self.varying = set()  # keys whose scalar value changed between observations
         self.callees = defaultdict(set)  # key -> qualified names called
         self.lengths = defaultdict(set)  # key -> lengths of lists/tuples/dicts read there
-        self.picks = defaultdict(set)  # key of a min()/max() call -> positions of the arguments it gave
+        self.picks = defaultdict(Counter)  # key of a min()/max() call -> position of the argument it gave -> times
         self.calls = 0
 
     # ------------------------------------------------------------------ recording
@@ -57,7 +57,7 @@ class Profile:
             self.shapes[key].add((data.shape, str(data.dtype)))
 
     def record_pick(self, key, index: int):
-        self.picks[key].add(index)
+        self.picks[key][index] += 1
 
     def record_callee(self, key, fn):
         self.callees[key].add(getattr(fn, "__qualname__", type(fn).__name__))
@@ -72,6 +72,9 @@ class Profile:
 
     def picked(self, key):
         return set(self.picks.get(key, ()))
+
+    def pick_counts(self, key) -> Counter:
+        return Counter(self.picks.get(key, ()))
 
     def varies(self, key) -> bool:
         return key in self.varying

@@ -163,7 +163,7 @@ def test_bincount_without_minlength_stays_eager(tmp_path):
 
 
 def test_the_idiom_benchmark_steps_run_as_graphs_and_agree_with_eager():
-    """benchmarks/idiom_steps.py's four steps, side by side for a few calls each."""
+    """benchmarks/idiom_steps.py's steps, side by side for a few calls each."""
     from benchmarks import idiom_steps
 
     for name, (fn, make, args) in idiom_steps._cases().items():
@@ -174,4 +174,5 @@ def test_the_idiom_benchmark_steps_run_as_graphs_and_agree_with_eager():
             return (s["st"], *args[i]) if "st" in s else args[i]
 
         jf = check(made, call_sequence(8, call), min_graph_calls=3)
-        assert not fallback_reasons(jf) - {"assumption"}, (name, jf.explain())
+        reasons = {fb.reason for fb in jf.fallbacks() if "one graph per outcome" not in fb.detail}  # (clip_some)
+        assert not reasons - {"assumption"}, (name, jf.explain())

@@ -2,8 +2,9 @@
 computes. Which argument eager gets depends on the data, and so does the result's type (a
 Python float, a numpy.float64 or float32, a one-element array). The profiler records which
 argument each warm-up call got; the graph takes that argument and asserts that the builtin,
-run on the values, gives it again. Side by side with eager on call sequences that keep the
-pick, change it once, change it for good, and reach NaN."""
+run on the values, gives it again; where the pick keeps changing, a two-argument site gets one
+graph per argument. Side by side with eager on call sequences that keep the pick, change it
+once, change it back and forth, and reach NaN."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -11,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import janus_like as jl
 from janus_like import optim
 
-from .harness import assumption_kinds, call_sequence, check, fallback_reasons, load_module
+from .harness import assumption_kinds, call_sequence, check, load_module
 
 
 def clip_step(params, grads, lr=0.1, max_norm=1.0):
@@ -51,20 +52,45 @@ def test_the_other_argument_picked_gives_the_numpy_scalar():
     assert jf.stats()["assert_failures"] == 1, jf.explain()
 
 
-def test_a_pick_that_keeps_failing_leaves_the_site_eager():
-    scales = [0.01] * 4 + [50.0, 0.01] * 5
-    jf = check(lambda: (clip_step, _params(np.float64)), call_sequence(14, _grads(np.float64, scales)),
-               min_graph_calls=1)
-    assert fallback_reasons(jf) >= {"assumption", "data-dependent-python"}, jf.explain()
+def _split_graphs(jf):
+    """The graphs with a split pick's assert: {expected outcome: times run}."""
+    return {a.expected: g.runs for g in jf.compiled for a in g.assumptions
+            if a.kind == "pick" and a.relax and a.relax[0] == "split"}
+
+
+def test_a_pick_that_keeps_failing_is_split_into_one_graph_per_argument():
+    # a clip that binds on every other step: the assert fails regen_after times, then the site
+    # has two graphs, the Python float's and the NumPy scalar's, and every later call runs one
+    scales = [0.01] * 4 + [50.0, 0.01] * 6
+    jf = check(lambda: (clip_step, _params(np.float32)), call_sequence(16, _grads(np.float32, scales)),
+               min_graph_calls=8)
     assert "kept changing" in jf.explain(), jf.explain()
+    graphs = _split_graphs(jf)
+    assert set(graphs) == {True, False} and min(graphs.values()) >= 3, jf.explain()
+    assert jf.stats()["eager_calls"] <= 3, jf.explain()
 
 
-def test_picks_that_differ_in_warm_up_stay_eager():
-    scales = [0.01, 50.0, 0.01] + [0.01] * 5
-    jf = check(lambda: (clip_step, _params(np.float64)), call_sequence(8, _grads(np.float64, scales)),
-               min_graph_calls=0)
-    assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()
+@pytest.mark.parametrize("majority", [0.01, 50.0])
+def test_picks_that_differ_in_warm_up_are_split(majority):
+    # the first graph made takes the argument the warm-up calls (and the call that found the
+    # site split, profiled too) got more often
+    minority = 50.0 if majority == 0.01 else 0.01
+    scales = [majority, minority, majority, majority] + [0.01, 50.0, 50.0, 0.01, 50.0, 0.01]
+    jf = check(lambda: (clip_step, _params(np.float64)), call_sequence(10, _grads(np.float64, scales)),
+               min_graph_calls=5)
     assert "differed between warm-up calls" in jf.explain(), jf.explain()
+    assert set(_split_graphs(jf)) == {True, False}, jf.explain()
+    first = [a.expected for a in jf.compiled[0].assumptions if a.kind == "pick"]
+    assert first == [majority == 0.01], jf.explain()
+
+
+def test_picks_of_three_arguments_that_differ_stay_eager():
+    def f(x):
+        return x * min(1.0, x.sum(), 2.0 * x.max())  # which of three the data decides
+
+    calls = [lambda s, i=i: (np.full(3, [0.1, 5.0, -1.0][i % 3]),) for i in range(8)]
+    jf = check(lambda: (f, None), calls, min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "differed between warm-up calls" in jf.explain(), jf.explain()
 
 
 def floors(x, k):
@@ -164,3 +190,33 @@ def test_items_by_keys_the_graph_computes():
     jf = check(lambda: (best_head, [Head(np.full(3, float(i))) for i in range(3)]),
                [lambda s, i=i: args(s, i) for i in range(9)], min_graph_calls=5)
     assert "pick" in assumption_kinds(jf) and jf.stats()["assert_failures"] == 1, jf.explain()
+
+
+def louder(a, b):
+    return 2.0 * max(a, b, key=lambda v: float(np.abs(v).sum()))  # an array, by keys the graph computes
+
+
+def test_a_two_item_pick_by_keys_that_varies_is_split():
+    def args(s, i):
+        r = np.random.default_rng(i)
+        return r.standard_normal(4) * (3.0 if i % 3 == 1 else 1.0), r.standard_normal(4) * (3.0 if i % 3 == 2 else 1.0)
+
+    jf = check(lambda: (louder, None), call_sequence(12, args), min_graph_calls=6)
+    assert set(_split_graphs(jf)) == {True, False}, jf.explain()
+
+
+def test_the_graph_tried_first_changes_after_two_calls_of_the_other_argument():
+    # a clip binding now and then: the graph of the usual argument stays the one tried first
+    # after one call of the other (which ran the other graph), and gives way after two in a row
+    jf = jl.jit(clip_step, choose="graph")
+    params, grads = _params(np.float32), _grads(np.float32, [0.01] * 4 + [50.0, 0.01] * 3 + [0.01] * 3 + [50.0, 50.0])
+
+    def hot_outcome():
+        return [a.expected for a in jf._hot.assumptions if a.kind == "pick"]
+
+    outcomes = []
+    for i in range(15):
+        jf(*grads(params, i))
+        outcomes.append(hot_outcome() if jf._hot is not None else None)
+    assert jf.stats()["graph_calls"] >= 8, jf.explain()
+    assert outcomes[-6:] == [[True], [True], [True], [True], [True], [False]], str(outcomes)
