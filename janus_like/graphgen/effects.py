@@ -5,6 +5,7 @@ constants, whose cached result becomes a graph constant.
 """
 from __future__ import annotations
 
+import re
 import string
 import types
 
@@ -150,6 +151,48 @@ class EffectsMixin:
             parts.extend(self.formatted_parts(value, conv or "", spec or ""))
         return DeferredStr(parts)
 
+    def percent_format(self, template, right):
+        """`"step %d loss %.4f" % (step, loss)` with graph values: a deferred string, each
+        directive applied to its value alone (`"%.4f" % (loss,)`, as Python formats each in
+        turn). `*` widths, `%(name)s` keys and a mapping on the right stay eager."""
+        if isinstance(right, dict) or isinstance(right, ObjRef) and isinstance(right.obj, dict):
+            raise Unsupported("data-dependent-python", "%-formatting of a mapping of graph values", self.site)
+        values = list(right) if isinstance(right, tuple) else [right]
+        parts, at, used = [], 0, 0
+        for m in _DIRECTIVE.finditer(template):
+            parts.append(template[at:m.start()])
+            at = m.end()
+            if m.group(0) == "%%":
+                parts.append("%")
+                continue
+            if m.group("key") is not None or "*" in m.group(0) or m.group("type") is None:
+                raise Unsupported("data-dependent-python", f"%-formatting directive {m.group(0)!r} of graph values",
+                                  self.site)
+            if used == len(values):
+                raise Unsupported("user-error", "not enough arguments for format string", self.site)
+            value, used = values[used], used + 1
+            if isinstance(value, DeferredStr):  # text made from graph values: its parts, as they are
+                if m.group(0) != "%s":
+                    raise Unsupported("data-dependent-python", "a %-directive for text made from graph values",
+                                      self.site)
+                parts.extend(value.parts)
+            elif m.group(0) in ("%s", "%r", "%a"):  # str()/repr()/ascii(), as a field of an f-string
+                parts.extend(self.formatted_parts(value, m.group(0)[1], ""))
+            elif _any_objref(value):
+                raise Unsupported("data-dependent-python", f"{m.group(0)!r} of an input object", self.site)
+            elif _any_abstract(value):
+                parts.append((self.snapshot_for_effect(value), "%", m.group(0)))
+            else:
+                parts.append(m.group(0) % (value,))
+        if used != len(values):
+            raise Unsupported("user-error", "not all arguments converted during string formatting", self.site)
+        parts.append(template[at:])
+        return DeferredStr([p for p in parts if p != ""])
+
+
+# a printf-style directive (`%-8.3f`, `%d`, `%%`); `type` None: one Python would reject
+_DIRECTIVE = re.compile(r"%(?:%|(?:\((?P<key>[^)]*)\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d*))?[hlL]?"
+                        r"(?P<type>[diouxXeEfFgGcrsa])?)")
 
 _CONVERSIONS = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
                 "a": lambda x, s: format(ascii(x), s)}

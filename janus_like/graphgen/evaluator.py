@@ -95,6 +95,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.branch_marks: list = []  # per cond/loop node being built: the first node id made inside it
         self.frames: list = []  # the frames of the functions being generated, outermost first
         self.pick_key = None  # the site of the min()/max() call being generated (calls.call)
+        self.split_picks: set = set()  # the split min()/max() sites met so far (py_numbers.speculate_pick)
         self.try_sites: list = []  # `try` statements run as if their bodies raise nothing (control.stmt_Try)
         self.armed_loops: list = []  # `for` loops over a user generator, waiting for its call (generators.py)
         self.yield_loops: dict = {}  # id of a generator's frame -> the loop its yields go to

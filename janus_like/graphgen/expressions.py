@@ -407,8 +407,9 @@ class ExpressionsMixin:
             if op is not operator.add:  # (`f"{x}" * 3`: the text is needed now)
                 raise Unsupported("data-dependent-python", f"{op.__name__} of text from graph values", self.site)
             return DeferredStr(_str_parts(left) + _str_parts(right))
-        if op is operator.mod and isinstance(left, str) and _any_abstract(right):
-            raise Unsupported("data-dependent-python", "%-formatting of graph values", self.site)
+        if op is operator.mod and isinstance(left, str) and (_any_abstract(right) or any(
+                isinstance(v, DeferredStr) for v in (right if isinstance(right, tuple) else (right,)))):
+            return self.percent_format(left, right)
         return self.lift(op(left, right))
 
 _PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare, ast.UnaryOp,

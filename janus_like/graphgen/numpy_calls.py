@@ -170,6 +170,9 @@ class NumpyCallsMixin:
         """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`;
         x.view() (or of x's own dtype): a new array object on x's memory."""
         x = method.array
+        func = _METHOD_FUNCTIONS.get(method.name)
+        if func is not None:
+            return self.call_numpy(func, [x, *args], dict(kwargs))
         given = (*args, *kwargs.values())
         if method.name == "view" and len(given) <= 1 and set(kwargs) <= {"dtype"} and not _any_abstract(given) \
                 and all(_same_dtype(d, x.dtype) for d in given):
@@ -215,6 +218,13 @@ class ArrayMethod:
 
     def __init__(self, array, name):
         self.array, self.name = array, name
+
+
+# ndarray methods that are NumPy's function of the array (`x.argsort(axis=1)` is
+# `np.argsort(x, axis=1)`, the same parameters after it): called as that function
+_METHOD_FUNCTIONS = {name: getattr(np, name) for name in (
+    "argsort", "argpartition", "trace", "take", "repeat", "cumprod", "searchsorted", "choose")}
+ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS)
 
 
 def _same_dtype(given, dtype) -> bool:

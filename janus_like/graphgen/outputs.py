@@ -165,6 +165,9 @@ class Outputs:
                     out.append(p)
                 else:
                     val = self.build(p[0], values, slots, made)
+                    if p[1] == "%":  # a printf-style directive (effects.percent_format)
+                        out.append(p[2] % (val,))
+                        continue
                     conv = {"": lambda x: x, "s": str, "r": repr, "a": ascii}[p[1]]
                     out.append(format(conv(val), p[2]))
             return "".join(out)

@@ -106,16 +106,22 @@ def speculate_pick(gen, func, items, key, index=None, what="Python numbers and g
     argument, each asserting its own, and a call the one graph does not take tries the other.
     Of more arguments the site then stays eager."""
     split_key = ("pick", key)
-    if key is not None and split_key in gen.split:
-        return _split_pick(gen, func, items, key, index, split_key)
     seen = gen.profile.picked(key) if gen.profile is not None and key is not None else set()
-    if len(seen) != 1 or ("pick", key) in gen.relaxed:
+    varies = len(seen) != 1 or ("pick", key) in gen.relaxed
+    if varies and split_key in gen.split_picks:  # a loop's: one outcome for all of its iterations would not do
+        raise Unsupported("data-dependent-python", f"{func.__name__}() of {what} in a loop: the argument it gives "
+                                                   "varies", gen.site)
+    if key is not None and split_key in gen.split:
+        gen.split_picks.add(split_key)
+        return _split_pick(gen, func, items, key, index, split_key)
+    if varies:
         why = "differed between warm-up calls" if len(seen) > 1 else (
             "kept changing" if seen else "was not seen in warm-up")
         exc = Unsupported("data-dependent-python", f"{func.__name__}() of {what}: the argument it gives {why}",
                           gen.site)
         if seen and len(items) == 2:
             exc.branch = split_key  # the JIT makes one graph per argument instead
+            gen.split_picks.add(split_key)
         raise exc
     (pos,) = seen
     if pos >= len(items):

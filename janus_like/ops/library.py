@@ -42,6 +42,7 @@ LIBRARY_FUNCTIONS = {
     np.correlate: frozenset(("a", "v")), np.polyval: frozenset(("p", "x")),
     np.append: frozenset(("arr", "values")), np.delete: frozenset(("arr",)),
     np.insert: frozenset(("arr", "values")), np.repeat: _A, np.resize: _A,
+    np.take_along_axis: frozenset(("arr", "indices")), np.compress: _A, np.choose: frozenset(("a", "choices")),
     **_LINALG,
 }
 if hasattr(np, "trapezoid"):  # NumPy 2's name for trapz

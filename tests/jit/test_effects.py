@@ -5,11 +5,13 @@ exceptions from user code that surface exactly as eager and leave nothing behind
 Each test compares eager and jit side by side after every call and checks that graphs ran.
 """
 import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
 
 import janus_like as jl
 from janus_like import F
 
-from .harness import call_sequence, check, random_array
+from .harness import call_sequence, check, load_module, random_array
 
 
 # ------------------------------------------------------------------ the NumPy global RNG
@@ -167,6 +169,53 @@ def test_str_format_of_graph_values_like_an_f_string():
     for use in (lambda t: str(t), lambda t: "{:>12}".format(t)):  # the f-string's text is needed now: eager
         check(lambda: ((lambda x: use(f"{float(x.sum()):.3f}")), {}),
               call_sequence(5, lambda s, i: (random_array(i, (2,)),)), min_graph_calls=0)
+
+
+def test_percent_formatting_of_graph_values_like_eager():
+    # "step %d loss %.4f" % (step, loss): each directive applied to its value when the text is made
+    def make():
+        st = {"w": np.ones(3), "log": []}
+
+        def f(x, step):
+            st["w"] -= 0.1 * x
+            loss = np.sum(st["w"] ** 2)
+            st["log"].append("step %5d loss %.4f (%s) %r %-8.2e|%x%%" % (step, loss, loss, x[:1], loss, step))
+            print("%s: %g" % ("w", st["w"][0]))
+            line = "%s / %d" % (f"{float(loss):.2f}", int(step))  # an f-string's text for %s
+            note = "%s!" % (f"{x[0]:.1f}",)  # only text made from graph values
+            return line, note, "%.3f" % float(st["w"][1]), "%i" % loss
+        return f, st
+
+    jf = check(make, call_sequence(8, lambda s, i: (random_array(i, (3,)), i)), min_graph_calls=4)
+    assert jf.stats()["fallbacks"] == 0, jf.explain()
+
+
+@settings(max_examples=30, deadline=None)
+@given(flags=st.sampled_from(["", "-", "+", " ", "#", "0", "-+"]), width=st.sampled_from(["", "1", "9"]),
+       precision=st.sampled_from(["", ".0", ".3", "."]), kind=st.sampled_from(list("diouxXeEfFgGcrsa")),
+       value=st.sampled_from(["x[0]", "x.sum()", "float(x[1])", "int(x[1] * 7)", "x[:1]", "np.float32(x[0])",
+                              "x.sum() > 0", "len(x) + 64"]))
+def test_percent_directives_give_eagers_text(tmp_path_factory, flags, width, precision, kind, value):
+    directive = f"%{flags}{width}{precision}{kind}"
+    module = load_module(tmp_path_factory.mktemp("percent"), "import numpy as np\n\n\ndef f(x):\n"
+                         f"    return '<' + {directive!r} % ({value},) + '>'\n", "percent_any")
+    check(lambda: (module.f, {}), call_sequence(6, lambda s, i: (random_array(i, (3,)) * 10 ** (i % 3),)),
+          min_graph_calls=0)  # (some directives raise for some values, eagerly and in the graph)
+
+
+@pytest.mark.parametrize("template, args", [
+    ("%d %d", "(x.sum(),)"),  # too few values: eager's TypeError
+    ("%d", "(x.sum(), 1)"),  # too many
+    ("%(a)s", "{'a': x.sum()}"),  # a mapping
+    ("%*d", "(3, x.sum())"),  # a width from the values
+    ("%d %q", "(x.sum(), 1)"),  # a directive Python rejects
+    ("%5s", "(f'{x.sum():.2f}',)"),  # a width for text made from graph values
+])
+def test_percent_formatting_that_stays_eager_or_raises_as_eager(tmp_path, template, args):
+    module = load_module(tmp_path, f"def f(x):\n    return {template!r} % {args}\n", "percent_eager")
+    jf = check(lambda: (module.f, {}), call_sequence(5, lambda s, i: (random_array(i, (2,)),)), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and jf.stats()["warmup_calls"] + jf.stats()["eager_calls"] == 5, \
+        jf.explain()
 
 
 def test_print_of_arrays_and_tensors():

@@ -2,8 +2,9 @@
 np.allclose, np.isclose, the nan-reductions, np.cumprod, np.linalg.det, ...; `ops/library.py`)
 and `bool()` of a graph value run as graphs, whose nodes call NumPy's function itself: side by
 side against eager, the results (values and Python types), warnings, errors and state after every
-call, and `x.tolist()` of a graph array of up to 256 elements. Calls that would write an
-operand or whose result's shape the graph computes stay eager."""
+call, `x.tolist()` of a graph array of up to 256 elements, and ndarray methods that are NumPy's
+function of the array (`x.argsort(axis=1)`, `x.take(k)`, `x.trace()`). Calls that would write
+an operand or whose result's shape the graph computes stay eager."""
 import numpy as np
 import pytest
 
@@ -40,6 +41,14 @@ BODIES = {
     "python_lists": "p = np.exp(x) / np.exp(x).sum()\n    st['log'].append(p.tolist())\n"
                     "    return (m > 0).tolist(), (m * 2).astype(np.int32).tolist(), p.sum().tolist(), "
                     "sum(x.tolist()), np.zeros((2, 0)).tolist(), m[:, :, None].tolist()",
+    "array_methods": "y = m * x\n    k = np.argsort(x)\n"
+                     "    return y.argsort(axis=1)[:, -2:], y.argpartition(1, axis=0), y[:, :3].trace(), "
+                     "y.take(k[:2]), y.take(k[1:], axis=1), y.repeat(2, axis=0), y.cumprod(axis=1), "
+                     "np.sort(x).searchsorted(y[0]), "
+                     "(k % 2).choose([x, -x])",
+    "gathers": "q = m * x\n    a = np.argmax(q, axis=1)\n"
+               "    return np.take_along_axis(q, a[:, None], axis=1)[:, 0], "
+               "np.compress([True, False, True], q, axis=0), np.choose(a % 2, [q[:, 0], q[:, 1]])",
     "python_numbers": "losses = [float(x[0]), float(x[1]), float(np.sum(m))]\n"
                       "    return np.median(losses), np.percentile(losses, 75)",
 }

@@ -220,3 +220,33 @@ def test_the_graph_tried_first_changes_after_two_calls_of_the_other_argument():
         outcomes.append(hot_outcome() if jf._hot is not None else None)
     assert jf.stats()["graph_calls"] >= 8, jf.explain()
     assert outcomes[-6:] == [[True], [True], [True], [True], [True], [False]], str(outcomes)
+
+
+def clip_each(params, grads, lr=0.1, c=1.0):
+    for p, g in zip(params, grads):  # per parameter: the loop's iterations may pick differently
+        s = min(1.0, c / (np.sqrt(np.sum(g * g)) + 1e-6))
+        p -= lr * s * g
+    return p.sum()
+
+
+def test_a_pick_in_a_loop_whose_iterations_differ_stays_eager():
+    # one graph per outcome would assert one outcome for every iteration: the signature stays
+    # eager instead of running graphs that fail their asserts
+    scales = [(0.01, 50.0), (0.01, 0.01), (50.0, 0.01)] * 4
+
+    def args(s, i):
+        r = np.random.default_rng(i)
+        return s, [(r.standard_normal(p.shape) * scales[i][k]).astype(np.float32) for k, p in enumerate(s)]
+
+    jf = check(lambda: (clip_each, _params(np.float32)), call_sequence(12, args), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and jf.stats()["assert_failures"] == 0, jf.explain()
+    assert "in a loop: the argument it gives varies" in jf.explain(), jf.explain()
+
+
+def test_a_pick_in_a_loop_whose_iterations_agree_is_speculated():
+    def args(s, i):
+        r = np.random.default_rng(i)
+        return s, [(r.standard_normal(p.shape) * 0.01).astype(np.float32) for p in s]
+
+    jf = check(lambda: (clip_each, _params(np.float32)), call_sequence(8, args), min_graph_calls=5)
+    assert "pick" in assumption_kinds(jf), jf.explain()
