@@ -39,7 +39,7 @@ class CompiledGraph:
         self.assumptions = gen.assumptions
         # it asserts an outcome of a split branch or min/max (jit/variants.py): another graph of
         # its signature takes the calls of the other outcome
-        self.splits = any(a.relax is not None and a.relax[0] == "split" for a in gen.assumptions)
+        self.splits = any(a.splits for a in gen.assumptions)
         # A graph with GPU nodes runs the registry's kernels with CuPy, as the GPU plan
         # (gpu_plan.py: the interpreter unrolled); the NumPy plan and the native tier are CPU code.
         self.devices = place(gen.graph)

@@ -107,7 +107,7 @@ def speculate_pick(gen, func, items, key, index=None, what="Python numbers and g
     Of more arguments the site then stays eager."""
     split_key = ("pick", key)
     seen = gen.profile.picked(key) if gen.profile is not None and key is not None else set()
-    varies = len(seen) != 1 or ("pick", key) in gen.relaxed
+    varies = len(seen) != 1 or split_key in gen.relaxed  # (the assert's relaxation key is the same)
     if varies and split_key in gen.split_picks:  # a loop's: one outcome for all of its iterations would not do
         raise Unsupported("data-dependent-python", f"{func.__name__}() of {what} in a loop: the argument it gives "
                                                    "varies", gen.site)
@@ -128,7 +128,7 @@ def speculate_pick(gen, func, items, key, index=None, what="Python numbers and g
         raise Unsupported("data-dependent-python", f"{func.__name__}() of a varying number of arguments", gen.site)
     gen.builder.assert_(_gives_check(gen, func, items, index, pos), True,
                         Assumption("pick", gen.site, f"argument {pos + 1}", path=f"{func.__name__}()",
-                                   relax=("pick", key)))
+                                   relax=split_key))
     return items[pos]
 
 

@@ -39,6 +39,12 @@ class Assumption:
     relax: tuple | None = None  # what the generator changes when this keeps failing
     failures: int = 0
 
+    @property
+    def splits(self) -> bool:
+        """Whether it asserts one outcome of a split branch or min/max (jit/variants.py): another
+        graph of the signature may take a call that fails it."""
+        return self.relax is not None and self.relax[0] == "split"
+
     def describe(self) -> str:
         where = f"{self.path} " if self.path else ""
         return f"{self.kind}: {where}expected {_short(self.expected)} ({self.site})"

@@ -110,7 +110,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         self._superseded: list = []  # per-size signatures a pending unknown-dimension graph replaces
         self._hot = None  # the CompiledGraph that ran last (see __call__); None after any other event
         self._hot_peers: list = []  # the graphs of _hot's signature (its entry's list, live)
-        self._pending = None  # (graph, the hot graph's runs) when it took a call the hot one missed
+        self._pending = None  # (graph, the hot graph's runs) when it took a call the hot one missed (variants.py)
         self._hints: dict = {}  # ids of a call's arguments -> (the graph that accepted them, its peers)
         self._relaxed_values: set = set()  # values relaxed in any signature: varying in all (failures.py)
         self._regions = None  # recursion regions: None untried, then whether graphs stage them (_region_graph)
@@ -188,21 +188,6 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
                         return result
             self._hot = None
         return self._dispatch(args, kwargs)
-
-    def _takes_over(self, hot, g) -> bool:
-        """Whether graph g, which took a call the hot graph missed, is tried first from now on.
-        Yes, unless the hot graph asserts a split outcome (variants.py): then only when g took
-        the previous call the hot graph missed too, and the hot graph took none since (a branch
-        predictor's hysteresis). A clip that binds one step in four then costs one miss in four
-        (the step of the other outcome), not two (that step and the one after)."""
-        if not hot.splits:
-            return True
-        mark = (g, hot.runs)
-        if self._pending == mark:
-            self._pending = None
-            return True
-        self._pending = mark
-        return False
 
     def _hint(self, ids, g, peers):
         """Remember that graph g (of the signature whose graphs are `peers`) accepted arguments
