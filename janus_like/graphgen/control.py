@@ -198,6 +198,11 @@ class ControlFlowMixin:
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
             if either:
                 self.builder.either[out.node.id] = either
+            if _input_identity(originals[0]) != _input_identity(originals[1]):  # `return a` or `return a * s`
+                self.builder.either_object[out.node.id] = site_key(frame.filename, node)
+            if out.kind == "tensor":  # (an array's object passes through the node: it is eager's)
+                self.builder.merged_from[out.node.id] = (site_key(frame.filename, node),
+                                                         tuple(o.node.id for o in originals if isinstance(o, Sym)))
             results.append(out.node)
             # which object the name (item, attribute) refers to now depends on the branch: writing
             # through it, or writing what it might alias, cannot be modelled (see refresh_views)
@@ -463,3 +468,21 @@ def _bound(value):
 def _range_args(bounds):
     """range()'s arguments as (start, stop, step)."""
     return (0, bounds[0], 1) if len(bounds) == 1 else (list(bounds) + [1])[:3]
+
+
+def _input_identity(v):
+    """Which object outside the call v is in eager code, where the graph's value of it is
+    another object: an input's Tensor (a graph result is a new Tensor), an input's array written
+    in place before (its node is the new value; the commit writes it into the input), or a view
+    of such an array (as `outputs.spec` builds one). None for a value the call makes, and for an
+    input's array as it came in, whose object the graph's nodes pass on as eager's."""
+    from .outputs import _input_view
+
+    if not isinstance(v, Sym) or v.kind not in ("array", "tensor"):
+        return None
+    if v.origin is not None:
+        return ("slot", v.origin) if v.kind == "tensor" or v.dirty else None
+    view, base = _input_view(v), v
+    while isinstance(base, Sym) and base.origin is None and base.view is not None:
+        base = base.view[0]
+    return view if view is not None and isinstance(base, Sym) and base.dirty else None

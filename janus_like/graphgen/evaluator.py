@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import backend, ir
 from ..ops.registry import set_builder
+from ..profiler.profile import item_key
 from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
 from .attributes import AttributesMixin
@@ -221,6 +222,10 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
 
     def _dynamic(self, slot, ast_key):
         if ("value", relax_text(slot)) in self.relaxed:
+            return True
+        if self.profile is not None and slot.parent is not None and slot.step[0] == "item" \
+                and isinstance(slot.parent.value, (dict, list)) \
+                and self.profile.varies(item_key(slot.parent.value, slot.step[1])):
             return True
         return self.profile is not None and ast_key is not None and self.profile.varies(ast_key)
 

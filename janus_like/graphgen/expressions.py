@@ -345,6 +345,8 @@ class ExpressionsMixin:
                 and not self.builder.fixed(obj):
             raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
                                                  "is not fixed", self.site)
+        if isinstance(obj, Sym) and obj.kind == "array" and name in ("nbytes", "itemsize", "mT"):
+            return self.array_attribute(obj, name)
         if isinstance(obj, Sym) and not (hasattr(np.ndarray, name) and hasattr(Tensor, name)):
             self.builder.escape(obj, f"read as .{name}")  # x.numpy(), x.base: one type's own
             if obj.kind == "array" and hasattr(Tensor, name):  # as eager: x.numpy() of an ndarray
@@ -368,6 +370,18 @@ class ExpressionsMixin:
         if isinstance(obj, (type, types.FunctionType)):  # `Registry.table`, `fn.cache`
             return self.shared_attribute(obj, name, getattr(obj, name), key)
         return getattr(obj, name)
+
+    def array_attribute(self, x, name):
+        """`x.nbytes`, `x.itemsize` of a graph array (Python ints of its fixed shape and dtype);
+        `x.mT`, its last two axes swapped (a view, as `x.swapaxes(-1, -2)`)."""
+        if name == "mT":
+            if x.ndim < 2:  # eager's error
+                raise Unsupported("user-error", f"matrix transpose with ndim < 2 (a {x.ndim}-d array)", self.site)
+            return x.swapaxes(-1, -2)
+        if name == "nbytes" and self.builder.polymorphic and not self.builder.fixed(x):
+            raise Unsupported("shape-dependent", "the function reads `.nbytes` of an array whose size is not fixed",
+                              self.site)
+        return x.dtype.itemsize * (int(x.size) if name == "nbytes" else 1)
 
     def getitem(self, obj, index, ast_key=None):
         if isinstance(obj, Sym):

@@ -26,6 +26,21 @@ _NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in 
     "memmap")) if f is not None)
 
 
+_OBJECT = np.dtype(object)  # the aval of a node whose value is a tuple (read by TUPLE_GET nodes)
+# a ufunc's keywords a library node passes on (constants): `where=` leaves elements unwritten, `out=` writes
+_UFUNC_KEYWORDS = frozenset({"dtype", "casting", "order"})
+
+
+# functions with a graph op that NumPy's own call may stand in for, given arguments the op does not
+# implement, unless they give a view of an operand (or the operand) or a result whose shape
+# depends on the data (np.where(cond)); the parameters of theirs a graph value may fill
+_VIEWS_OR_DATA_SHAPED = frozenset(f for f in (getattr(np, name, None) for name in (
+    "reshape", "transpose", "squeeze", "expand_dims", "broadcast_to", "flip", "swapaxes", "atleast_1d",
+    "atleast_2d", "atleast_3d", "split", "where", "shape", "ndim", "size")) if f is not None)
+_OPERANDS = frozenset(("a", "b", "x", "x1", "x2", "m", "v", "arr", "arrays", "operands", "tup", "a_min", "a_max",
+                       "condition", "weights", "initial", "where"))
+
+
 def _stand_in(shape, dtype, family):
     """Ones of `shape`, or ("eye") identity matrices in its last two axes when they are square."""
     if family == "eye" and len(shape) >= 2 and shape[-1] == shape[-2]:
@@ -70,6 +85,9 @@ class NumpyCallsMixin:
             return self.lift(folded[0])
         if isinstance(func, np.ufunc):
             impl = _UFUNCS.get(func)
+            if (impl is None or kwargs) and out_target is None and len(args) == func.nin \
+                    and set(kwargs) <= _UFUNC_KEYWORDS and not _any_abstract(kwargs):
+                return self.library_node(func, f"numpy.{func.__name__}", args, kwargs)  # np.fmax, np.modf, dtype=
             if impl is None or kwargs:
                 given = f" with {sorted(kwargs)}" if kwargs else ""
                 raise Unsupported("unsupported-call", f"numpy.{func.__name__}{given} has no graph op", self.site)
@@ -86,6 +104,10 @@ class NumpyCallsMixin:
                 args = [convert(np.asarray, [args[0]], {}, self.site), *args[1:]]
             given = kwargs if out_target is None else dict(kwargs, out=out_target)
             unimplemented = unimplemented_arguments(func, args, given)
+            if unimplemented and out_target is None and func not in _VIEWS_OR_DATA_SHAPED \
+                    and self.library_arguments(func, f"numpy.{name}", args, kwargs, _OPERANDS) is None:
+                # np.einsum(..., optimize=True), np.sum(x, where=m): NumPy's own function, called when the graph runs
+                return self.library_node(func, f"numpy.{name}", args, kwargs)
             if unimplemented:
                 raise Unsupported("unsupported-call", f"numpy.{name} with {unimplemented} has no graph op", self.site)
             result = impl(*args, **kwargs)
@@ -97,27 +119,46 @@ class NumpyCallsMixin:
 
     def library_call(self, func, args, kwargs):
         """A NumPy function of `ops/library.py` with graph values among its arguments: a node
-        that calls it when the graph runs. Its result's shape, dtype and Python type come from
-        the function called on stand-ins (ones of the values' shapes and dtypes)."""
-        from ..ops.registry import P
-        from .draws import templates
-
+        that calls it when the graph runs (`library_node`), once its arguments are checked."""
         name = f"numpy.{'linalg.' if func.__module__.endswith('linalg') else ''}{func.__name__}"
+        error = self.library_arguments(func, name, args, kwargs, LIBRARY_FUNCTIONS[func])
+        if error is not None:
+            raise error
+        return self.library_node(func, name, args, kwargs)
+
+    def library_arguments(self, func, name, args, kwargs, operands):
+        """Why `func(*args, **kwargs)` cannot be a library node (an Unsupported), or None: eager
+        rejects the arguments, one makes NumPy write into an operand (`out=`), or a graph value
+        is given for a parameter not among `operands` (one that sets the result's shape)."""
         try:
             given = inspect.signature(func).bind(*args, **kwargs).arguments
-        except TypeError as exc:  # a call eager rejects: it raises there
-            raise Unsupported("user-error", f"{name}: {exc}", self.site)
+        except (TypeError, ValueError) as exc:  # a call eager rejects: it raises there
+            return Unsupported("user-error", f"{name}: {exc}", self.site)
         for param, value in given.items():
             write = WRITES.get(param)
             if write is not None and not _any_abstract(value) and write(value):
-                raise Unsupported("unsupported-call", f"{name} with {param}= (it writes an operand)", self.site)
-            if param not in LIBRARY_FUNCTIONS[func] and _any_abstract(value):
-                raise Unsupported("unsupported-call", f"{name}'s {param} from graph values (it sets the result's "
-                                                      "shape)", self.site)
+                return Unsupported("unsupported-call", f"{name} with {param}={value!r} (it writes an operand, or "
+                                                       "gives a view of one)", self.site)
+            if param not in operands and _any_abstract(value):
+                return Unsupported("unsupported-call", f"{name}'s {param} from graph values (it sets the result's "
+                                                       "shape)", self.site)
+        return None
+
+    def library_node(self, func, name, args, kwargs):
+        """A node calling NumPy's `func` (a function of `ops/library.py`, or a ufunc without a
+        graph op) when the graph runs. Its result's shape, dtype and Python type come from the
+        function called on stand-ins (ones of the values' shapes and dtypes). A tuple result
+        (`np.linalg.svd`, `np.histogram`, `np.modf`) is one node for the call and one item node
+        for each of its values, in the container eager gets (NumPy's named tuple; a plain tuple
+        of Tensors from a Tensor's call, as `tensor._constant_call` gives)."""
+        from ..ops.registry import P
+        from .draws import templates
+
         if _any_objref((args, kwargs)):
             raise Unsupported("unsupported-call", f"{name} of an input object", self.site)
         t_args, t_kwargs, values = templates(args, kwargs, name, self.site)
-        if self.builder.tapes and any(v.kind == "tensor" for v in values):  # eager warns: a constant for the tape
+        tensors = any(v.kind == "tensor" for v in values)
+        if self.builder.tapes and tensors:  # eager warns: a constant for the tape
             raise Unsupported("unsupported-call", f"{name} of a Tensor under a GradientTape", self.site)
         error = None
         for family in ("ones", "eye"):  # (a Cholesky factor needs a positive definite stand-in)
@@ -131,15 +172,17 @@ class NumpyCallsMixin:
                 error = error or exc
         else:
             raise Unsupported("unsupported-call", f"{name} of graph values: {error}", self.site) from error
-        if type(sample) in (bool, int, float):
-            kind = "py"
-        elif isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind in "biufc":
-            kind = "tensor" if isinstance(sample, np.ndarray) and any(v.kind == "tensor" for v in values) else "array"
-        else:
-            raise Unsupported("unsupported-call", f"{name} giving a {type(sample).__name__}", self.site)
+        params = dict(fn=func, args=t_args, kwargs=t_kwargs)
+        if type(sample) is tuple or isinstance(sample, tuple) and hasattr(sample, "_make"):
+            kinds = [_result_kind(item, tensors, name, self.site) for item in sample]
+            call = self.builder.emit(P.numpy_call, tuple(values), params, aval=((), _OBJECT))
+            items = [Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (call.node,), {"index": i},
+                                                  (tuple(np.shape(item)), np.asarray(item).dtype))), kind)
+                     for i, (item, kind) in enumerate(zip(sample, kinds))]
+            return tuple(items) if tensors or type(sample) is tuple else type(sample)._make(items)
+        kind = _result_kind(sample, tensors, name, self.site)
         drawn = np.asarray(sample)
-        out = self.builder.emit(P.numpy_call, tuple(values), dict(fn=func, args=t_args, kwargs=t_kwargs),
-                                aval=(tuple(drawn.shape), drawn.dtype))
+        out = self.builder.emit(P.numpy_call, tuple(values), params, aval=(tuple(drawn.shape), drawn.dtype))
         return _as_kind(out, kind)
 
     def numpy_full(self, args, kwargs):
@@ -173,6 +216,10 @@ class NumpyCallsMixin:
         func = _METHOD_FUNCTIONS.get(method.name)
         if func is not None:
             return self.call_numpy(func, [x, *args], dict(kwargs))
+        if method.name in ("conj", "conjugate") and not args and not kwargs:  # of a real array: x itself
+            return x if x.dtype.kind != "c" else self.call_numpy(np.conjugate, [x], {})
+        if method.name == "compress" and args:  # x.compress(condition, axis) is np.compress(condition, x, axis)
+            return self.call_numpy(np.compress, [args[0], x, *args[1:]], dict(kwargs))
         given = (*args, *kwargs.values())
         if method.name == "view" and len(given) <= 1 and set(kwargs) <= {"dtype"} and not _any_abstract(given) \
                 and all(_same_dtype(d, x.dtype) for d in given):
@@ -209,9 +256,10 @@ class NumpyCallsMixin:
 
 
 class ArrayMethod:
-    """`x.fill` / `x.sort` / `x.view` / `x.nonzero` of a graph array, read as an attribute: a
-    method whose call the generator makes itself (`NumpyCallsMixin.array_method`): a write into
-    x, a view, a mask's selection."""
+    """`x.fill` / `x.sort` / `x.view` / `x.nonzero` / `x.conj` / `x.compress` (and NumPy's
+    functions of the array, `_METHOD_FUNCTIONS`) of a graph array, read as an attribute: a method
+    whose call the generator makes itself (`NumpyCallsMixin.array_method`): a write into x, a view,
+    a mask's selection, x itself (a real array's conjugate), NumPy's function."""
 
     __slots__ = ("array", "name")
     NAMES = frozenset({"fill", "sort", "view", "nonzero"})
@@ -221,10 +269,24 @@ class ArrayMethod:
 
 
 # ndarray methods that are NumPy's function of the array (`x.argsort(axis=1)` is
-# `np.argsort(x, axis=1)`, the same parameters after it): called as that function
+# `np.argsort(x, axis=1)`, the same parameters after it): called as that function, so that its
+# arguments an op does not implement make a library node as the function's do (`x.sum(where=m)`,
+# `x.mean(dtype=np.float64)`, `x.max(initial=0.0)`)
 _METHOD_FUNCTIONS = {name: getattr(np, name) for name in (
-    "argsort", "argpartition", "trace", "take", "repeat", "cumprod", "searchsorted", "choose")}
-ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS)
+    "argsort", "argpartition", "trace", "take", "repeat", "cumprod", "searchsorted", "choose",
+    "sum", "mean", "var", "std", "max", "min", "prod", "any", "all", "cumsum", "argmax", "argmin", "round")}
+ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS) | {"compress", "conj", "conjugate"}
+
+
+def _result_kind(sample, tensors: bool, name: str, site) -> str:
+    """The kind of graph value a library node's result (or tuple item) is, from its value on
+    stand-ins: a Python number, an array or NumPy scalar, a Tensor (an array from a call with
+    Tensors among its arguments: `tensor._constant_call` wraps those)."""
+    if type(sample) in (bool, int, float):
+        return "py"
+    if isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind in "biufc":
+        return "tensor" if isinstance(sample, np.ndarray) and tensors else "array"
+    raise Unsupported("unsupported-call", f"{name} giving a {type(sample).__name__}", site)
 
 
 def _same_dtype(given, dtype) -> bool:

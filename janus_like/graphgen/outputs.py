@@ -440,5 +440,22 @@ def build_outputs(gen, result) -> Outputs:
     for fn, args, kwargs, _site in gen.effects:
         out.effects.append((fn, [out.spec(a, False) for a in args], {k: out.spec(a, False) for k, a in kwargs.items()}))
     out.result = out.spec(result)
+    check_merged_identity(out, gen.builder.merged_from)
     out.plan_copies()
     return out
+
+
+def check_merged_identity(out, merged_from):
+    """`box = {"a": h}; if big: h = h * s; return h, box` of a Tensor h: after the outcome that
+    leaves h alone, eager's h and box["a"] are one Tensor, where the graph builds two (one for
+    the conditional's result, one for h before it; an array's object passes through the node).
+    Where a conditional's result and a value it merges both leave the call, Unsupported naming
+    the branch: the JIT makes one graph per outcome there instead."""
+    built = {out.nodes[i].id for i in out._built}
+    for node_id, (branch, originals) in merged_from.items():
+        if node_id in built and any(o in built for o in originals):
+            exc = Unsupported("data-dependent-python", "a value a branch may leave as it was, or replace, leaves the "
+                                                       "call both before and after the branch (one object or two, "
+                                                       "by the outcome)", "")
+            exc.branch = branch
+            raise exc

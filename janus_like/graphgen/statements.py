@@ -13,11 +13,15 @@ import types
 import numpy as np
 
 from ..ops import api as F
+from ..source import site_key
 from .builder import OPAQUE, SymbolicTape
 from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef
 from .support import ContainerMethod, _BINOPS, _Break, _Continue, _MISSING, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
 
 
+# `__setattr__`s that store into the instance's `__dict__` as object's does (SimpleNamespace's
+# is its own slot wrapper, with object's behaviour)
+_GENERIC_SETATTR = frozenset({object.__setattr__, types.SimpleNamespace.__setattr__})
 # what an opaque view's second item (values.OPAQUE) says an in-place write through it would write
 _OPAQUE_WRITES = ((None, "a name that refers to one of several arrays (which one depends on a branch taken or a "
                          "loop's trip count)"),
@@ -132,14 +136,14 @@ class StatementsMixin:
             self.store_name(target.id, self.augment(cur, op, rhs), frame)
         elif isinstance(target, ast.Attribute):
             obj = self.eval(target.value, frame)
-            cur = self.getattr(obj, target.attr)
+            cur = self.getattr(obj, target.attr, site_key(frame.filename, target))  # (profiled: `t.step += 1`)
             new = self.augment(cur, op, rhs)
             if new is not cur:
                 self.setattr(obj, target.attr, new)
         elif isinstance(target, ast.Subscript):
             obj = self.eval(target.value, frame)
             index = self.eval(target.slice, frame)
-            cur = self.getitem(obj, index)
+            cur = self.getitem(obj, index, site_key(frame.filename, target))
             was_view = isinstance(cur, Sym) and cur.view is not None and cur.view[0] is obj
             new = self.augment(cur, op, rhs)
             if not (was_view and new is cur):  # a view's in-place write already updated obj
@@ -342,7 +346,7 @@ class StatementsMixin:
                     raise AttributeError(f"property {name!r} of {cls.__name__!r} object has no setter")
                 self.inline(attr.fset, [obj, value], {})
                 return
-            if cls.__setattr__ is not object.__setattr__ or (hasattr(type(attr), "__set__")
+            if cls.__setattr__ not in _GENERIC_SETATTR or (hasattr(type(attr), "__set__")
                                                              and type(attr).__name__ != "member_descriptor"):
                 raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of a {cls.__name__} through "
                                                         f"its own __setattr__ or a descriptor", self.site)

@@ -1,17 +1,19 @@
 """NumPy's own functions as graph nodes: pure functions with no op of their own whose result's
 shape and type follow from their operands' shapes and types and their constant arguments
 (`np.median(losses)`, `np.percentile(g, 99)`, `np.allclose(w, w_prev)`, `np.isclose(a, b)`,
-`np.nanmean(x)`, `np.linalg.det(A)`). The node calls the NumPy function itself on the run's
-values, so the value, its Python type (a Python bool, a NumPy scalar, an array) and its
-warnings are eager's. It has no gradient rule, as eagerly (a Tensor's NumPy function without an
-op is a constant there).
+`np.nanmean(x)`, `np.linalg.det(A)`, `np.linalg.svd(A)`, `np.histogram(x, 10)`; ufuncs without an
+op, `np.fmax(a, b)`, `np.modf(x)`, are called the same way). The node calls the NumPy function
+itself on the run's values, so the value, its Python type (a Python bool, a NumPy scalar, an
+array, a tuple of them) and its warnings are eager's. It has no gradient rule, as eagerly (a
+Tensor's NumPy function without an op is a constant there).
 
 `LIBRARY_FUNCTIONS` maps each function to the parameters that may hold values the graph
 computes; the others must be constants (they set the result's shape: `np.repeat`'s counts,
 `np.delete`'s indices, `np.partition`'s kth). Functions that return a view of an argument or
 the argument itself (`np.ascontiguousarray`, `np.diag` of a matrix), write into an argument
-(`out=`, `overwrite_input=True`, `np.nan_to_num(copy=False)`) or make a result whose shape
-depends on the data (`np.unique`, `np.nonzero`) are not here.
+(`out=`, `overwrite_input=True`, `np.nan_to_num(copy=False)`), make a result whose shape
+depends on the data (`np.unique`, `np.nonzero`, `np.linalg.lstsq`'s residuals) or whose dtype
+does (`np.linalg.eig`: complex only where an eigenvalue is) are not here.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from .registry import register
 _A = frozenset(("a",))
 _AB = frozenset(("a", "b", "rtol", "atol"))
 _LINALG = {getattr(np.linalg, name): frozenset((param,)) for name, param in (
-    ("det", "a"), ("cholesky", "a"), ("eigvalsh", "a"), ("pinv", "a"), ("matrix_rank", "A"), ("cond", "x"))}
+    ("det", "a"), ("cholesky", "a"), ("eigvalsh", "a"), ("pinv", "a"), ("matrix_rank", "A"), ("cond", "x"),
+    ("svd", "a"), ("eigh", "a"), ("qr", "a"), ("slogdet", "a"), ("matrix_power", "a"), ("multi_dot", "arrays"))}
 
 LIBRARY_FUNCTIONS = {
     np.isclose: _AB, np.allclose: _AB,
@@ -43,13 +46,18 @@ LIBRARY_FUNCTIONS = {
     np.append: frozenset(("arr", "values")), np.delete: frozenset(("arr",)),
     np.insert: frozenset(("arr", "values")), np.repeat: _A, np.resize: _A,
     np.take_along_axis: frozenset(("arr", "indices")), np.compress: _A, np.choose: frozenset(("a", "choices")),
+    # a tuple of values (one item node each, graphgen/numpy_calls.library_node)
+    np.histogram: frozenset(("a", "range", "weights")), np.meshgrid: frozenset(("xi",)),
+    np.unravel_index: frozenset(("indices",)), np.gradient: frozenset(("f", "varargs")),
+    np.polyfit: frozenset(("x", "y", "w")),
     **_LINALG,
 }
 if hasattr(np, "trapezoid"):  # NumPy 2's name for trapz
     LIBRARY_FUNCTIONS[np.trapezoid] = frozenset(("y", "x"))
 
 # arguments that make the function write into an operand: such calls stay eager
-WRITES = {"out": lambda v: v is not None, "overwrite_input": bool}
+# (or, `copy=False` of np.meshgrid, give views of one)
+WRITES = {"out": lambda v: v is not None, "overwrite_input": bool, "copy": lambda v: not v}
 
 
 def _call(xp, *values, fn, args, kwargs):

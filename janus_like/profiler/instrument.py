@@ -18,7 +18,7 @@ import types
 import weakref
 
 from ..source import function_ast, in_packages
-from .profile import picked_position
+from .profile import item_key, picked_position
 
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
                  "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
@@ -69,6 +69,13 @@ class Hooks:
 
     def v(self, key, value):
         self.profile.record_value(key, value)
+        return value
+
+    def s(self, key, container, index):
+        value = container[index]
+        self.profile.record_value(key, value)
+        if isinstance(container, (dict, list)) and type(index) in (int, str):
+            self.profile.record_value(item_key(container, index), value)
         return value
 
     def c(self, key, fn):
@@ -191,6 +198,18 @@ def _local_names(fn_ast):
     return names - declared_global
 
 
+def _plain_target(node) -> bool:
+    """Whether reading `node` (an assignment target) calls nothing but attribute and item
+    lookups of names and constants."""
+    if isinstance(node, ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _plain_target(node.value)
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, (ast.Constant, ast.Name)) and _plain_target(node.value)
+    return False
+
+
 class _Instrument(ast.NodeTransformer):
     def __init__(self, filename, local_names):
         self.filename = filename
@@ -250,6 +269,25 @@ class _Instrument(ast.NodeTransformer):
             handler.body.insert(0, ast.copy_location(ast.Expr(self.hook("b", handler, ast.Constant(True))), handler))
         return node
 
+    def visit_AugAssign(self, node):
+        """`t.step += 1`, `stats["n"] += 1`: the value the target holds before is read (the
+        generator speculates on it as on any read), in a statement of its own before the
+        assignment where reading the target again does nothing else (names, attributes, items
+        of constant or named keys); an error there is left for the assignment to raise."""
+        target = copy.deepcopy(node.target)
+        self.generic_visit(node)
+        if not _plain_target(target) or isinstance(target, ast.Name) and target.id in self.locals:
+            return node
+        for part in ast.walk(target):
+            if hasattr(part, "ctx"):
+                part.ctx = ast.Load()
+        value = self.read_item(target) if isinstance(target, ast.Subscript) else self.hook("v", target, target)
+        read = ast.Try(body=[ast.Expr(value)],
+                       handlers=[ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])],
+                       orelse=[], finalbody=[])
+        ast.fix_missing_locations(ast.copy_location(read, node))
+        return [read, node]
+
     def visit_Attribute(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):
@@ -259,8 +297,16 @@ class _Instrument(ast.NodeTransformer):
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if isinstance(node.ctx, ast.Load):  # items read from input containers (inputs[t])
-            return ast.copy_location(self.hook("v", node, node), node)
+            return ast.copy_location(self.read_item(node), node)
         return node
+
+    def read_item(self, node):
+        """`d[k]` as `__jlp.s(key, d, k)` (the hook indexes): the item is recorded by the
+        container and key too. A slice or tuple index: the value only."""
+        if isinstance(node.slice, (ast.Slice, ast.Tuple)):
+            return self.hook("v", node, node)
+        return ast.Call(ast.Attribute(ast.Name("__jlp", ast.Load()), "s", ast.Load()),
+                        [self.key(node), node.value, node.slice], [])
 
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load) and node.id not in self.locals and node.id != "__jlp":

@@ -16,6 +16,14 @@ def picked_position(items, result):
     return next((i for i, x in enumerate(items) if x is result), None)
 
 
+def item_key(container, index) -> tuple:
+    """The profile's key of item `index` of a dict or list (an input's, read anywhere in the
+    function): whether its value changed between warm-up calls is known by container too, so
+    the generator, reading every item of a container it writes into, reads a changing one as an
+    input rather than speculating on its value (`stats["loss"] += loss`)."""
+    return ("item", id(container), index)
+
+
 class Profile:
     """Observations keyed by (filename, lineno, col_offset) of an AST node."""
 

@@ -55,7 +55,9 @@ def expressions(draw, depth=2, loop_var=False):
         e, k = draw(expressions(depth - 1, loop_var))
         tmpl = draw(st.sampled_from(["np.tanh({})", "np.exp(-np.abs({}))", "np.maximum({}, 0.0)", "(-{})",
                                      "np.sqrt(np.abs({}) + 1.0)", "({} // 0.5)", "({} % 0.75)", "np.floor({})",
-                                     "np.log1p(np.abs({}))", "np.arctan({})"]))
+                                     "np.log1p(np.abs({}))", "np.arctan({})",
+                                     # ufuncs without a graph op, called as library nodes
+                                     "np.fmax({}, 0.25)", "np.trunc({})", "np.cbrt({})", "np.modf({})[0]"]))
         return tmpl.format(e), k
     if kind == "binary":
         a, ka = draw(expressions(depth - 1, loop_var))

@@ -3,8 +3,10 @@ np.allclose, np.isclose, the nan-reductions, np.cumprod, np.linalg.det, ...; `op
 and `bool()` of a graph value run as graphs, whose nodes call NumPy's function itself: side by
 side against eager, the results (values and Python types), warnings, errors and state after every
 call, `x.tolist()` of a graph array of up to 256 elements, and ndarray methods that are NumPy's
-function of the array (`x.argsort(axis=1)`, `x.take(k)`, `x.trace()`). Calls that would write
-an operand or whose result's shape the graph computes stay eager."""
+function of the array (`x.argsort(axis=1)`, `x.take(k)`, `x.trace()`), functions giving tuples
+(`np.linalg.svd`, `np.histogram`: NumPy's named tuple or tuple, an item node each) and ufuncs
+without an op (`np.fmax`, `np.modf`). Calls that would write an operand or whose result's shape
+the graph computes stay eager."""
 import numpy as np
 import pytest
 
@@ -46,9 +48,24 @@ BODIES = {
                      "y.take(k[:2]), y.take(k[1:], axis=1), y.repeat(2, axis=0), y.cumprod(axis=1), "
                      "np.sort(x).searchsorted(y[0]), "
                      "(k % 2).choose([x, -x])",
+    "array_attributes": "y = m * x\n    st['log'].append(y.nbytes + x.itemsize)\n"
+                        "    return y, y.mT, y.mT @ x[:3], y.conj(), y.conjugate(), "
+                        "y.compress([True, False, True], axis=0), (y > 0).nbytes, m[None].mT.shape",
     "gathers": "q = m * x\n    a = np.argmax(q, axis=1)\n"
                "    return np.take_along_axis(q, a[:, None], axis=1)[:, 0], "
                "np.compress([True, False, True], q, axis=0), np.choose(a % 2, [q[:, 0], q[:, 1]])",
+    "tuple_results": "y = m * x\n    u, s, vh = np.linalg.svd(y, full_matrices=False)\n"
+                     "    a = y[:, :3] @ y[:, :3].T + np.eye(3)\n    e = np.linalg.eigh(a)\n"
+                     "    i, j = np.unravel_index(np.argmax(y), y.shape)\n"
+                     "    return u * s, vh, np.linalg.svd(y), e.eigenvalues, e, np.linalg.qr(a), "
+                     "np.linalg.slogdet(a), np.histogram(x, 3), np.histogram(y, [0.0, 0.5, 1.0], weights=y), "
+                     "np.meshgrid(x, m[0], indexing='ij'), y[i, j] + i, np.gradient(y), np.gradient(x, 0.5), "
+                     "np.polyfit(x, m[0], 1), np.linalg.matrix_power(a, 3), np.linalg.multi_dot([m.T, m, x])",
+    "ufuncs_without_ops": "y = m * x\n    f, k = np.modf(y * 3)\n    q, r = np.divmod(y, 0.3)\n"
+                          "    return np.fmax(y, 0.1), np.fmin(y, x), f, k, q, r, np.frexp(y), np.trunc(y), "
+                          "np.copysign(x, m), np.exp2(x), np.arctanh(np.clip(y, -0.9, 0.9)), np.cbrt(y), "
+                          "np.logical_xor(y > 0, m > 0), np.heaviside(y, 0.5), np.exp(y, dtype=np.float32), "
+                          "np.add(x, 1, dtype=np.float64), np.deg2rad(x), np.signbit(y)",
     "python_numbers": "losses = [float(x[0]), float(x[1]), float(np.sum(m))]\n"
                       "    return np.median(losses), np.percentile(losses, 75)",
 }
@@ -96,6 +113,8 @@ def test_errors_and_types_are_eagers(tmp_path):
     ("return np.repeat(x, (x > 0).astype(np.int64))", "repeats"),
     ("return np.delete(x, np.argmax(x))", "obj"),
     ("return np.outer(x, np.ones(80)).tolist()", "at most 256"),
+    ("return np.meshgrid(x * 2, x, copy=False)", "copy=False"),
+    ("return np.linalg.eig(np.outer(x, x))", "eig"),
 ])
 def test_calls_that_write_or_shape_from_data_stay_eager(tmp_path, body, detail):
     module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x):\n    {body}\n", f"eager_{len(detail)}")
@@ -125,7 +144,7 @@ def test_a_tensor_under_a_tape_stays_eager_and_without_one_is_a_constant(tmp_pat
 
         def plain(x, v):
             t = v * x
-            return np.cumprod(t, axis=1), np.median(t)
+            return np.cumprod(t, axis=1), np.median(t), np.linalg.svd(t), np.modf(t), np.fmax(t, x)
     """)
     make = lambda: (module.taped, {"v": jl.Variable(random_array(9, (3, 4)))})
     calls = call_sequence(6, lambda s, i: (random_array(i, (3, 4)), s["v"]))

@@ -55,7 +55,9 @@ def test_input_random_instance_restored_after_a_failed_assumption():
         m["step"] += 1
         return y @ m["w"]
 
-    jf = check(lambda: (step, {"m": _model()}), _calls(16, flip={9, 13}), min_graph_calls=8)
+    calls = [lambda s, i=i: (s["m"], (np.abs(random_array(i, (5, 4))) + 0.1) * (-1.0 if i in (9, 13) else 1.0))
+             for i in range(16)]  # positive sums but in calls 9 and 13
+    jf = check(lambda: (step, {"m": _model()}), calls, min_graph_calls=8)
     assert "assumption" in fallback_reasons(jf), jf.explain()
 
 

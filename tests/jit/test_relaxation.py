@@ -1,6 +1,8 @@
 """A value relaxed in one signature is read as an input by the others (jit/failures.py): a token
 counter kept on the model changes every call whatever the sequence length, so once one length's
 graphs relaxed it, every other length's graph reads it too instead of failing twice first."""
+import types
+
 import numpy as np
 
 import janus_like as jl
@@ -37,3 +39,29 @@ def test_a_value_relaxed_in_one_signature_is_an_input_in_the_others():
     calls = [lambda m, k=k: (m["m"], *seqs[k % 7]) for k in range(21)]
     jf = check(lambda: (step, {"m": RNN()}), calls, min_graph_calls=12)
     assert jf.stats()["eager_calls"] <= 3, jf.explain()
+
+
+class Counters:
+    def __init__(self):
+        self.step = 0
+        self.stats = {"n": 0, "loss": 0.0}
+        self.opt = types.SimpleNamespace(t=0)
+
+
+def counted_step(m, x):
+    m.step += 1
+    m.stats["n"] += x.shape[0]
+    m.opt.t += 1
+    y = (x * m.opt.t).sum()
+    m.stats["loss"] += float(y)
+    return y / m.step
+
+
+def test_a_counter_updated_in_place_is_read_as_an_input_from_the_first_graph():
+    """`m.step += 1`, `m.stats["n"] += k`: the profiler records the value the target held before
+    (profiler/instrument.visit_AugAssign), so the warm-up calls show it changing and the first
+    graph reads it when it runs; before, the graph took each counter's value at generation for
+    a constant and two calls fell back per counter before it was relaxed."""
+    calls = [lambda s, k=k: (s["m"], np.random.default_rng(k).standard_normal((3 + k % 2, 4))) for k in range(9)]
+    jf = check(lambda: (counted_step, {"m": Counters()}), calls, min_graph_calls=6)
+    assert jf.stats()["fallbacks"] == 0 and jf.stats()["regenerations"] == 0, jf.explain()

@@ -206,3 +206,59 @@ def test_a_logged_product_by_one_shows_the_values_before_the_commit(tmp_path):
         jf(x, {"k": 1})
         assert seen[-1] == f"y={np.full(2, float(i))}"
     assert jf.stats()["graph_calls"] >= 2, jf.explain()
+
+
+def _clip_module(tmp_path):
+    return load_module(tmp_path, """
+        import math
+
+        import numpy as np
+
+        def clipped(a, c):
+            n = math.sqrt(float(np.sum(a * a)))
+            if n > c:
+                return a * (c / n)
+            return a
+
+        def of_input(x):
+            x[np.array([0, 0, 1])] += 1.0
+            return clipped(x, 3.0)
+
+        def of_local(x, y):
+            h = y + 0.0
+            box = {"a": h}
+            h = clipped(h, 3.0)
+            return h, box
+    """)
+
+
+def _scales(i):
+    return 0.5 if i % 3 else 4.0  # the clip binds on every third call
+
+
+def test_a_helper_returning_its_argument_or_a_new_array_by_the_data_is_the_callers_array_when_eager_is(tmp_path):
+    """`return a` after one outcome of a data-dependent branch, `a * s` after the other: eager's
+    result is the caller's `x` (written in place) or a new array. A conditional node's result is
+    always a new array, so such a result is split into one graph per outcome instead."""
+    module = _clip_module(tmp_path)
+    calls = call_sequence(9, lambda s, i: (random_array(i, (2, 2)) * _scales(i),))
+    jf = check(lambda: (module.of_input, {}), calls, min_graph_calls=4)
+    for i in range(6):
+        x = random_array(i, (2, 2)) * _scales(i)
+        out = jf(x)
+        assert (out is x) == (_scales(i) == 0.5), i
+
+
+def test_a_value_stored_before_a_branch_that_may_keep_it_is_one_object_with_the_result(tmp_path):
+    """`box = {"a": h}; h = clipped(h, c); return h, box` of a Tensor h: after the outcome that
+    keeps h, eager's h and box["a"] are one Tensor (the graph built two). Of an array, the one
+    the conditional node passes through is eager's object: one graph."""
+    module = _clip_module(tmp_path)
+    for wrap, graphs in ((jl.tensor, 2), (np.asarray, 1)):
+        calls = call_sequence(9, lambda s, i: (random_array(i, (2, 2)),
+                                               wrap(random_array(20 + i, (2, 2)) * _scales(i))))
+        jf = check(lambda: (module.of_local, {}), calls, min_graph_calls=4)
+        for i in range(6):
+            h, box = jf(random_array(i, (2, 2)), wrap(random_array(20 + i, (2, 2)) * _scales(i)))
+            assert (h is box["a"]) == (_scales(i) == 0.5), i
+        assert len(jf.graphs()) == graphs, jf.explain()
