@@ -68,12 +68,9 @@ class GraphBuilder:
         # graph computes them as Tensors: the values agree, and only where the type could show
         # (`escape`) does the generator give up, telling the JIT which branch to split
         self.either: dict = {}
-        # node id -> the branch after one outcome of which eager's value is an input's array (or a
-        # view of one), a new array after the other: which object it is shows where it escapes
-        self.either_object: dict = {}
-        # node id of a conditional's Tensor result -> (the branch, the node ids of the values it merges):
-        # where the result and one of those both leave the call, eager's are one object after
-        # that outcome (outputs.check_merged_identity)
+        # node id of a conditional's result whose object eager's outcome decides -> (the branch,
+        # the node ids of the values it merges, whether one is an input's own object): see
+        # outputs.check_merged_identity
         self.merged_from: dict = {}
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
@@ -264,21 +261,13 @@ class GraphBuilder:
         """The branch after some outcomes of which eager holds v, a Tensor here, as an ndarray."""
         return self.either.get(v.node.id) if isinstance(v, Sym) and v.kind == "tensor" else None
 
-    def escape(self, v, what, site=None, identity=True):
-        """v's type (and, with `identity`, which object it is) shows (`what`): Unsupported when
-        eager's depends on a branch's outcome."""
+    def escape(self, v, what, site=None):
+        """v's type shows (`what`): Unsupported when eager's depends on a branch's outcome."""
         key = self.either_key(v)
         if key is not None:
             exc = Unsupported("data-dependent-python", f"a value that is an ndarray after one outcome of a branch "
                                                        f"and a Tensor after the other is {what}", site or self.site)
             exc.branch = key  # the JIT makes one graph per outcome of that branch instead
-            raise exc
-        key = self.either_object.get(v.node.id) if identity and isinstance(v, Sym) else None
-        if key is not None:
-            exc = Unsupported("data-dependent-python", f"a value that is an input's own array (or a view of it) after "
-                                                       f"one outcome of a branch and a new one after the other is "
-                                                       f"{what}", site or self.site)
-            exc.branch = key
             raise exc
 
     def assert_(self, cond_sym, expect, assumption):

@@ -198,11 +198,10 @@ class ControlFlowMixin:
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
             if either:
                 self.builder.either[out.node.id] = either
-            if _input_identity(originals[0]) != _input_identity(originals[1]):  # `return a` or `return a * s`
-                self.builder.either_object[out.node.id] = site_key(frame.filename, node)
-            if out.kind == "tensor":  # (an array's object passes through the node: it is eager's)
-                self.builder.merged_from[out.node.id] = (site_key(frame.filename, node),
-                                                         tuple(o.node.id for o in originals if isinstance(o, Sym)))
+            of_input = _input_identity(originals[0]) != _input_identity(originals[1])  # `return a` or `a * s`
+            if of_input or out.kind == "tensor":  # (an array's object passes through the node: it is eager's)
+                self.builder.merged_from[out.node.id] = (
+                    site_key(frame.filename, node), tuple(o.node.id for o in originals if isinstance(o, Sym)), of_input)
             results.append(out.node)
             # which object the name (item, attribute) refers to now depends on the branch: writing
             # through it, or writing what it might alias, cannot be modelled (see refresh_views)

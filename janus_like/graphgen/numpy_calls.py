@@ -16,6 +16,7 @@ from ..ops.library import LIBRARY_FUNCTIONS, WRITES
 from . import masks
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
+from .loop_grad import OBJECT
 from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
 from .values import ObjRef, Sym, Unsupported, VarRef
 
@@ -26,7 +27,6 @@ _NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in 
     "memmap")) if f is not None)
 
 
-_OBJECT = np.dtype(object)  # the aval of a node whose value is a tuple (read by TUPLE_GET nodes)
 # a ufunc's keywords a library node passes on (constants): `where=` leaves elements unwritten, `out=` writes
 _UFUNC_KEYWORDS = frozenset({"dtype", "casting", "order"})
 
@@ -175,7 +175,7 @@ class NumpyCallsMixin:
         params = dict(fn=func, args=t_args, kwargs=t_kwargs)
         if type(sample) is tuple or isinstance(sample, tuple) and hasattr(sample, "_make"):
             kinds = [_result_kind(item, tensors, name, self.site) for item in sample]
-            call = self.builder.emit(P.numpy_call, tuple(values), params, aval=((), _OBJECT))
+            call = self.builder.emit(P.numpy_call, tuple(values), params, aval=((), OBJECT))
             items = [Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (call.node,), {"index": i},
                                                   (tuple(np.shape(item)), np.asarray(item).dtype))), kind)
                      for i, (item, kind) in enumerate(zip(sample, kinds))]

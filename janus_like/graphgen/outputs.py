@@ -446,16 +446,18 @@ def build_outputs(gen, result) -> Outputs:
 
 
 def check_merged_identity(out, merged_from):
-    """`box = {"a": h}; if big: h = h * s; return h, box` of a Tensor h: after the outcome that
-    leaves h alone, eager's h and box["a"] are one Tensor, where the graph builds two (one for
-    the conditional's result, one for h before it; an array's object passes through the node).
-    Where a conditional's result and a value it merges both leave the call, Unsupported naming
-    the branch: the JIT makes one graph per outcome there instead."""
+    """A conditional's result that is, by the outcome, eager's object from before the branch or
+    a new one, where the graph's result is always its own object: `x[i] += 1; return clipped(x,
+    c)` (eager returns the caller's `x` after one outcome; an input's Tensor, or a view of a
+    written input, alike), or `box = {"a": h}; if big: h = h * s; return h, box` of a Tensor h
+    (eager's h and box["a"] are one Tensor after one outcome; an array's object passes through
+    the node). Where such a result leaves the call (and, for the second, a value it merges
+    too), Unsupported naming the branch: the JIT makes one graph per outcome there instead."""
     built = {out.nodes[i].id for i in out._built}
-    for node_id, (branch, originals) in merged_from.items():
-        if node_id in built and any(o in built for o in originals):
+    for node_id, (branch, originals, of_input) in merged_from.items():
+        if node_id in built and (of_input or any(o in built for o in originals)):
             exc = Unsupported("data-dependent-python", "a value a branch may leave as it was, or replace, leaves the "
-                                                       "call both before and after the branch (one object or two, "
-                                                       "by the outcome)", "")
+                                                       "call (one object or another by the outcome, where the graph's "
+                                                       "is always its own)", "")
             exc.branch = branch
             raise exc
