@@ -30,7 +30,8 @@ LOOP_VAR = "loop_var"  # a carried value inside a loop's blocks (bound by the lo
 # ops whose value may be another value's array or a view of one (an input's, a constant's): a
 # value that must own its buffer (a Variable's after assign, a new array returned) is copied
 ALIASING_OPS = frozenset({INPUT, CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
-                          "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get", "recursion"})
+                          "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get", "recursion",
+                          "diagonal", "real", "imag", "sliding_window_view"})
 PY_OP = "py_op"  # Python arithmetic on Python numbers (int + int stays int); params: fn
 STRUCTURAL = {INPUT, CONST, ASSERT, TO_PY, RANDOM, COND, TUPLE_GET, LOOP, LOOP_VAR, PY_OP}
 STATEFUL = {ASSERT, RANDOM, COND, LOOP}

@@ -203,3 +203,23 @@ def has_yield(fn_node: ast.FunctionDef) -> bool:
     body = fn_node.body if isinstance(fn_node.body, list) else [fn_node.body]  # a lambda's is an expression
     return isinstance(fn_node, ast.AsyncFunctionDef) or any(
         isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in scope_nodes(body))
+
+
+@functools.lru_cache(maxsize=4096)
+def state_written_reads(filename: str, fn_node: ast.AST) -> frozenset:
+    """Site keys of the function's reads of `obj.attr` and `obj[key]` that the same function
+    also assigns (`t.scale = ...`, `t.scale *= 2`), wherever that assignment is: a Python float
+    read there may change in any call (on a branch no warm-up call took), so the generator reads
+    it as an input rather than speculating on its value and failing until it is relaxed."""
+    written = set()
+    for node in ast.walk(fn_node):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else ()
+        for target in targets:
+            for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else (target,):
+                if isinstance(t, (ast.Attribute, ast.Subscript)):
+                    written.add(ast.unparse(t))
+    if not written:
+        return frozenset()
+    return frozenset(site_key(filename, n) for n in ast.walk(fn_node)
+                     if isinstance(n, (ast.Attribute, ast.Subscript)) and ast.unparse(n) in written)

@@ -26,7 +26,8 @@ COND_GRAD = "cond-grad"  # ... and for a whole conditional node (see cond_grad.p
 
 _PY_RESULT_OPS = {"reduced_count", "dim_of"}  # ops whose run-time result is a Python number
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like",
-             "asarray", "flip", "view", "ascontiguousarray"}
+             "asarray", "flip", "view", "ascontiguousarray", "diagonal", "real", "imag",
+             "sliding_window_view"}
 
 
 def _representative(v, kind):

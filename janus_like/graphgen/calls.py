@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ops import api as F
 from ..ops.draws import CLOCKS
-from ..source import NoSource, function_ast, has_yield, in_packages, local_names, site_key
+from ..source import NoSource, function_ast, has_yield, in_packages, local_names, site_key, state_written_reads
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
 from .callbacks import _NOT_HANDLED, is_user_callable
@@ -180,9 +180,10 @@ class CallsMixin:
         if getattr(func, "__self__", None) is np.add and getattr(func, "__name__", "") == "at":
             return self.add_at(*args, **kwargs)
         if isinstance(getattr(func, "__self__", None), np.ufunc) and getattr(func, "__name__", "") in (
-                "reduce", "accumulate"):
+                "reduce", "accumulate", "reduceat", "outer"):
             return self.ufunc_method(func, args, kwargs)
-        if func in _PURE_BUILTINS or (isinstance(func, types.BuiltinFunctionType) and module == "math"):
+        if func in _PURE_BUILTINS or func is setattr or (isinstance(func, types.BuiltinFunctionType)
+                                                         and module == "math"):
             return self.call_builtin(func, args, kwargs)
         if isinstance(func, types.BuiltinMethodType) and not isinstance(func.__self__, types.ModuleType):
             owner = func.__self__
@@ -297,6 +298,13 @@ class CallsMixin:
                 except Unsupported:  # an ndarray method without a graph op: the array has it
                     return True
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
+        if func is setattr and len(args) == 3 and not kwargs and isinstance(args[1], str) and (
+                isinstance(args[0], (ObjRef, Sym)) or isinstance(args[0], (type, types.FunctionType))
+                and not _library_owned(args[0])):
+            self.setattr(*args)  # `setattr(model, name, value)`: as `model.<name> = value`
+            return None
+        if func is setattr:
+            raise Unsupported("unsupported-call", "setattr() of this object or name", self.site)
         args = self._containers(args, (list, tuple, dict, collections.deque))
         if func in (max, min, sum) and len(args) >= 1 and isinstance(args[0], _VIEWS):
             args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
@@ -375,6 +383,7 @@ class CallsMixin:
             self.depth -= 1
             raise Unsupported("recursion-limit", f"inlining deeper than {MAX_DEPTH} calls", self.site)
         self.bind_args(frame, fn_ast, func, args, kwargs)
+        frame.written_reads = state_written_reads(frame.filename, fn_ast)
         saved_site = self.site
         self.frames.append(frame)
         try:

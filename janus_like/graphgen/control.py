@@ -199,9 +199,14 @@ class ControlFlowMixin:
             if either:
                 self.builder.either[out.node.id] = either
             of_input = _input_identity(originals[0]) != _input_identity(originals[1])  # `return a` or `a * s`
+            ids = []  # the values merged, and those an earlier conditional merged into them (two `y = y if c else`)
+            for o in originals:
+                if isinstance(o, Sym):
+                    earlier = self.builder.merged_from.get(o.node.id)
+                    ids += [o.node.id, *(earlier[1] if earlier else ())]
+                    of_input = of_input or bool(earlier and earlier[2])
             if of_input or out.kind == "tensor":  # (an array's object passes through the node: it is eager's)
-                self.builder.merged_from[out.node.id] = (
-                    site_key(frame.filename, node), tuple(o.node.id for o in originals if isinstance(o, Sym)), of_input)
+                self.builder.merged_from[out.node.id] = (site_key(frame.filename, node), tuple(ids), of_input)
             results.append(out.node)
             # which object the name (item, attribute) refers to now depends on the branch: writing
             # through it, or writing what it might alias, cannot be modelled (see refresh_views)

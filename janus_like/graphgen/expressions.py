@@ -345,7 +345,7 @@ class ExpressionsMixin:
                 and not self.builder.fixed(obj):
             raise Unsupported("shape-dependent", f"the function reads `.{name}` of an array whose size "
                                                  "is not fixed", self.site)
-        if isinstance(obj, Sym) and obj.kind == "array" and name in ("nbytes", "itemsize", "mT"):
+        if isinstance(obj, Sym) and obj.kind == "array" and name in ("nbytes", "itemsize", "mT", "real", "imag"):
             return self.array_attribute(obj, name)
         if isinstance(obj, Sym) and not (hasattr(np.ndarray, name) and hasattr(Tensor, name)):
             self.builder.escape(obj, f"read as .{name}")  # x.numpy(), x.base: one type's own
@@ -374,6 +374,8 @@ class ExpressionsMixin:
     def array_attribute(self, x, name):
         """`x.nbytes`, `x.itemsize` of a graph array (Python ints of its fixed shape and dtype);
         `x.mT`, its last two axes swapped (a view, as `x.swapaxes(-1, -2)`)."""
+        if name in ("real", "imag"):  # a view of x (NumPy's, made when the graph runs)
+            return self.array_view(name, x, (), {})
         if name == "mT":
             if x.ndim < 2:  # eager's error
                 raise Unsupported("user-error", f"matrix transpose with ndim < 2 (a {x.ndim}-d array)", self.site)

@@ -119,6 +119,28 @@ def nonzero(gen, func, a):
     return tuple(gen.getitem(gen.lift(grid[k]), mask) for k in range(len(shape)))
 
 
+def unique(gen, args, kwargs):
+    """`np.unique(x)` of a graph array (no other argument): x's values sorted, then the first of
+    each run of equal values selected (a mask of data-decided count). NaNs count as one value, the
+    first kept, as NumPy's `equal_nan=True` does."""
+    from ..ops import api as F
+    from .support import _as_kind
+
+    x = args[0] if len(args) == 1 and not kwargs else None
+    if not (isinstance(x, Sym) and x.kind == "array"):
+        raise Unsupported("unsupported-call", "numpy.unique with these arguments (return_index=, return_counts=, "
+                                              "axis=, ...) or of this value", gen.site)
+    flat = _as_kind(F.sort(_as_kind(F.reshape(x, (-1,)), "array"), -1), "array")
+    if flat.shape[0] == 0:
+        return flat
+    later, earlier = gen.getitem(flat, slice(1, None)), gen.getitem(flat, slice(None, -1))
+    new = later != earlier
+    if np.dtype(flat.dtype).kind in "fc":
+        new = new & ~(F.isnan(later) & F.isnan(earlier))
+    keep = _as_kind(F.concatenate([gen.lift(np.ones(1, dtype=bool)), new], 0), "array")
+    return gen.getitem(flat, keep)
+
+
 def bincount(gen, args, kwargs):
     """`np.bincount(x, weights=None, minlength=n)` of graph values with a constant `minlength`:
     n bins, speculated. An assert checks every value of x is below n (a call breaking it runs

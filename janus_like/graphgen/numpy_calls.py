@@ -73,11 +73,19 @@ class NumpyCallsMixin:
             dst, src = args[0], args[1]
             self.write_box(dst, self.inplace_value(dst, src))
             return None
+        if func is np.put_along_axis and out_target is None and args and isinstance(args[0], Sym) \
+                and args[0].kind == "array":
+            return self._put_along_axis(*args, **kwargs)
         if func is np.split and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None \
                 and not _any_abstract((args[1:], kwargs)):  # NumPy's parts are views of x: a write through one is x's
             return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
+        if func in _VIEW_FUNCTIONS and args and isinstance(args[0], Sym) and args[0].kind == "array" \
+                and out_target is None and not _any_abstract((args[1:], kwargs)):
+            return self.array_view(_VIEW_FUNCTIONS[func], args[0], args[1:], kwargs)
         if func in masks.NONZERO and len(args) == 1 and not kwargs and out_target is None:
             return masks.nonzero(self, func, args[0])  # np.nonzero(done): a mask's selection (masks.py)
+        if func is np.unique and out_target is None:
+            return masks.unique(self, args, kwargs)  # the first of each run of equal sorted values (masks.py)
         if func is np.bincount and out_target is None:
             return masks.bincount(self, args, kwargs)
         folded = _fold_constants(func, args, kwargs) if out_target is None else None
@@ -207,6 +215,9 @@ class NumpyCallsMixin:
         try:
             return func(*args, **kwargs)
         except Unsupported as exc:
+            if func.__name__ in ("reduce", "accumulate", "reduceat", "outer") and kwargs.get("out") is None:
+                # no op (`np.maximum.accumulate(x)`, `np.add.reduce(x, where=m)`): NumPy's method
+                return self.library_node(func, f"numpy.{func.__self__.__name__}.{func.__name__}", args, kwargs)
             raise self.located(exc)
 
     def array_method(self, method, args, kwargs):
@@ -216,6 +227,8 @@ class NumpyCallsMixin:
         func = _METHOD_FUNCTIONS.get(method.name)
         if func is not None:
             return self.call_numpy(func, [x, *args], dict(kwargs))
+        if method.name == "diagonal" and not _any_abstract((args, kwargs)):
+            return self.array_view("diagonal", x, args, kwargs)
         if method.name in ("conj", "conjugate") and not args and not kwargs:  # of a real array: x itself
             return x if x.dtype.kind != "c" else self.call_numpy(np.conjugate, [x], {})
         if method.name == "compress" and args:  # x.compress(condition, axis) is np.compress(condition, x, axis)
@@ -238,6 +251,44 @@ class NumpyCallsMixin:
             self.write_box(x, F.sort(x, given.get("axis", -1)))
             return None
         raise Unsupported("unsupported-call", f"ndarray.{method.name} with these arguments has no graph op", self.site)
+
+    def _put_along_axis(self, arr, indices, values, axis):
+        """np.put_along_axis(arr, indices, values, axis): an in-place write of arr at the index
+        NumPy builds (`indices` along `axis`, the other axes' positions broadcast beside it)."""
+        if type(axis) is not int or not hasattr(indices, "shape") or len(indices.shape) != arr.ndim:
+            raise Unsupported("unsupported-call", "numpy.put_along_axis without an int axis and indices of the "
+                                                  "array's ndim", self.site)
+        if not -arr.ndim <= axis < arr.ndim:  # eager's AxisError
+            raise Unsupported("user-error", f"axis {axis} is out of bounds for an array of dimension {arr.ndim}",
+                              self.site)
+        if self.builder.polymorphic and not self.builder.fixed(arr):  # (the positions are constants)
+            raise Unsupported("shape-dependent", "numpy.put_along_axis of an array whose size is not fixed",
+                              self.site)
+        axis = axis % arr.ndim
+        index = tuple(indices if d == axis else np.arange(n).reshape([-1 if k == d else 1 for k in range(arr.ndim)])
+                      for d, n in enumerate(arr.shape))
+        self.setitem(arr, index, values)
+
+    def array_view(self, name, x, args, kwargs):
+        """`x.diagonal(offset, axis1, axis2)`, `np.diagonal(x, ...)`, `x.real`, `np.imag(x)` of a
+        graph array: NumPy's view of x (memory.py's ops), with NumPy's errors for bad arguments."""
+        from ..ops.registry import P, bind
+
+        if name in _VIEW_PARAMETERS:
+            func, defaults = _VIEW_PARAMETERS[name]
+            try:
+                given = inspect.signature(func).bind(None, *args, **kwargs).arguments
+            except TypeError as exc:
+                raise Unsupported("user-error", f"{name}(): {exc}", self.site) from None
+            params = {k: given.get(k, d) for k, d in defaults.items()}
+            if any(given.get(k, False) for k in ("subok", "writeable")) or not all(
+                    type(v) is int or v is None and k == "axis" or type(v) is tuple and all(type(i) is int for i in v)
+                    for k, v in params.items()):
+                raise Unsupported("unsupported-call", f"{name}() with these arguments", self.site)
+            return _as_kind(bind(getattr(P, name), x, **params), "array")
+        if args or kwargs:
+            raise Unsupported("user-error", f"{name}() takes one argument", self.site)
+        return _as_kind(bind(getattr(P, name), x), "array")
 
     def _contiguous(self, x, dtype):
         """np.ascontiguousarray(x[, dtype]) of a graph array: a node that calls it when the graph
@@ -275,7 +326,14 @@ class ArrayMethod:
 _METHOD_FUNCTIONS = {name: getattr(np, name) for name in (
     "argsort", "argpartition", "trace", "take", "repeat", "cumprod", "searchsorted", "choose",
     "sum", "mean", "var", "std", "max", "min", "prod", "any", "all", "cumsum", "argmax", "argmin", "round")}
-ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS) | {"compress", "conj", "conjugate"}
+ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS) | {"compress", "conj", "conjugate", "diagonal"}
+# NumPy functions giving a view of their array (array_view)
+_VIEW_FUNCTIONS = {np.diagonal: "diagonal", np.real: "real", np.imag: "imag",
+                   np.lib.stride_tricks.sliding_window_view: "sliding_window_view"}
+# their parameters after the array (constants: the view's shape), with NumPy's defaults
+_VIEW_PARAMETERS = {"diagonal": (np.diagonal, {"offset": 0, "axis1": 0, "axis2": 1}),
+                    "sliding_window_view": (np.lib.stride_tricks.sliding_window_view,
+                                            {"window_shape": None, "axis": None})}
 
 
 def _result_kind(sample, tensors: bool, name: str, site) -> str:

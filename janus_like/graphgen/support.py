@@ -64,7 +64,7 @@ class _Continue(Exception):
 
 class Frame:
     __slots__ = ("func", "locals", "globals", "cells", "filename", "global_names", "nonlocal_names", "enclosing",
-                 "local_names")
+                 "local_names", "written_reads")
 
     def __init__(self, func, globals_, filename, enclosing=None, local_names=None):
         self.func = func
@@ -76,6 +76,8 @@ class Frame:
         self.nonlocal_names = set()  # declared `nonlocal`: stores go to the binding scope (statements.py)
         self.enclosing = enclosing  # the frame a local function (def/lambda in jitted code) was defined in
         self.local_names = local_names  # this function's own local names (for a local function's scoping)
+        # sites reading state the function also assigns (source.state_written_reads; inlined_body)
+        self.written_reads = enclosing.written_reads if enclosing is not None else frozenset()
 
 
 class OneBranch:

@@ -12,8 +12,8 @@ computes; the others must be constants (they set the result's shape: `np.repeat`
 `np.delete`'s indices, `np.partition`'s kth). Functions that return a view of an argument or
 the argument itself (`np.ascontiguousarray`, `np.diag` of a matrix), write into an argument
 (`out=`, `overwrite_input=True`, `np.nan_to_num(copy=False)`), make a result whose shape
-depends on the data (`np.unique`, `np.nonzero`, `np.linalg.lstsq`'s residuals) or whose dtype
-does (`np.linalg.eig`: complex only where an eigenvalue is) are not here.
+depends on the data (`np.unique`, `np.nonzero`: selections in graphgen/masks.py;
+`np.linalg.lstsq`'s residuals) or whose dtype does (`np.linalg.eig`: complex only where an eigenvalue is) are not here.
 """
 from __future__ import annotations
 
@@ -52,6 +52,11 @@ LIBRARY_FUNCTIONS = {
     np.polyfit: frozenset(("x", "y", "w")),
     **_LINALG,
 }
+# the discrete Fourier transforms (a complex result; `.real`/`.imag` are views, ops/memory.py)
+LIBRARY_FUNCTIONS.update({getattr(np.fft, name): _A for name in (
+    "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
+    "irfftn")})
+LIBRARY_FUNCTIONS.update({np.fft.fftshift: frozenset(("x",)), np.fft.ifftshift: frozenset(("x",))})
 if hasattr(np, "trapezoid"):  # NumPy 2's name for trapz
     LIBRARY_FUNCTIONS[np.trapezoid] = frozenset(("y", "x"))
 

@@ -39,3 +39,15 @@ register("asarray", lambda xp, x: xp.asarray(x),
          doc="np.asarray of a 0-d value: a NumPy scalar becomes a 0-d array, an array stays itself")
 register("numpy_scalar", lambda xp, x, dtype: np.dtype(dtype).type(x),
          doc="a NumPy scalar type called on a 0-d value (np.float32(x)): a NumPy scalar of `dtype`")
+# Views NumPy gives of an array (graphgen/numpy_calls.array_view): no gradient rule (a Tensor has no
+# such method). The builder marks each result an opaque view of its operand: a write through it,
+# or a read of it after a write to the operand, keeps the call eager.
+register("diagonal", lambda xp, x, offset, axis1, axis2: xp.diagonal(x, offset, axis1, axis2),
+         doc="np.diagonal(x, offset, axis1, axis2): a read-only view of x's diagonal")
+register("real", lambda xp, x: xp.real(x),
+         doc="x.real: a view of a complex array's real parts (of a real array, a view of all of it)")
+register("imag", lambda xp, x: xp.imag(x),
+         doc="x.imag: a view of a complex array's imaginary parts (of a real array, read-only zeros)")
+register("sliding_window_view",
+         lambda xp, x, window_shape, axis: xp.lib.stride_tricks.sliding_window_view(x, window_shape, axis),
+         doc="np.lib.stride_tricks.sliding_window_view(x, window_shape, axis): a read-only view of x's windows")

@@ -18,7 +18,7 @@ import types
 import weakref
 
 from ..source import function_ast, in_packages
-from .profile import item_key, picked_position
+from .profile import attr_key, item_key, picked_position
 
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
                  "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
@@ -82,7 +82,33 @@ class Hooks:
         self.profile.record_callee(key, fn)
         if fn is min or fn is max:
             return _picking(fn, key, self.profile)
+        if type(fn) is _BUILTIN_METHOD and type(fn.__self__) is dict and fn.__name__ in _KEYED_READS:
+            return _reading_item(fn, self.profile)
+        if fn is getattr:
+            return self.getattr
         return profiled_callable(fn, self)
+
+    def getattr(self, obj, name, *default):
+        """`getattr(obj, name[, default])`: the value found is recorded by object and name."""
+        value = getattr(obj, name, *default)
+        if type(name) is str and hasattr(obj, "__dict__") and name in getattr(obj, "__dict__", ()):
+            self.profile.record_value(attr_key(obj, name), value)
+        return value
+
+
+_BUILTIN_METHOD = type({}.get)
+_KEYED_READS = frozenset(("get", "pop", "setdefault"))
+
+
+def _reading_item(method, profile):
+    """`d.get(k, 0.0)`, `d.pop(k, None)`, `d.setdefault(k, 0)`: the item the call finds is
+    recorded by container and key, as `d[k]` is (so a changing one is read as an input)."""
+    def call(*args, **kwargs):
+        d = method.__self__
+        if args and type(args[0]) in (int, str) and args[0] in d:
+            profile.record_value(item_key(d, args[0]), d[args[0]])
+        return method(*args, **kwargs)
+    return call
 
 
 def _picking(fn, key, profile):

@@ -24,6 +24,12 @@ def item_key(container, index) -> tuple:
     return ("item", id(container), index)
 
 
+def attr_key(obj, name) -> tuple:
+    """The profile's key of attribute `name` of `obj` read by `getattr(obj, name[, default])`
+    (whose call site is not the attribute's): as `item_key`, known to change by object."""
+    return ("attr", id(obj), name)
+
+
 class Profile:
     """Observations keyed by (filename, lineno, col_offset) of an AST node."""
 

@@ -95,7 +95,9 @@ def _close(a, b):
     return bool(np.all((a == b) | (np.abs(a - b) <= tol[1] + tol[0] * scale)))
 
 
-def assert_same(a, b, path="value", seen=None):
+def assert_same(a, b, path="value", seen=None, flags=False):
+    """a and b hold the same values, types and structure; with `flags`, arrays that are
+    writeable on one side are writeable on the other (eager's read-only views, `x.diagonal()`)."""
     seen = set() if seen is None else seen
     if id(a) in seen:
         return
@@ -106,6 +108,11 @@ def assert_same(a, b, path="value", seen=None):
         _arrays_equal(a._data, b._data, path)
     elif isinstance(a, np.ndarray) or backend.device_of(a) == "gpu":  # a raw CuPy array too
         _arrays_equal(a, b, path)
+        if flags and isinstance(a, np.ndarray):
+            with warnings.catch_warnings():  # (np.broadcast_arrays' views warn when asked)
+                warnings.simplefilter("ignore")
+                assert a.flags.writeable == b.flags.writeable, f"{path}: writeable {a.flags.writeable} != " \
+                                                               f"{b.flags.writeable}"
     elif isinstance(a, np.generic):
         assert a.dtype == b.dtype and (a == b or (a != a and b != b) or _close(a, b)), f"{path}: {a!r} != {b!r}"
     elif isinstance(a, float):
@@ -113,19 +120,19 @@ def assert_same(a, b, path="value", seen=None):
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), f"{path}: length {len(a)} != {len(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
-            assert_same(x, y, f"{path}[{i}]", seen)
+            assert_same(x, y, f"{path}[{i}]", seen, flags)
     elif isinstance(a, dict):
         simple = all(isinstance(k, (str, int, float, tuple, type(None))) for k in a)
         assert (list(a.keys()) == list(b.keys())) if simple else len(a) == len(b), f"{path}: keys {list(a)} != {list(b)}"
         for (ka, x), (kb, y) in zip(a.items(), b.items()):
-            assert_same(x, y, f"{path}[{ka!r}]", seen)
+            assert_same(x, y, f"{path}[{ka!r}]", seen, flags)
     elif isinstance(a, np.random.Generator):
         assert type(a.bit_generator) is type(b.bit_generator), f"{path}: bit generators differ"
         assert_same(a.bit_generator.state, b.bit_generator.state, f"{path}.state", seen)  # (MT19937's: an array)
     elif isinstance(a, (types.FunctionType, types.MethodType, type, types.ModuleType)) or callable(a) and not hasattr(a, "__dict__"):
         return
     elif hasattr(a, "__dict__") and not isinstance(a, type):
-        assert_same(vars(a), vars(b), f"{path}.__dict__", seen)
+        assert_same(vars(a), vars(b), f"{path}.__dict__", seen, flags)
     else:
         assert a == b, f"{path}: {a!r} != {b!r}"
 
@@ -227,9 +234,9 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
             same = _message(err_e, fn_e) == _message(err_j, fn_j)
             assert type(err_e) is type(err_j) and same, f"{where}: {err_e!r} vs {err_j!r}"
         _same_text(text_e, text_j, where)
-        assert_same(out_e, out_j, f"{where} result")
-        assert_same(state_e, state_j, f"{where} state")
-        assert_same(args_e, args_j, f"{where} args")
+        assert_same(out_e, out_j, f"{where} result", flags=True)
+        assert_same(state_e, state_j, f"{where} state", flags=True)
+        assert_same(args_e, args_j, f"{where} args", flags=True)
         assert_same_aliasing((out_e, state_e, args_e), (out_j, state_j, args_j), where)
         _rng_equal(rng_e, rng_j, where)
     if check_interpreter:

@@ -401,3 +401,46 @@ def test_default_arguments():
     calls = [lambda s, i=i: (random_array(i, (3,)),) for i in range(4)] + [lambda s: (random_array(9, (3,)), 3.0)] * 4
     jf = check(make, calls)
     assert jf.stats()["graph_calls"] >= 4, jf.explain()
+
+
+# ------------------------------------------------------------------ setattr with a constant name
+class _Params:
+    def __init__(self):
+        self.w = random_array(1, (4, 3))
+        self.b = np.zeros(3)
+        self._scale = 1.0
+
+    @property
+    def scale(self):
+        return self._scale
+
+    @scale.setter
+    def scale(self, v):
+        self._scale = v * 0.5
+
+
+def test_setattr_with_a_constant_name_is_an_attribute_assignment():
+    """`setattr(m, name, value)` with a name the loop gives is `m.<name> = value` (a property's
+    setter runs as eagerly); a name the graph computes, or a module's attribute, stays eager."""
+    def make():
+        def f(x, m):
+            err = x @ m.w + m.b
+            for name, g in (("w", x.T @ err), ("b", err.sum(0))):
+                setattr(m, name, getattr(m, name) - 0.01 * g)
+            setattr(m, "scale", float(err.mean()))
+            setattr(m, "seen", getattr(m, "seen", 0) + 1)
+            return err
+
+        return f, {"m": _Params()}
+
+    calls = [lambda s, k=k: (random_array(k, (5, 4)), s["m"]) for k in range(8)]
+    jf = check(make, calls, min_graph_calls=4)
+    assert not fallback_reasons(jf), jf.explain()
+
+    def by_data(x, m):
+        setattr(m, "w" if x.sum() > 0 else "b", x.sum())  # (a name that is no constant: an error first)
+        return x
+
+    jf = check(lambda: (by_data, {"m": _Params()}), [lambda s, k=k: (random_array(k, (3,)), s["m"])
+                                                     for k in range(6)], min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 or fallback_reasons(jf), jf.explain()

@@ -61,7 +61,7 @@ def _uses_unsupported_library(x):
 
 
 def _uses_unsupported_numpy(x):
-    return np.fft.fft(x).real + 1.0  # MARK
+    return np.packbits(x > 0).sum() + 1.0  # MARK
 
 
 class _Point:
@@ -158,7 +158,7 @@ def test_unconvertible_helper_only_on_some_signatures():
     def make():
         def f(x):
             if x.shape[0] > 3:
-                return np.fft.fft(x).real
+                return np.packbits(x > 0) * 1.0
             return np.tanh(x)
 
         return f, {}

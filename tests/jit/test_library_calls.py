@@ -52,7 +52,11 @@ BODIES = {
                         "    return y, y.mT, y.mT @ x[:3], y.conj(), y.conjugate(), "
                         "y.compress([True, False, True], axis=0), (y > 0).nbytes, m[None].mT.shape",
     "gathers": "q = m * x\n    a = np.argmax(q, axis=1)\n"
-               "    return np.take_along_axis(q, a[:, None], axis=1)[:, 0], "
+               "    g = np.zeros_like(q)\n    np.put_along_axis(g, a[:, None], -1.0, axis=1)\n"
+               "    np.put_along_axis(st['w'], a[:, None] % 2, q[:, 1:2], -1)\n"
+               "    np.put_along_axis(q, np.argsort(q, axis=0)[:1], x[None] * 10, 0)\n"
+               "    return g, q, np.take_along_axis(st['w'], a[:, None], 1), "
+               "np.take_along_axis(q, a[:, None], axis=1)[:, 0], "
                "np.compress([True, False, True], q, axis=0), np.choose(a % 2, [q[:, 0], q[:, 1]])",
     "tuple_results": "y = m * x\n    u, s, vh = np.linalg.svd(y, full_matrices=False)\n"
                      "    a = y[:, :3] @ y[:, :3].T + np.eye(3)\n    e = np.linalg.eigh(a)\n"
@@ -66,6 +70,17 @@ BODIES = {
                           "np.copysign(x, m), np.exp2(x), np.arctanh(np.clip(y, -0.9, 0.9)), np.cbrt(y), "
                           "np.logical_xor(y > 0, m > 0), np.heaviside(y, 0.5), np.exp(y, dtype=np.float32), "
                           "np.add(x, 1, dtype=np.float64), np.deg2rad(x), np.signbit(y)",
+    "array_views": "y = m * x\n    d = y[:, :3].diagonal()\n    st['log'].append(float(d.sum()))\n"
+                   "    f = np.fft.rfft(y, axis=1)\n"
+                   "    return d, np.diagonal(m, 1), m.diagonal(), m.T.diagonal(-1), y.real, y.imag, f.real, f.imag, "
+                   "np.real(f) * 2, np.imag(x), np.fft.irfft(f, n=4, axis=1), np.fft.fftshift(x), "
+                   "np.abs(np.fft.fft(x)), np.fft.fft2(m).real.sum(), "
+                   "np.lib.stride_tricks.sliding_window_view(y, 2, axis=1) @ x[:2], "
+                   "np.lib.stride_tricks.sliding_window_view(m, (2, 3)).sum(axis=(2, 3))",
+    "ufunc_methods": "y = m * x\n"
+                     "    return np.maximum.accumulate(y, axis=1), np.minimum.reduce(y, axis=0), "
+                     "np.add.reduce(y, axis=1, where=y > 0), np.multiply.outer(x, m[0]), "
+                     "np.add.reduceat(x, [0, 2]), np.logical_or.reduce(y > 0.5, axis=1), np.maximum.outer(x, x)",
     "python_numbers": "losses = [float(x[0]), float(x[1]), float(np.sum(m))]\n"
                       "    return np.median(losses), np.percentile(losses, 75)",
 }
@@ -122,6 +137,39 @@ def test_calls_that_write_or_shape_from_data_stay_eager(tmp_path, body, detail):
     jf = check(lambda: (module.f, {}), calls, min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and fallback_reasons(jf) & {"unsupported-call", "data-dependent-python"}
     assert detail in jf.explain(), jf.explain()
+
+
+@pytest.mark.parametrize("body", [
+    "a = np.outer(x, x)\n    d = a.diagonal()\n    d += 1.0\n    return d",  # read-only: eager's error
+    "f = np.fft.fft(x)\n    r = f.real\n    r[0] = 5.0\n    return f, r",  # a write through the view
+    "a = np.outer(x, x)\n    d = a.diagonal()\n    a[0, 0] = -1.0\n    return d.sum(), d",  # then of its base
+    "y = x * 2\n    r, i = y.real, y.imag\n    y += 1.0\n    return r, i, y",
+    "return x.diagonal()",  # eager's error: a 1-d array has no diagonal
+    "q = np.outer(x, x)\n    np.put_along_axis(q, np.argmax(q, 0)[None], 0.0, 2)\n    return q",  # AxisError
+    "q = np.outer(x, x)\n    np.put_along_axis(q, np.argmax(q, 0), 0.0, 1)\n    return q",  # ndim differs
+])
+def test_views_written_or_read_after_a_write_are_eagers(tmp_path, body):
+    """`x.diagonal()`, `x.real`, `x.imag` are NumPy's views of x when the graph runs: a write
+    through one, or a read of one after a write to x, is eager's (or the call is eager); so are
+    np.put_along_axis's errors."""
+    module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x):\n    {body}\n", f"views_{len(body)}")
+    check(lambda: (module.f, {}), call_sequence(6, lambda s, i: (random_array(i, (4,)),)), min_graph_calls=0)
+
+
+def test_a_variable_assigned_a_view_gets_its_own_array(tmp_path):
+    """A Variable assigned `a.diagonal()` copies it, as eagerly (ir.ALIASING_OPS): its array
+    shares no memory with `a.real`, a view of the same array kept in the state."""
+    module = load_module(tmp_path, """
+        import numpy as np
+
+        def f(x, st):
+            a = np.outer(x, x) + st["v"].numpy()[0]
+            st["v"].assign(a.diagonal())
+            st["w"] = a.real
+            return st["v"].numpy().sum()
+    """)
+    calls = call_sequence(6, lambda s, i: (random_array(i, (4,)), s["st"]))
+    check(lambda: (module.f, {"st": {"v": jl.Variable(np.zeros(4))}}), calls, min_graph_calls=2)
 
 
 def test_a_tensor_under_a_tape_stays_eager_and_without_one_is_a_constant(tmp_path):

@@ -1,5 +1,5 @@
 """`x[mask]` with a mask the graph computes, and `np.nonzero` / one-argument `np.where` /
-`np.flatnonzero` / `np.argwhere`, run in a graph of unknown sizes (graphgen/masks.py):
+`np.flatnonzero` / `np.argwhere` / `np.unique`, run in a graph of unknown sizes (graphgen/masks.py):
 side by side against eager with results, state and arguments compared after every call, on call
 sequences whose masks select every count from none to all, so a count the generator baked in, a
 branch on the count or an empty selection's warning would show."""
@@ -31,6 +31,10 @@ BODIES = {
                       "np.nonzero(np.round(y))[0], (y > 0).nonzero(), x[r, c] + c",
     "fixed_sizes": "k = x[y > 0]\n    z = np.zeros(len(y))\n    for i in range(len(y)):\n        z[i] = y[i] * 2\n"
                    "    return k.sum(), z, x.size, [r.sum() for r in x], x.shape, k.shape[1]",
+    "unique": "u = np.unique(np.round(y * 2))\n    v = np.unique(np.where(x > 1, np.nan, np.round(x)))\n"
+              "    k = np.unique((x > 0).sum(1))\n"
+              "    return u, len(u), v, k, x[np.unique(np.clip(np.round(y * 3), 0, 5).astype(np.int64))], "
+              "np.unique(st['m']), np.unique(x[:0])",
     "tape": "w = st['v']\n    with jl.GradientTape() as tape:\n        h = x @ w\n        loss = (h[y > 0] ** 2).sum()"
             "\n    g = tape.gradient(loss, w)\n    w.assign_sub(0.1 * g)\n    return loss",
 }
@@ -39,6 +43,7 @@ STILL_EAGER = {
     "list_of_items": "k = y[y > 0]\n    return list(k)",
     "size": "k = y[y > 0]\n    return k.size",
     "two_masks_combined": "return (y[y > 0] + y[y > 0.5]).sum()",
+    "unique_counts": "return np.unique(np.round(y), return_counts=True)",
 }
 
 

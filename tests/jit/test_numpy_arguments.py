@@ -48,7 +48,7 @@ CASES = [
     ("np.prod(x, initial=2.0)", True), ("np.prod(x, where=x > 0)", True), ("np.sort(x, kind='stable')", True),
     ("np.diff(x, prepend=0.0)", True), ("np.diff(x, 2, 0).sum() + np.triu(x, 1) - np.tril(x, k=-1)", True),
     ("np.hypot(x, x.T[:1].T) + np.atleast_3d(x)[..., 0]", True), ("np.round(x, out=x)", False),
-    ("np.multiply.reduce(x, 1, initial=2.0)", False), ("np.add.accumulate(x, 1, np.float64)", False),
+    ("np.multiply.reduce(x, 1, initial=2.0)", True), ("np.add.accumulate(x, 1, np.float64)", True),
     ("np.add.accumulate(x, None)", False), ("np.add.accumulate(x, axis=None)", False),
     ("x.copy().sort(axis=None)", False), ("x.copy().sort(kind='stable')", False),
     ("x.prod(0, np.float64)", True), ("x.astype(np.float64, order='F')", False),
@@ -79,7 +79,8 @@ def test_arguments_side_by_side(tmp_path, body, as_graph):
     jf = check(make, calls, min_graph_calls=3 if as_graph else 0)
     if not as_graph:
         assert fallback_reasons(jf) == {"unsupported-call"}, jf.explain()
-        assert "has no graph op" in jf.explain(), jf.explain()
+        # (no op, or NumPy's own call fails on these arguments: `np.add.accumulate(x, None)`)
+        assert "has no graph op" in jf.explain() or "of graph values" in jf.explain(), jf.explain()
 
 
 def test_full_like_buffers_are_not_shared():

@@ -65,3 +65,44 @@ def test_a_counter_updated_in_place_is_read_as_an_input_from_the_first_graph():
     calls = [lambda s, k=k: (s["m"], np.random.default_rng(k).standard_normal((3 + k % 2, 4))) for k in range(9)]
     jf = check(lambda: (counted_step, {"m": Counters()}), calls, min_graph_calls=6)
     assert jf.stats()["fallbacks"] == 0 and jf.stats()["regenerations"] == 0, jf.explain()
+
+
+def read_by_methods(m, x):
+    m.stats["n"] = m.stats.get("n", 0) + x.shape[0]
+    carry = m.pending.pop("carry", 0.0)
+    m.pending["carry"] = float(x.sum())
+    first = m.stats.setdefault("first", 1.5)
+    return x.sum() * carry + first * m.stats["n"]
+
+
+def test_items_read_through_dict_methods_are_read_as_inputs_from_the_first_graph():
+    """`d.get(k, 0)`, `d.pop(k, 0.0)`, `d.setdefault(k, v)` record the item they find by
+    container and key (profiler/instrument._reading_item), as `d[k]` does: an item that changes
+    every call is an input of the first graph, not a value speculated until two calls fail."""
+    def make():
+        m = types.SimpleNamespace(stats={}, pending={})
+        return read_by_methods, {"m": m}
+    calls = [lambda s, k=k: (s["m"], np.random.default_rng(k).standard_normal((3 + k % 2, 4))) for k in range(9)]
+    jf = check(make, calls, min_graph_calls=6)
+    assert jf.stats()["fallbacks"] == 0 and jf.stats()["regenerations"] == 0, jf.explain()
+
+
+def loss_scaled(m, x, overflow):
+    g = x * m.scale
+    if overflow:
+        m.scale /= 2.0
+        return None
+    m.scale *= m.growth if m.steps % 4 == 3 else 1.0
+    m.steps += 1
+    return g.sum() / m.scale
+
+
+def test_a_float_the_function_assigns_is_an_input_though_warm_up_never_changed_it():
+    """A loss scale halved on the rare overflow step that no warm-up call took: the function
+    assigns `m.scale` (source.state_written_reads), so the graph reads it when it runs rather
+    than speculating on its warm-up value and failing on every call after the first change."""
+    def make():
+        return loss_scaled, {"m": types.SimpleNamespace(scale=1024.0, growth=2.0, steps=0)}
+    calls = [lambda s, k=k: (s["m"], np.full((2, 3), float(k)), k in (5, 9)) for k in range(14)]
+    jf = check(make, calls, min_graph_calls=6)
+    assert not [fb for fb in jf.fallbacks() if ".scale" in fb.detail], jf.explain()

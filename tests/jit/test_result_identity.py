@@ -229,6 +229,12 @@ def _clip_module(tmp_path):
             box = {"a": h}
             h = clipped(h, 3.0)
             return h, box
+
+        def of_local_twice(x, y):
+            h = y + 0.0
+            box = {"a": h}
+            h = clipped(clipped(h, 3.0), 2.0 + float(x[0, 0] > 0.5))
+            return h, box
     """)
 
 
@@ -262,3 +268,18 @@ def test_a_value_stored_before_a_branch_that_may_keep_it_is_one_object_with_the_
             h, box = jf(random_array(i, (2, 2)), wrap(random_array(20 + i, (2, 2)) * _scales(i)))
             assert (h is box["a"]) == (_scales(i) == 0.5), i
         assert len(jf.graphs()) == graphs, jf.explain()
+
+
+def test_a_value_two_branches_may_keep_is_one_object_with_what_was_stored(tmp_path):
+    """The same through two conditionals, the second merging the first's result (either h or a
+    new Tensor) with a new one: eager's result is box["a"] after the outcomes that keep h in both
+    (the graph's was a new Tensor: found by the `thorough` profile of test_either_values.py)."""
+    module = _clip_module(tmp_path)
+    calls = call_sequence(12, lambda s, i: (random_array(i, (2, 2)),
+                                            jl.tensor(random_array(20 + i, (2, 2)) * _scales(i))))
+    jf = check(lambda: (module.of_local_twice, {}), calls, min_graph_calls=4)
+    for i in range(6):
+        x, y = random_array(i, (2, 2)), jl.tensor(random_array(20 + i, (2, 2)) * _scales(i))
+        h, box = jf(x, y)
+        eager_h, eager_box = module.of_local_twice(x, y)
+        assert (h is box["a"]) == (eager_h is eager_box["a"]), i
