@@ -26,7 +26,7 @@ from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert
 from .draws import _SEARCHES, RngMethod
 from .early_returns import function_body
-from .numpy_calls import ArrayMethod, _refuse_global_state
+from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
 from .py_numbers import is_number_call, mixed_items, number_call, scalar_extreme, speculate_pick
@@ -179,8 +179,7 @@ class CallsMixin:
             return self.call_numpy(func, args, kwargs)
         if getattr(func, "__self__", None) is np.add and getattr(func, "__name__", "") == "at":
             return self.add_at(*args, **kwargs)
-        if isinstance(getattr(func, "__self__", None), np.ufunc) and getattr(func, "__name__", "") in (
-                "reduce", "accumulate", "reduceat", "outer"):
+        if isinstance(getattr(func, "__self__", None), np.ufunc) and getattr(func, "__name__", "") in UFUNC_METHODS:
             return self.ufunc_method(func, args, kwargs)
         if func in _PURE_BUILTINS or func is setattr or (isinstance(func, types.BuiltinFunctionType)
                                                          and module == "math"):

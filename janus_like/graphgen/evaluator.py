@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import backend, ir
 from ..ops.registry import set_builder
-from ..profiler.profile import attr_key, item_key
+from ..profiler.profile import member_key
 from ..tensor import Tensor, Variable
 from .builder import GraphBuilder
 from .attributes import AttributesMixin
@@ -223,10 +223,8 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
     def _dynamic(self, slot, ast_key):
         if ("value", relax_text(slot)) in self.relaxed:
             return True
-        if self.profile is not None and slot.parent is not None and (
-                slot.step[0] == "item" and isinstance(slot.parent.value, (dict, list))
-                and self.profile.varies(item_key(slot.parent.value, slot.step[1]))
-                or slot.step[0] == "attr" and self.profile.varies(attr_key(slot.parent.value, slot.step[1]))):
+        if self.profile is not None and slot.parent is not None and slot.step[0] in ("item", "attr") \
+                and self.profile.varies(member_key(slot.parent.value, slot.step)):
             return True
         if type(slot.value) is float and self.frames and ast_key in self.frames[-1].written_reads:
             return True

@@ -20,6 +20,9 @@ from .loop_grad import OBJECT
 from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
 from .values import ObjRef, Sym, Unsupported, VarRef
 
+# the ufunc methods `ufunc_method` takes (`np.add.at`, a write, is `add_at`)
+UFUNC_METHODS = frozenset(("reduce", "accumulate", "reduceat", "outer"))
+
 # NumPy functions that set or read NumPy's global state, or files: never called while generating
 _NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in (
     "seterr", "geterr", "seterrcall", "geterrcall", "set_printoptions", "get_printoptions", "setbufsize",
@@ -206,7 +209,9 @@ class NumpyCallsMixin:
 
     def ufunc_method(self, func, args, kwargs):
         """`np.add.reduce(x, 1)`, `np.add.accumulate(x)`: the method called on the graph values;
-        NumPy hands it to their `__array_ufunc__` (`tensor.ufunc_method_op`, as for a Tensor)."""
+        NumPy hands it to their `__array_ufunc__` (`tensor.ufunc_method_op`, as for a Tensor). One
+        without an op there (`np.maximum.accumulate(x)`, `np.multiply.outer(a, b)`) is NumPy's
+        method as a library node."""
         if not _any_abstract((args, kwargs)):
             return self.lift(func(*args, **kwargs))
         if _any_objref((args, kwargs)):
@@ -215,7 +220,7 @@ class NumpyCallsMixin:
         try:
             return func(*args, **kwargs)
         except Unsupported as exc:
-            if func.__name__ in ("reduce", "accumulate", "reduceat", "outer") and kwargs.get("out") is None:
+            if kwargs.get("out") is None:
                 # no op (`np.maximum.accumulate(x)`, `np.add.reduce(x, where=m)`): NumPy's method
                 return self.library_node(func, f"numpy.{func.__self__.__name__}.{func.__name__}", args, kwargs)
             raise self.located(exc)
@@ -227,8 +232,6 @@ class NumpyCallsMixin:
         func = _METHOD_FUNCTIONS.get(method.name)
         if func is not None:
             return self.call_numpy(func, [x, *args], dict(kwargs))
-        if method.name == "diagonal" and not _any_abstract((args, kwargs)):
-            return self.array_view("diagonal", x, args, kwargs)
         if method.name in ("conj", "conjugate") and not args and not kwargs:  # of a real array: x itself
             return x if x.dtype.kind != "c" else self.call_numpy(np.conjugate, [x], {})
         if method.name == "compress" and args:  # x.compress(condition, axis) is np.compress(condition, x, axis)
@@ -325,8 +328,9 @@ class ArrayMethod:
 # `x.mean(dtype=np.float64)`, `x.max(initial=0.0)`)
 _METHOD_FUNCTIONS = {name: getattr(np, name) for name in (
     "argsort", "argpartition", "trace", "take", "repeat", "cumprod", "searchsorted", "choose",
-    "sum", "mean", "var", "std", "max", "min", "prod", "any", "all", "cumsum", "argmax", "argmin", "round")}
-ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS) | {"compress", "conj", "conjugate", "diagonal"}
+    "sum", "mean", "var", "std", "max", "min", "prod", "any", "all", "cumsum", "argmax", "argmin", "round",
+    "diagonal")}
+ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS) | {"compress", "conj", "conjugate"}
 # NumPy functions giving a view of their array (array_view)
 _VIEW_FUNCTIONS = {np.diagonal: "diagonal", np.real: "real", np.imag: "imag",
                    np.lib.stride_tricks.sliding_window_view: "sliding_window_view"}

@@ -18,7 +18,7 @@ import types
 import weakref
 
 from ..source import function_ast, in_packages
-from .profile import attr_key, item_key, picked_position
+from .profile import member_key, picked_position
 
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
                  "janus_like.jit", "janus_like.profiler", "janus_like.graphgen", "janus_like.executor",
@@ -75,7 +75,7 @@ class Hooks:
         value = container[index]
         self.profile.record_value(key, value)
         if isinstance(container, (dict, list)) and type(index) in (int, str):
-            self.profile.record_value(item_key(container, index), value)
+            self.profile.record_value(member_key(container, ("item", index)), value)
         return value
 
     def c(self, key, fn):
@@ -91,8 +91,8 @@ class Hooks:
     def getattr(self, obj, name, *default):
         """`getattr(obj, name[, default])`: the value found is recorded by object and name."""
         value = getattr(obj, name, *default)
-        if type(name) is str and hasattr(obj, "__dict__") and name in getattr(obj, "__dict__", ()):
-            self.profile.record_value(attr_key(obj, name), value)
+        if type(name) is str and name in getattr(obj, "__dict__", ()):
+            self.profile.record_value(member_key(obj, ("attr", name)), value)
         return value
 
 
@@ -106,7 +106,7 @@ def _reading_item(method, profile):
     def call(*args, **kwargs):
         d = method.__self__
         if args and type(args[0]) in (int, str) and args[0] in d:
-            profile.record_value(item_key(d, args[0]), d[args[0]])
+            profile.record_value(member_key(d, ("item", args[0])), d[args[0]])
         return method(*args, **kwargs)
     return call
 

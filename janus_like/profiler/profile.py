@@ -16,18 +16,14 @@ def picked_position(items, result):
     return next((i for i, x in enumerate(items) if x is result), None)
 
 
-def item_key(container, index) -> tuple:
-    """The profile's key of item `index` of a dict or list (an input's, read anywhere in the
-    function): whether its value changed between warm-up calls is known by container too, so
-    the generator, reading every item of a container it writes into, reads a changing one as an
-    input rather than speculating on its value (`stats["loss"] += loss`)."""
-    return ("item", id(container), index)
-
-
-def attr_key(obj, name) -> tuple:
-    """The profile's key of attribute `name` of `obj` read by `getattr(obj, name[, default])`
-    (whose call site is not the attribute's): as `item_key`, known to change by object."""
-    return ("attr", id(obj), name)
+def member_key(obj, step) -> tuple:
+    """The profile's key of a member of `obj` by object rather than by site: `step` is
+    ("item", key) of a dict or list item (read anywhere: `d[k]`, `d.get(k, 0)`, `d.pop(k)`) or
+    ("attr", name) of an attribute read by `getattr(obj, name[, default])`, as the generator's
+    input slots name their steps. Whether its value changed between warm-up calls is then known
+    wherever the generator reads it (every item of a dict it writes into, `stats["loss"] +=
+    loss`), so a changing one is read as an input rather than speculated on."""
+    return (step[0], id(obj), step[1])
 
 
 class Profile:
