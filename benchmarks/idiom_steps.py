@@ -1,5 +1,6 @@
 """Training-step idioms that used to keep whole steps eager: selections by masks, `np.nonzero`,
-`np.bincount`, context managers, `max` by computed keys, `min(1.0, clip / norm)`.
+`np.bincount`, context managers, `max` by computed keys, `min(1.0, clip / norm)`, a centroid
+written in a branch after a view of the centroids was read, `np.fill_diagonal` and `^` on ints.
 
     JANUS_LIKE_NATIVE=off PYTHONPATH=. taskset -c 1 python3 -m benchmarks.idiom_steps
 
@@ -102,6 +103,35 @@ def clipped_sgd(st, x, y, clip=0.5):
     return float(loss)
 
 
+def kmeans(c, x):
+    """One k-means step: distances through a view of the centroids, each centroid moved to the
+    mean of its points unless its cluster is empty (a branch writing the array the view reads)."""
+    d = ((x[:, None, :] - c[None]) ** 2).sum(-1)
+    labels = d.argmin(1)
+    for j in range(c.shape[0]):
+        m = labels == j
+        if m.any():
+            c[j] = x[m].mean(0)
+    return float(d.min(1).sum())
+
+
+def contrastive(st, x):
+    """An InfoNCE step on pairs (rows 2i and 2i + 1): similarities with the diagonal masked by
+    `np.fill_diagonal`, the positive of row i at `i ^ 1`, the gradient by hand, SGD."""
+    z = x @ st["w"]
+    n = len(z)
+    sim = z @ z.T / 0.5
+    np.fill_diagonal(sim, -np.inf)
+    pos = np.arange(n) ^ 1
+    p = np.exp(sim - sim.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    loss = -np.log(p[np.arange(n), pos]).mean()
+    p[np.arange(n), pos] -= 1.0
+    dz = (p + p.T) @ z / (0.5 * n)
+    st["w"] -= 0.01 * x.T @ dz
+    return float(loss)
+
+
 def _cases():
     rng = np.random.default_rng(0)
 
@@ -126,6 +156,12 @@ def _cases():
     some = [(rng.standard_normal((64, 32)), rng.standard_normal(64) * (3.0 if i % 4 == 0 else 0.2), 1.5)
             for i in range(20)]
     qs = [(int(rng.integers(16)), float(rng.standard_normal()), int(rng.integers(16))) for _ in range(20)]
+    centers = rng.standard_normal((8, 16)) * 3
+    # every fifth batch comes from two clusters only: the other centroids' clusters are empty
+    points = [(centers[rng.integers(0, 2 if i % 5 == 4 else 8, 256)] + rng.standard_normal((256, 16)),)
+              for i in range(20)]
+    pairs = [(np.repeat(rng.standard_normal((32, 32)), 2, 0) + 0.1 * rng.standard_normal((64, 32)),)
+             for _ in range(20)]
     return {
         "masked_mse": (masked_mse, mse_state, mse),
         "advantages": (advantages, None, adv),
@@ -133,6 +169,8 @@ def _cases():
         "q_update": (q_update, lambda: np.zeros((16, 4)), qs),
         "clipped_sgd": (clipped_sgd, mse_state, clipped),
         "clip_some": (clipped_sgd, mse_state, some),
+        "kmeans": (kmeans, lambda: np.random.default_rng(2).standard_normal((8, 16)) * 3, points),
+        "contrastive": (contrastive, lambda: {"w": np.random.default_rng(3).standard_normal((32, 16)) * 0.1}, pairs),
     }
 
 

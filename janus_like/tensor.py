@@ -327,7 +327,8 @@ _UFUNCS = {
     np.floor_divide: F.floor_divide, np.remainder: F.remainder, np.log1p: F.log1p, np.expm1: F.expm1,
     np.log2: F.log2, np.log10: F.log10, np.reciprocal: F.reciprocal, np.arctan: F.arctan, np.sinh: F.sinh,
     np.cosh: F.cosh, np.logaddexp: F.logaddexp, np.tan: F.tan, np.arcsin: F.arcsin, np.arccos: F.arccos,
-    np.arctan2: F.arctan2, np.hypot: F.hypot,
+    np.arctan2: F.arctan2, np.hypot: F.hypot, np.bitwise_and: F.bitwise_and, np.bitwise_or: F.bitwise_or,
+    np.bitwise_xor: F.bitwise_xor, np.invert: F.invert, np.left_shift: F.left_shift, np.right_shift: F.right_shift,
 }
 _REDUCERS = {np.add: F.sum, np.maximum: F.max, np.minimum: F.min, np.multiply: F.prod}
 _ACCUMULATORS = {np.add: F.cumsum}

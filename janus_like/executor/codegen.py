@@ -37,7 +37,8 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "logical_or": "logical_or", "logical_not": "logical_not"}
 _DIRECT.update((name, name) for name in (  # ops/more_math.py: each op is the NumPy ufunc of its name
     "floor", "ceil", "rint", "isnan", "isinf", "isfinite", "floor_divide", "remainder", "log1p", "expm1", "log2",
-    "log10", "reciprocal", "arctan", "sinh", "cosh", "logaddexp", "tan", "arcsin", "arccos", "arctan2", "hypot"))
+    "log10", "reciprocal", "arctan", "sinh", "cosh", "logaddexp", "tan", "arcsin", "arccos", "arctan2", "hypot",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift"))
 
 # binary ufuncs whose Python-number operand is passed as a 0-d array (`_Emitter.ufunc_args`)
 _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}

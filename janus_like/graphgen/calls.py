@@ -29,7 +29,7 @@ from .early_returns import function_body
 from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
-from .py_numbers import is_number_call, mixed_items, number_call, scalar_extreme, speculate_pick
+from .py_numbers import is_number_call, mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
 from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn
@@ -305,7 +305,7 @@ class CallsMixin:
         if func is setattr:
             raise Unsupported("unsupported-call", "setattr() of this object or name", self.site)
         args = self._containers(args, (list, tuple, dict, collections.deque))
-        if func in (max, min, sum) and len(args) >= 1 and isinstance(args[0], _VIEWS):
+        if func in (max, min, sum, sorted) and len(args) >= 1 and isinstance(args[0], _VIEWS):
             args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
         if func is sum and args and _any_abstract(args[0]):
             total = args[1] if len(args) > 1 else 0
@@ -317,6 +317,8 @@ class CallsMixin:
             return number_call(self.builder, func, module, args, self.site, kwargs)
         if func in (max, min) and (items := mixed_items(func, args, kwargs)) is not None:
             return speculate_pick(self, func, items, self.pick_key)
+        if func is sorted and _any_abstract((args, kwargs)):
+            return sorted_numbers(self.builder, args, kwargs, self.site)
         if func in (max, min) and _any_abstract(args):
             return scalar_extreme(self.builder, func, args, kwargs, self.site)
         if func is divmod and len(args) == 2 and _any_abstract(args):  # Python's and NumPy's alike

@@ -217,6 +217,7 @@ class ContainersMixin:
         self.flush_appends(ref.obj)
         s = self.shadows.get(id(ref.obj))
         if s is None:
+            self.written_containers.add(id(ref.obj))  # its float items: read as inputs (evaluator._dynamic)
             base = self.materialize(ref, self.site)
             s = dict(base) if isinstance(base, dict) else list(base)
             self.shadows[id(ref.obj)] = s
@@ -234,6 +235,7 @@ class ContainersMixin:
                 # deque): no guard on its length or its elements, which change every call; the
                 # commit appends (a deque read back after that is not modelled: eager)
                 self.appends.setdefault(id(target), (ref, []))[1].append(args[0])
+                self.written_containers.add(id(target))  # a log of floats: each call's items differ
                 self.writes.append(("call", ref, name, list(args), {}))
                 return None
             shadow = self.shadow(ref)

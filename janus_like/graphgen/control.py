@@ -152,7 +152,7 @@ class ControlFlowMixin:
             merges.append((label, a, b, (kind, target, name)))
         structure, items = containers.merges(then_cont, else_cont, lambda c: _describe(c, frame), self.site)
         merges += items
-        boxes = {id(w[1]) for w in written.values() if w[0] == "box"}  # their nodes are merged as "box"
+        boxes = {id(w[1]) for _, w in written.items() if w[0] == "box"}  # their nodes are merged as "box"
         outs_then, outs_else, merged, same = [], [], [], []
         for label, a, b, dest in merges:
             if (a is _MISSING or b is _MISSING) and dest[0] == "local":  # a temporary of one branch
@@ -219,11 +219,12 @@ class ControlFlowMixin:
             grad.finish(pred.node, [then_block, else_block], [outs_then, outs_else], results)
 
     @contextlib.contextmanager
-    def inside_node(self, frame):
+    def inside_node(self, frame, loop=False):
         """While a conditional node's branches or a loop node's body are generated: yields the dict
         where writes of state made there are recorded (`state_write`, `branch_box_write`), with
         the node's frame and the first node id made inside it (`pure_depth` is how many)."""
         written = {}
+        self.node_is_loop.append(loop)
         self.branch_frames.append(frame)
         self.cond_writes.append(written)
         self.branch_marks.append(next(ir._ids))  # nodes made from here on are the node's own
@@ -231,6 +232,7 @@ class ControlFlowMixin:
             yield written
         finally:
             self.branch_frames.pop()
+            self.node_is_loop.pop()
             self.cond_writes.pop()
             self.branch_marks.pop()
 
@@ -256,6 +258,8 @@ class ControlFlowMixin:
             if kind == "box":  # an array written in place or a Variable: its node is the state
                 values[key] = Sym(target.node, before.kind)
                 target.node = before.node
+                for view, node in name or ():  # its views made before the cond read it as before again
+                    view.node = node
                 continue
             over, _ = self.state_overlay(kind, target, name)
             values[key] = over.get(key, _MISSING)

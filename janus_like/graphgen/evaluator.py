@@ -81,8 +81,10 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.overlay: dict = {}  # (id(obj), attr) -> value written by the function
         self.shadows: dict = {}  # id(container) -> list/dict of abstract values (after a mutation)
         self.appends: dict = {}  # id(list) -> (ObjRef, values appended before anything read the list)
+        self.written_containers: set = set()  # ids of input containers the function writes (containers.shadow)
         self.global_overlay: dict = {}
         self.cond_writes: list = []  # per cond/loop node being built: {overlay key: (kind, target, name, value before)}
+        self.node_is_loop: list = []  # per cond/loop node being built: whether it is a loop node
         self.cell_overlay: dict = {}  # id(closure cell) -> value written by `nonlocal` (statements.py)
         self.writes: list = []  # commit log, program order
         self.effects: list = []  # deferred print/logging calls
@@ -226,8 +228,10 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         if self.profile is not None and slot.parent is not None and slot.step[0] in ("item", "attr") \
                 and self.profile.varies(member_key(slot.parent.value, slot.step)):
             return True
-        if type(slot.value) is float and self.frames and ast_key in self.frames[-1].written_reads:
-            return True
+        if type(slot.value) is float and (self.frames and ast_key in self.frames[-1].written_reads or (
+                slot.parent is not None and slot.step[0] == "item"
+                and id(slot.parent.value) in self.written_containers)):
+            return True  # a float the function assigns (there, or into this container) may change on any call
         return self.profile is not None and ast_key is not None and self.profile.varies(ast_key)
 
     def input_node(self, slot, array, python_number=False):

@@ -236,7 +236,7 @@ class LoopMixin:
         if grad is not None:
             grad.watch_carried(placeholders, [v.kind for _, v in carried])
         try:
-            with self.inside_node(frame) as written:
+            with self.inside_node(frame, loop=True) as written:
                 gen["cond"], gen["body"] = [], []
                 self.builder.block = gen["cond"]
                 self.builder.tapes = []  # the test is not differentiated

@@ -120,25 +120,64 @@ def nonzero(gen, func, a):
 
 
 def unique(gen, args, kwargs):
-    """`np.unique(x)` of a graph array (no other argument): x's values sorted, then the first of
+    """`np.unique(x, return_index=, return_inverse=, return_counts=)` of a graph array (axis None):
+    x's values sorted (stably, by an argsort, where the indices are asked for), then the first of
     each run of equal values selected (a mask of data-decided count). NaNs count as one value, the
-    first kept, as NumPy's `equal_nan=True` does."""
+    first kept, as NumPy's `equal_nan=True` does. The first index of each value is the sort's
+    permutation at the same mask; the inverse (where each element's value is among the unique ones)
+    is the running count of runs, put back in x's order by the permutation's inverse; the counts
+    are the gaps between the runs' starts (one selection, so one count)."""
+    import inspect
+
     from ..ops import api as F
     from .support import _as_kind
 
-    x = args[0] if len(args) == 1 and not kwargs else None
-    if not (isinstance(x, Sym) and x.kind == "array"):
-        raise Unsupported("unsupported-call", "numpy.unique with these arguments (return_index=, return_counts=, "
-                                              "axis=, ...) or of this value", gen.site)
-    flat = _as_kind(F.sort(_as_kind(F.reshape(x, (-1,)), "array"), -1), "array")
-    if flat.shape[0] == 0:
-        return flat
+    def signature(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True):
+        pass
+
+    try:
+        given = inspect.signature(signature).bind(*args, **kwargs).arguments
+    except TypeError as exc:
+        raise Unsupported("user-error", f"numpy.unique(): {exc}", gen.site) from None
+    x = given["ar"]
+    flags = [given.get(k, False) for k in ("return_index", "return_inverse", "return_counts")]
+    if not (isinstance(x, Sym) and x.kind == "array") or given.get("axis") is not None \
+            or given.get("equal_nan", True) is not True or any(type(f) is not bool for f in flags) \
+            or any(flags) and np.dtype(x.dtype).kind == "c":
+        raise Unsupported("unsupported-call", "numpy.unique with these arguments (axis=, equal_nan=, ...) or of this "
+                                              "value", gen.site)
+    if x.size == 0:  # nothing to select: NumPy's results for the shape are constants
+        made = np.unique(np.empty(x.shape, x.dtype), *flags)
+        return tuple(gen.lift(v) for v in made) if any(flags) else gen.lift(made)
+    flat = _as_kind(F.reshape(x, (-1,)), "array")
+    perm = None
+    if flags[0] or flags[1]:  # NumPy's stable sort, so the first index of each value is its first
+        perm = gen.library_node(np.argsort, "numpy.argsort", [flat], {"kind": "stable"})
+        flat = gen.getitem(flat, perm)
+    else:
+        flat = _as_kind(F.sort(flat, -1), "array")
     later, earlier = gen.getitem(flat, slice(1, None)), gen.getitem(flat, slice(None, -1))
     new = later != earlier
     if np.dtype(flat.dtype).kind in "fc":
         new = new & ~(F.isnan(later) & F.isnan(earlier))
     keep = _as_kind(F.concatenate([gen.lift(np.ones(1, dtype=bool)), new], 0), "array")
-    return gen.getitem(flat, keep)
+    if not any(flags):
+        return gen.getitem(flat, keep)
+    out = [gen.getitem(flat, keep)]
+    if flags[0]:
+        out.append(gen.getitem(perm, keep))
+    if flags[1]:
+        runs = _as_kind(F.cumsum(keep, 0, np.intp), "array") - 1
+        back = gen.library_node(np.argsort, "numpy.argsort", [perm], {})  # a permutation's inverse
+        shape = np.unique(np.zeros(x.shape, x.dtype), return_inverse=True)[1].shape  # NumPy's, for this version
+        out.append(_as_kind(F.reshape(gen.getitem(runs, back), shape), "array"))
+    if flags[2]:
+        n = flat.shape[0]
+        starts = gen.getitem(gen.lift(np.arange(n, dtype=np.intp)), keep)
+        ends = _as_kind(F.concatenate([gen.getitem(starts, slice(1, None)), gen.lift(np.full(1, n, np.intp))], 0),
+                        "array")
+        out.append(ends - starts)
+    return tuple(out)
 
 
 def bincount(gen, args, kwargs):

@@ -79,9 +79,17 @@ class NumpyCallsMixin:
         if func is np.put_along_axis and out_target is None and args and isinstance(args[0], Sym) \
                 and args[0].kind == "array":
             return self._put_along_axis(*args, **kwargs)
+        if func is np.fill_diagonal and out_target is None and args and isinstance(args[0], Sym) \
+                and args[0].kind == "array":
+            return self._fill_diagonal(*args, **kwargs)
         if func is np.split and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None \
                 and not _any_abstract((args[1:], kwargs)):  # NumPy's parts are views of x: a write through one is x's
             return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
+        if func is np.diag and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None:
+            k = args[1] if len(args) > 1 else kwargs.get("k", 0)
+            if args[0].ndim == 2 and len(args) + len(kwargs) <= 2 and set(kwargs) <= {"k"} and type(k) is int:
+                return self.array_view("diagonal", args[0], (), {"offset": k})  # NumPy's read-only view
+            return self.library_node(np.diag, "numpy.diag", args, kwargs)  # a new matrix (or eager's error)
         if func in _VIEW_FUNCTIONS and args and isinstance(args[0], Sym) and args[0].kind == "array" \
                 and out_target is None and not _any_abstract((args[1:], kwargs)):
             return self.array_view(_VIEW_FUNCTIONS[func], args[0], args[1:], kwargs)
@@ -271,6 +279,26 @@ class NumpyCallsMixin:
         index = tuple(indices if d == axis else np.arange(n).reshape([-1 if k == d else 1 for k in range(arr.ndim)])
                       for d, n in enumerate(arr.shape))
         self.setitem(arr, index, values)
+
+    def _fill_diagonal(self, arr, val, wrap=False):
+        """np.fill_diagonal(arr, val): an in-place write of arr's main diagonal (of a tall matrix,
+        its first columns' worth; of an N-d array, all axes of one length) with a scalar, a
+        one-element value or one value per diagonal element (NumPy repeats shorter ones: eager)."""
+        if arr.ndim < 2:
+            raise Unsupported("user-error", "array must be at least 2-d", self.site)
+        if arr.ndim > 2 and len(set(arr.shape)) != 1:
+            raise Unsupported("user-error", "All dimensions of input must be of equal length", self.site)
+        if self.builder.polymorphic and not self.builder.fixed(arr):
+            raise Unsupported("shape-dependent", "numpy.fill_diagonal of an array whose size is not fixed", self.site)
+        k = min(arr.shape)
+        size = getattr(val, "size", None)
+        if type(wrap) is not bool or wrap and arr.shape[0] > arr.shape[1] + 1 or not (
+                type(val) in (bool, int, float) or size == 1 or (size == k and len(val.shape) == 1)):
+            raise Unsupported("unsupported-call", "numpy.fill_diagonal with wrap=True on a tall matrix or values "
+                                                  "NumPy repeats", self.site)
+        if size == 1 and len(val.shape) != 0:
+            val = self.getitem(val, (0,) * len(val.shape)) if isinstance(val, Sym) else val.reshape(())
+        self.setitem(arr, (np.arange(k),) * arr.ndim, val)
 
     def array_view(self, name, x, args, kwargs):
         """`x.diagonal(offset, axis1, axis2)`, `np.diagonal(x, ...)`, `x.real`, `np.imag(x)` of a

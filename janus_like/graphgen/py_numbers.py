@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from .. import ir
 from ..jit.assumptions import Assumption
 from ..profiler.profile import picked_position
@@ -57,6 +59,29 @@ def number_call(builder, func, module, args, site, kwargs=None):
 def _number(a) -> bool:
     return isinstance(a, _NUMBER_TYPES) or isinstance(a, Sym) and a.kind == "py"
 
+
+
+def _sorted_items(*items, reverse=False):
+    return sorted(items, reverse=reverse)
+
+
+def sorted_numbers(builder, args, kwargs, site):
+    """`sorted(losses)` of Python numbers of one type, some of them held in the graph: the builtin
+    runs on them when the graph runs (one node, eager's comparisons, NaNs included), and the
+    list's items are read from its result. Other sorts (a key, mixed types whose order decides
+    which type is where, arrays) are refused."""
+    items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else None
+    reverse = kwargs.get("reverse", False)
+    types = {(a.py_type if isinstance(a, Sym) else type(a)) for a in items or () if _number(a)}
+    if items is None or set(kwargs) - {"reverse"} or type(reverse) is not bool or len(types) != 1 \
+            or not all(_number(a) for a in items):
+        raise Unsupported("data-dependent-python", "sorted() of graph values other than Python numbers of one type "
+                                                   "(or with a key)", site)
+    py_type = types.pop()
+    node = builder.add(ir.Node(ir.PY_OP, tuple(a.node if isinstance(a, Sym) else a for a in items),
+                               {"fn": functools.partial(_sorted_items, reverse=reverse)}))
+    return [Sym(builder.add(ir.Node(ir.TUPLE_GET, (node,), {"index": i}, ((), np.dtype(py_type)))), "py")
+            for i in range(len(items))]
 
 
 def scalar_extreme(builder, func, args, kwargs, site):

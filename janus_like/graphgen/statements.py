@@ -229,6 +229,14 @@ class StatementsMixin:
                     self.refresh_views(view)
             else:
                 view.node = F.getitem(Sym(base.node, "array"), view.view[1]).node
+                self.refresh_views(view)  # a view of this view (`c[0][1:]`) reads the write too
+
+    def views_of(self, base):
+        """The views of `base`'s buffer the generator knows, and their views, and so on."""
+        found = list(self.builder.views.get(id(base), ()))
+        for view in found:
+            found.extend(v for v in self.builder.views.get(id(view), ()) if all(v is not f for f in found))
+        return found
 
     def note_write(self, box):
         if self.pure_depth:  # in a conditional node (`branch_box_write` checked that): noted by its merge
@@ -240,19 +248,26 @@ class StatementsMixin:
         node: the value before the node is recorded the first time, so that `control.cond` can
         put it back after each branch and merge both branches' values, and `loops.loop` can
         carry it (see `state_write`). An array the node's own code made (not an input, its node
-        newer than the node's start) is not state outside it: written as usual. Under a gradient tape, or
-        for an array with views, it is not converted."""
+        newer than the node's start) is not state outside it: written as usual. Under a gradient
+        tape, or for an array that is itself a view, it is not converted; nor for one with views
+        made before a loop node (its body would read them as before the loop on every trip) or
+        with reshaped or transposed views. In a conditional node, the slicing views made before it
+        (`c[None]` read before `if m.any(): c[j] = ...`, and their own views) are recorded too:
+        each branch reads them refreshed from its own writes, the conditional puts them back, and
+        its merge refreshes them."""
         mark = self.branch_marks[-1]
         if box.node.id >= mark and box.origin is None and not isinstance(box, VarRef):
             return
         what = "Variable write" if isinstance(box, VarRef) else "in-place write"
         if self.builder.tapes:
             raise Unsupported("unsupported-syntax", f"{what} inside a differentiated branch", self.site)
-        views = self.builder.views.get(id(box), ())  # views the node made are refreshed in it as usual
-        if not isinstance(box, VarRef) and (box.view is not None or any(v.node.id < mark for v in views)):
+        older = [v for v in self.views_of(box) if v.node.id < mark]  # views made in it are refreshed there
+        if not isinstance(box, VarRef) and (box.view is not None or older and (
+                self.node_is_loop[-1] or any(v.view[0] is OPAQUE for v in older))):
             raise Unsupported("view-write", "in-place write inside a data-dependent branch into an array with "
                                             "views", self.site)
-        self.cond_writes[-1].setdefault(("box", id(box)), ("box", box, None, Sym(box.node, box.kind)))
+        self.cond_writes[-1].setdefault(("box", id(box)), ("box", box, [(v, v.node) for v in older] or None,
+                                                           Sym(box.node, box.kind)))
 
     def stmt_Raise(self, node, frame):
         raise Unsupported("user-error", "the function raises on these inputs", self.site)

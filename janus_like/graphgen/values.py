@@ -110,17 +110,17 @@ class Sym(ArrayMethods):
     def __eq__(self, o): return _arith(operator.eq, F.eq, self, o)
     def __ne__(self, o): return _arith(operator.ne, F.ne, self, o)
     # `&`, `|`, `^`, `~`: bitwise on NumPy arrays and Python ints, the logical ops on booleans only
-    def __and__(self, o): return _bitwise(operator.and_, F.logical_and, self, o)
-    def __rand__(self, o): return _bitwise(operator.and_, F.logical_and, o, self)
-    def __or__(self, o): return _bitwise(operator.or_, F.logical_or, self, o)
-    def __ror__(self, o): return _bitwise(operator.or_, F.logical_or, o, self)
-    def __xor__(self, o): return _bitwise(operator.xor, F.ne, self, o)
-    def __rxor__(self, o): return _bitwise(operator.xor, F.ne, o, self)
-    def __invert__(self): return _bitwise(operator.invert, F.logical_not, self)
-    def __lshift__(self, o): return _bitwise(operator.lshift, None, self, o)
-    def __rlshift__(self, o): return _bitwise(operator.lshift, None, o, self)
-    def __rshift__(self, o): return _bitwise(operator.rshift, None, self, o)
-    def __rrshift__(self, o): return _bitwise(operator.rshift, None, o, self)
+    def __and__(self, o): return _bitwise(operator.and_, F.logical_and, F.bitwise_and, self, o)
+    def __rand__(self, o): return _bitwise(operator.and_, F.logical_and, F.bitwise_and, o, self)
+    def __or__(self, o): return _bitwise(operator.or_, F.logical_or, F.bitwise_or, self, o)
+    def __ror__(self, o): return _bitwise(operator.or_, F.logical_or, F.bitwise_or, o, self)
+    def __xor__(self, o): return _bitwise(operator.xor, F.ne, F.bitwise_xor, self, o)
+    def __rxor__(self, o): return _bitwise(operator.xor, F.ne, F.bitwise_xor, o, self)
+    def __invert__(self): return _bitwise(operator.invert, F.logical_not, F.invert, self)
+    def __lshift__(self, o): return _bitwise(operator.lshift, None, F.left_shift, self, o)
+    def __rlshift__(self, o): return _bitwise(operator.lshift, None, F.left_shift, o, self)
+    def __rshift__(self, o): return _bitwise(operator.rshift, None, F.right_shift, self, o)
+    def __rrshift__(self, o): return _bitwise(operator.rshift, None, F.right_shift, o, self)
 
 
     def copy(self):
@@ -244,11 +244,11 @@ def _arith(pyop, op, *args):
     return op(*args)
 
 
-def _bitwise(pyop, logical, *args):
+def _bitwise(pyop, logical, bitwise, *args):
     """`a & b` and its kin: Python semantics on Python numbers held in the graph (3 & 1 is 1); on
     arrays the logical op where every operand is boolean (where NumPy's bitwise op gives the
-    same), and the logical op a Tensor's operator is; NumPy's bitwise op on integers has no
-    graph op (it was the logical one: `k & 5` of an int array gave booleans)."""
+    same), and the logical op a Tensor's operator is; NumPy's bitwise op where an operand is an
+    integer array (`k & 5` of an int array is ints, not booleans)."""
     if all(_is_py(a) for a in args):
         return _builder().py_op(pyop, *args)
     if any(isinstance(a, Sym) and a.kind == "tensor" for a in args):  # a Tensor has `&`, `|`, `~` only
@@ -257,9 +257,16 @@ def _bitwise(pyop, logical, *args):
         return logical(*args)
     if logical is not None and all(_is_bool(a) for a in args):
         return logical(*args)
+    if all(_is_integral(a) for a in args):
+        return bitwise(*args)
     kinds = ", ".join(str(a.dtype) if isinstance(a, Sym) else type(a).__name__ for a in args)
     raise Unsupported("unsupported-syntax", f"operator {pyop.__name__.strip('_')} on {kinds} values "
                                             "(bitwise) has no graph op")
+
+
+def _is_integral(v):
+    kind = v.dtype.kind if isinstance(v, (Sym, np.ndarray, np.generic)) else "i" if type(v) in (bool, int) else ""
+    return kind in "biu" and kind != ""
 
 
 def _is_bool(v):

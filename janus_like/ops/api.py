@@ -76,6 +76,12 @@ def tile(x, reps):
 
 
 def hypot(a, b): return bind(P.hypot, a, b)
+def bitwise_and(a, b): return bind(P.bitwise_and, a, b)
+def bitwise_or(a, b): return bind(P.bitwise_or, a, b)
+def bitwise_xor(a, b): return bind(P.bitwise_xor, a, b)
+def invert(x): return bind(P.invert, x)
+def left_shift(a, b): return bind(P.left_shift, a, b)
+def right_shift(a, b): return bind(P.right_shift, a, b)
 
 
 def round(x, decimals=0):  # noqa: A001

@@ -50,6 +50,7 @@ LIBRARY_FUNCTIONS = {
     np.histogram: frozenset(("a", "range", "weights")), np.meshgrid: frozenset(("xi",)),
     np.unravel_index: frozenset(("indices",)), np.gradient: frozenset(("f", "varargs")),
     np.polyfit: frozenset(("x", "y", "w")),
+    np.diagflat: frozenset(("v",)),
     **_LINALG,
 }
 # the discrete Fourier transforms (a complex result; `.real`/`.imag` are views, ops/memory.py)

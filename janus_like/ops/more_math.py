@@ -1,9 +1,10 @@
-"""Elementwise functions beyond the core arithmetic: rounding and integer division (`idx //
-width`, `t % period`, `np.floor`), log1p / expm1 / log2 / log10, reciprocal, arctan / sinh /
-cosh, logaddexp (softplus as `np.logaddexp(0, z)` in a binary cross-entropy), and the NaN and
-infinity tests. Each calls the NumPy ufunc of its name, so a graph gives
-eager's bits. The rounding ops and the tests have no gradient rule (a tape does not follow
-them, as for `sign` and the comparisons); `remainder` is differentiated like `a - floor(a / b) * b`."""
+"""Elementwise functions beyond the core arithmetic: rounding and integer division
+(`idx // width`, `t % period`, `np.floor`), the bitwise ops on integers, log1p / expm1 / log2 /
+log10, reciprocal, arctan / sinh / cosh, logaddexp (softplus as `np.logaddexp(0, z)` in a binary
+cross-entropy), and the NaN and infinity tests. Each calls the NumPy ufunc of its name, so a graph
+gives eager's bits. The rounding ops, the bitwise ops and the tests have no gradient rule (a tape
+does not follow them, as for `sign` and the comparisons); `remainder` is differentiated like
+`a - floor(a / b) * b`."""
 from __future__ import annotations
 
 import math
@@ -16,6 +17,9 @@ from .registry import wants
 for _name in ("floor", "ceil", "rint", "isnan", "isinf", "isfinite"):
     _elementwise(_name, (lambda u: lambda xp, x: getattr(xp, u)(x))(_name))
 _elementwise("floor_divide", lambda xp, a, b: xp.floor_divide(a, b))
+# bitwise ops on integers and booleans (`idx ^ 1`, `flags & 4`, `k >> 1`): NumPy's ufuncs
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift"):
+    _elementwise(_name, (lambda u: lambda xp, *operands: getattr(xp, u)(*operands))(_name))
 _elementwise("round", lambda xp, x, decimals=0: xp.round(x, decimals))  # np.round / x.round(): halves to even
 
 

@@ -6,6 +6,7 @@ Each written array or Variable is an output of the conditional node: the value b
 is put back after each branch (`statements.branch_box_write`, `control.take_branch_state`), the
 branch that did not write passes it through, and the merged value is what the graph commits."""
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 import janus_like as jl
@@ -115,3 +116,90 @@ def test_name_rebound_in_one_branch_and_written_in_place_in_the_other_falls_back
     jf = check(make, [lambda s, sg=sg: (np.full(2, sg * 1.0),) for sg in signs], min_graph_calls=0)
     assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
     assert "written in place in a branch" in jf.explain(), jf.explain()
+
+
+def _centroid_step(x, c):
+    d = ((x[:, None, :] - c[None]) ** 2).sum(-1)  # a view of c read before the branches
+    labels = d.argmin(1)
+    for j in range(c.shape[0]):
+        m = labels == j
+        if m.any():  # an empty cluster keeps its centroid
+            c[j] = x[m].mean(0)
+    return float(d.min(1).sum())
+
+
+def _view_read_in_both_branches(x, c):
+    row, col = c[0], c[:, 1:]
+    before = row.sum()
+    if x.sum() > 0:
+        c[0, 1] = x[0, 0]
+        r = row * 2.0 + col.sum()  # the write, seen through both views
+    else:
+        r = row + 1.0
+    c[1] += r[:2].sum()  # after the conditional: the views see the merged array and this write
+    return r, row.copy(), col.sum(), before
+
+
+def _view_of_a_view(x, c):
+    row = c[0]
+    inner = row[1:]
+    if x.sum() > 0:
+        c[0, 2] = 9.0 + x[0, 0]
+        s = inner.sum()
+    else:
+        s = inner.sum() + row.sum()
+    c[0, 1] = x[1, 1]
+    return s, inner.sum(), row.sum()
+
+
+def _transposed_view(x, c):
+    t = c.T
+    if x.sum() > 0:
+        c[0, 0] = 5.0
+    return t[0].sum()
+
+
+def _loop_over_a_view(x, c):
+    row = c[0]
+    i = 0
+    while c[0, 0] < x.sum() * 10 and i < 20:  # a loop node: its body would read `row` as before the loop
+        c[0, 0] += 1.0
+        i += 1
+    return row.sum(), i
+
+
+@pytest.mark.parametrize("fn, graphs", [(_centroid_step, True), (_view_read_in_both_branches, True),
+                                        (_view_of_a_view, True), (_transposed_view, False),
+                                        (_loop_over_a_view, False)])
+def test_writes_in_a_branch_to_an_array_with_views_made_before_it(fn, graphs):
+    """Slicing views of an array made before a conditional node read it as the branch taking
+    them wrote it: each branch refreshes them from its own writes, the node puts them back, and
+    its merge refreshes them (statements.branch_box_write), views of those views too. Reshaped or
+    transposed views, and a loop node's views made before it, keep the step eager."""
+    def make():
+        return fn, {"c": np.arange(12.0).reshape(4, 3) / 4}
+
+    def args(s, k):
+        rng = np.random.default_rng(k)
+        x = rng.standard_normal((8, 3)) * (1 if k % 3 else -1)
+        if fn is _centroid_step and k % 4 == 2:
+            x[:] = s["c"][0] + 0.01 * x  # every point nearest one centroid: the others' clusters are empty
+        return x, s["c"]
+
+    jf = check(make, [lambda s, k=k: args(s, k) for k in range(12)], min_graph_calls=6 if graphs else 0)
+    if graphs:
+        assert _has_cond(jf), jf.explain()
+    else:
+        assert "view-write" in fallback_reasons(jf) or not jf.stats()["graph_calls"], jf.explain()
+
+
+def test_a_view_of_a_view_reads_a_write_to_the_base():
+    """`inner = c[0][1:]` then `c[0, 2] = v`: the view of the view reads the write (it read the
+    array as it was before: a wrong result, refresh_views did not reach views of views)."""
+    def f(x, c):
+        inner = c[0][1:]
+        c[0, 2] = x.sum()
+        return inner.sum(), inner
+
+    check(lambda: (f, {"c": np.arange(12.0).reshape(4, 3)}),
+          [lambda s, k=k: (np.full(3, float(k)), s["c"]) for k in range(8)], min_graph_calls=4)

@@ -55,7 +55,10 @@ BODIES = {
                "    g = np.zeros_like(q)\n    np.put_along_axis(g, a[:, None], -1.0, axis=1)\n"
                "    np.put_along_axis(st['w'], a[:, None] % 2, q[:, 1:2], -1)\n"
                "    np.put_along_axis(q, np.argsort(q, axis=0)[:1], x[None] * 10, 0)\n"
-               "    return g, q, np.take_along_axis(st['w'], a[:, None], 1), "
+               "    s = x[:, None] * x\n    np.fill_diagonal(s, -np.inf)\n    np.fill_diagonal(st['w'], x[1:])\n"
+               "    t, c = np.zeros((6, 3)), np.ones((2, 2, 2))\n    np.fill_diagonal(t, x[:1] * 3)\n"
+               "    np.fill_diagonal(c, x[0])\n"
+               "    return s, t, c, g, q, np.take_along_axis(st['w'], a[:, None], 1), "
                "np.take_along_axis(q, a[:, None], axis=1)[:, 0], "
                "np.compress([True, False, True], q, axis=0), np.choose(a % 2, [q[:, 0], q[:, 1]])",
     "tuple_results": "y = m * x\n    u, s, vh = np.linalg.svd(y, full_matrices=False)\n"
@@ -76,7 +79,8 @@ BODIES = {
                    "np.real(f) * 2, np.imag(x), np.fft.irfft(f, n=4, axis=1), np.fft.fftshift(x), "
                    "np.abs(np.fft.fft(x)), np.fft.fft2(m).real.sum(), "
                    "np.lib.stride_tricks.sliding_window_view(y, 2, axis=1) @ x[:2], "
-                   "np.lib.stride_tricks.sliding_window_view(m, (2, 3)).sum(axis=(2, 3))",
+                   "np.lib.stride_tricks.sliding_window_view(m, (2, 3)).sum(axis=(2, 3)), "
+                   "np.diag(y), np.diag(y, 1), np.diag(x), np.diag(x[1:], k=-1) @ x, np.diagflat(x[:2])",
     "ufunc_methods": "y = m * x\n"
                      "    return np.maximum.accumulate(y, axis=1), np.minimum.reduce(y, axis=0), "
                      "np.add.reduce(y, axis=1, where=y > 0), np.multiply.outer(x, m[0]), "
@@ -145,13 +149,18 @@ def test_calls_that_write_or_shape_from_data_stay_eager(tmp_path, body, detail):
     "a = np.outer(x, x)\n    d = a.diagonal()\n    a[0, 0] = -1.0\n    return d.sum(), d",  # then of its base
     "y = x * 2\n    r, i = y.real, y.imag\n    y += 1.0\n    return r, i, y",
     "return x.diagonal()",  # eager's error: a 1-d array has no diagonal
+    "a = np.outer(x, x)\n    d = np.diag(a)\n    d[0] = 1.0\n    return d",  # np.diag's view is read-only
+    "return np.diag(np.ones((2, 2, 2)) * x[0])",  # eager's error: 1- or 2-d only
     "q = np.outer(x, x)\n    np.put_along_axis(q, np.argmax(q, 0)[None], 0.0, 2)\n    return q",  # AxisError
     "q = np.outer(x, x)\n    np.put_along_axis(q, np.argmax(q, 0), 0.0, 1)\n    return q",  # ndim differs
+    "y = x * 2\n    np.fill_diagonal(y, 0.0)\n    return y",  # eager's error: at least 2-d
+    "y = np.ones((2, 3, 2))\n    np.fill_diagonal(y, x[0])\n    return y",  # eager's: axes of one length
+    "q = np.outer(x, x)\n    np.fill_diagonal(q, x[:2])\n    return q",  # NumPy repeats the values: eager
 ])
 def test_views_written_or_read_after_a_write_are_eagers(tmp_path, body):
     """`x.diagonal()`, `x.real`, `x.imag` are NumPy's views of x when the graph runs: a write
     through one, or a read of one after a write to x, is eager's (or the call is eager); so are
-    np.put_along_axis's errors."""
+    np.put_along_axis's and np.fill_diagonal's errors."""
     module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x):\n    {body}\n", f"views_{len(body)}")
     check(lambda: (module.f, {}), call_sequence(6, lambda s, i: (random_array(i, (4,)),)), min_graph_calls=0)
 

@@ -35,6 +35,11 @@ BODIES = {
               "    k = np.unique((x > 0).sum(1))\n"
               "    return u, len(u), v, k, x[np.unique(np.clip(np.round(y * 3), 0, 5).astype(np.int64))], "
               "np.unique(st['m']), np.unique(x[:0])",
+    "unique_returns": "u, c = np.unique(np.round(y), return_counts=True)\n"
+                      "    v, i, inv, n = np.unique(np.where(x > 1, np.nan, np.round(x)), True, True, True)\n"
+                      "    w, j = np.unique(np.round(y * 2), return_index=True)\n"
+                      "    return u, c, v, i, inv, n, w, j, v[inv], np.unique(x[:0], return_counts=True), "
+                      "np.unique((x > 0).sum(1), return_inverse=True), c.sum()",
     "tape": "w = st['v']\n    with jl.GradientTape() as tape:\n        h = x @ w\n        loss = (h[y > 0] ** 2).sum()"
             "\n    g = tape.gradient(loss, w)\n    w.assign_sub(0.1 * g)\n    return loss",
 }
@@ -43,7 +48,7 @@ STILL_EAGER = {
     "list_of_items": "k = y[y > 0]\n    return list(k)",
     "size": "k = y[y > 0]\n    return k.size",
     "two_masks_combined": "return (y[y > 0] + y[y > 0.5]).sum()",
-    "unique_counts": "return np.unique(np.round(y), return_counts=True)",
+    "unique_axis": "return np.unique(np.round(x), axis=0)",
 }
 
 

@@ -108,9 +108,13 @@ def test_full_like_buffers_are_not_shared():
     # arrays holding the generator's symbolic values
     ("np.full((2, 2), x[0, 0]) + x[:2, :2]", None),  # np.full of a graph value (ran eagerly before)
     ("np.require(x, requirements='C') * 2", "unsupported-call"),
-    # `&`, `|`, `^`, `~` are bitwise on integer arrays (they were the logical ops: booleans)
-    ("(x * 10).astype(np.int64) & 5", "unsupported-syntax"), ("~(x * 10).astype(np.int64)", "unsupported-syntax"),
-    ("(x * 10).astype(np.int64) >> 1", "unsupported-syntax"), ("((x > 0) & (x < 1)) ^ (x > 0.5) | ~(x > 2)", None),
+    # `&`, `|`, `^`, `~`, `<<`, `>>` are NumPy's bitwise ops on integer arrays (they were the logical
+    # ops: booleans; then no graph op), the logical ones on booleans
+    ("(x * 10).astype(np.int64) & 5", None), ("~(x * 10).astype(np.int64)", None),
+    ("(x * 10).astype(np.int64) >> 1", None), ("((x > 0) & (x < 1)) ^ (x > 0.5) | ~(x > 2)", None),
+    ("(np.arange(12).reshape(3, 4) ^ 1) + ((x > 0) | (x * 4).astype(np.int8)) * (np.uint8(3) << (x > 1))", None),
+    ("np.bitwise_xor((x * 8).astype(np.int32), 6) + np.invert(x > 0) + np.left_shift(1, (x > 0).astype(int))", None),
+    ("x & 1", "unsupported-syntax"), ("(x > 0) << 1.5", "unsupported-syntax"),  # floats: eager (its TypeError)
     ("x * (int(x[0, 0] * 10) & 3) + (int(x[0, 0] * 10) ^ 5) - ~int(x[1, 1] * 10)"
      " + (int(abs(x[0, 0]) * 10) >> 1)", None),  # Python ints: Python's operators
     ("x.ptp()", "user-error"),  # not an ndarray method in NumPy 2: eager's AttributeError (an internal error)

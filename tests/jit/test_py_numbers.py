@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from .harness import call_sequence, check, fallback_reasons, random_array
+from .harness import call_sequence, check, fallback_reasons, load_module, random_array
 
 
 def _calls(n, scale=1.0):
@@ -38,7 +38,16 @@ def near_domain_edge(x, k):
     return math.atanh(float(np.tanh(x[0, 0]))) * x
 
 
-@pytest.mark.parametrize("f", [clip_by_global_norm, cosine_schedule, math_of_arrays, near_domain_edge])
+def sorted_losses(x, k):
+    # a median of recent losses, the largest two, a NaN (whose place is Python's sort's), ints
+    losses = [float(r.sum()) for r in x] + [0.5, float("nan") if k % 4 == 1 else -1.0]
+    recent = sorted(losses)
+    top = sorted(losses[:4], reverse=True)[:2]
+    return recent[len(recent) // 2], recent, top, sorted((int(v) for v in x[0] * 3), reverse=True), x * top[0]
+
+
+@pytest.mark.parametrize("f", [clip_by_global_norm, cosine_schedule, math_of_arrays, near_domain_edge,
+                               sorted_losses])
 def test_python_number_functions_run_in_the_graph(f):
     jf = check(lambda: (f, None), _calls(9), min_graph_calls=5)
     assert fallback_reasons(jf) == set(), jf.explain()
@@ -88,6 +97,14 @@ def test_repr_format_and_join_of_graph_numbers_are_the_text_eager_makes():
     # str.join of formatted values was an internal error
     jf = check(lambda: (as_text, None), _calls(8), min_graph_calls=4)
     assert fallback_reasons(jf) == set(), jf.explain()
+
+
+@pytest.mark.parametrize("body", ["sorted([i, 2.5])", "sorted([s, 3.0], key=abs)", "sorted([x, x])"])
+def test_sorts_other_than_of_numbers_of_one_type_stay_eager(tmp_path, body):
+    """Which item of `sorted([1, 0.5])` is an int depends on the data; a key function; arrays."""
+    source = f"def f(x, k):\n    s, i = float(x.sum()), int(x[0, 0] * 10)\n    return {body}\n"
+    jf = check(lambda: (load_module(tmp_path, source, f"sorts_{len(body)}").f, None), _calls(6), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "sorted()" in jf.explain(), jf.explain()
 
 
 @pytest.mark.parametrize("body", ["hash(i)", "len({i, 3})", "len({j for j in (i, 3)})", "frozenset([i])",

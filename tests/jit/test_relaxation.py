@@ -106,3 +106,21 @@ def test_a_float_the_function_assigns_is_an_input_though_warm_up_never_changed_i
     calls = [lambda s, k=k: (s["m"], np.full((2, 3), float(k)), k in (5, 9)) for k in range(14)]
     jf = check(make, calls, min_graph_calls=6)
     assert not [fb for fb in jf.fallbacks() if ".scale" in fb.detail], jf.explain()
+
+
+def per_column_metrics(m, x):
+    for i in range(x.shape[1]):
+        m.metrics[f"err_{i}"] = float(np.abs(x[:, i]).mean())
+    m.metrics["scale"] = m.metrics.get("scale", 1.0) * 0.5
+    return sum(m.metrics.values()) * x
+
+
+def test_float_items_of_a_dict_the_function_writes_are_inputs_from_the_first_graph():
+    """A dict of metrics the step fills under computed keys (`m[f"err_{i}"] = ...`) and then
+    reads back whole: its float items change every call, so they are read as inputs where the
+    graph copies the dict to write it (containers.shadow), not speculated key by key."""
+    def make():
+        return per_column_metrics, {"m": types.SimpleNamespace(metrics={})}
+    calls = [lambda s, k=k: (s["m"], np.random.default_rng(k).standard_normal((3, 4))) for k in range(9)]
+    jf = check(make, calls, min_graph_calls=6)
+    assert jf.stats()["fallbacks"] == 0 and jf.stats()["regenerations"] == 0, jf.explain()
