@@ -78,6 +78,7 @@ class Trial:
         self.step = self.n = 0
         self.acc = 0.0
         self.means = {"eager": [], "graph": []}
+        self.open = None  # when the graph missed the call being run (charged)
 
     def __call__(self, args):
         kind = self.kinds[self.step]
@@ -85,7 +86,8 @@ class Trial:
         if kind == "graph":
             result = self.graph_call(args)
             elapsed = _clock() - start
-            if result is MISS:  # not this graph's call, or a failed run: the full path decides
+            if result is MISS:  # not this graph's call, or a failed run: the full path decides,
+                self.open = start  # and its time counts as this block's (`charged`)
                 return MISS
         else:
             try:
@@ -93,6 +95,22 @@ class Trial:
             finally:
                 elapsed = _clock() - start
                 self.jf._eager_counted(elapsed)
+        self._add(kind, elapsed)
+        return result
+
+    def charged(self, path, *args):
+        """The call a graph block's graph missed, run by `path` (the JitFunction's full path: the
+        signature's other graphs, a fallback to eager, a new graph), timed from the miss's start:
+        a graph whose asserts fail on many calls (a split branch whose outcomes mix) costs its
+        failed runs and the eager calls after them, so eager wins the trial when that is slower."""
+        start, self.open = self.open, None
+        try:
+            return path(*args)
+        finally:
+            if self.step < len(self.kinds) and self.kinds[self.step] == "graph":  # (not chosen meanwhile)
+                self._add("graph", _clock() - start)
+
+    def _add(self, kind, elapsed):
         self.acc += elapsed
         self.n += 1
         if self.n == self.block:
@@ -102,7 +120,6 @@ class Trial:
             mean = self.g.time_s / max(self.g.runs, 1)
             if self.step == len(self.kinds) or (self.step == 1 and self.means["eager"][0] > EARLY * mean):
                 self.jf._chosen(self.g, self)
-        return result
 
 
 # A chosen-eager graph's `fast`: the function itself, timed and counted in the JitFunction's

@@ -189,3 +189,50 @@ def test_random_switching_between_graph_and_eager_matches_eager(trial_after, blo
         mp.setattr(choice.ChoiceMixin, "_chosen", drawn)
         side_by_side(make_branchy, call_sequence(len(kinds), lambda s, i: (s, values[kinds[i]](i))),
                      choose="measured")
+
+
+def test_a_call_the_graph_misses_in_a_trial_costs_the_graph_its_whole_path(monkeypatch):
+    """A graph block's call that the graph misses (a failed assert: the full path then runs
+    the call eagerly) counts with the time of that path, not as if it had not happened: a graph
+    that misses often is measured at what it costs."""
+    from types import SimpleNamespace
+
+    from janus_like.executor.fused import MISS
+
+    now = [0.0]
+    monkeypatch.setattr(choice, "_clock", lambda: now[0])
+
+    def advance(by, result):
+        now[0] += by
+        return result
+
+    jf = SimpleNamespace(__wrapped__=lambda hit: advance(5.0, "eager"), _eager_counted=lambda s: None,
+                         _chosen=lambda g, t: None)
+    trial = choice.Trial(jf, SimpleNamespace(time_s=10.0, runs=1), lambda args: advance(1.0, "graph" if args[0] else MISS),
+                         block=2)
+    assert [trial((True,)), trial((True,))] == ["eager", "eager"]  # the eager block: 5 a call
+    assert trial((True,)) == "graph"  # the graph block: a hit (1), then a miss (1) and its path (5)
+    assert trial((False,)) is MISS and trial.open is not None
+    assert trial.charged(lambda *a: advance(5.0, "full path"), False) == "full path"
+    assert trial.means == {"eager": [5.0], "graph": [3.5]} and trial.open is None
+
+
+def mixed_outcomes(st, x):
+    h = np.tanh(x @ st["w"])
+    for j in range(4):  # one split branch: a graph per outcome takes the calls where all four agree
+        if h[:, j].mean() > (0 if j % 2 else -10):
+            st["log"].append(j)
+    st["w"] -= 0.01 * x.T @ h
+    return float(h.sum())
+
+
+@pytest.mark.parametrize("gain", [EAGER_WINS, GRAPH_WINS])
+def test_trials_of_a_split_branch_whose_outcomes_mix_are_charged_their_misses(monkeypatch, gain):
+    _quick(monkeypatch, gain)
+    charged = []
+    original = choice.Trial.charged
+    monkeypatch.setattr(choice.Trial, "charged", lambda self, *a: charged.append(1) or original(self, *a))
+    calls = call_sequence(60, lambda s, i: (s, np.random.default_rng(i).standard_normal((6, 3))))
+    jf = side_by_side(lambda: (mixed_outcomes, {"w": np.linspace(-1, 1, 12).reshape(3, 4), "log": []}), calls,
+                      choose="measured")
+    assert charged and jf.stats()["fallbacks"] > 0, jf.explain()
