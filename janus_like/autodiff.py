@@ -304,6 +304,7 @@ def value_and_grad(fn, argnums=0):
         return value, (grads[0] if single else tuple(grads))
 
     wrapped.__name__ = f"value_and_grad({getattr(fn, '__name__', 'fn')})"
+    wrapped._janus_inline = True  # plain Python on a tape: jitted code calling it inlines it (graphgen/calls.py)
     return wrapped
 
 
@@ -315,6 +316,7 @@ def grad(fn, argnums=0):
         return vg(*args, **kwargs)[1]
 
     wrapped.__name__ = f"grad({getattr(fn, '__name__', 'fn')})"
+    wrapped._janus_inline = True
     return wrapped
 
 

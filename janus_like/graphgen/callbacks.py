@@ -26,7 +26,7 @@ import types
 
 import numpy as np
 
-from .. import ir
+from .. import autodiff, ir
 from ..ops.registry import REGISTRY
 from ..source import in_packages
 from .support import OPERATORS, Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
@@ -256,6 +256,10 @@ _HANDLERS = {
     min: lambda self, args, kwargs: self._extreme(min, args, kwargs),
     max: lambda self, args, kwargs: self._extreme(max, args, kwargs),
     functools.reduce: CallbacksMixin._reduce,
+    # jl.grad(f) / jl.value_and_grad(f): made now (nothing runs yet); the closure they give is
+    # inlined where it is called, and calls f there (autodiff.py marks it `_janus_inline`)
+    autodiff.grad: lambda self, args, kwargs: autodiff.grad(*args, **kwargs),
+    autodiff.value_and_grad: lambda self, args, kwargs: autodiff.value_and_grad(*args, **kwargs),
 }
 
 

@@ -102,6 +102,8 @@ class CallsMixin:
             return self.inline(func.func, [func.self_value] + list(args), kwargs)
         if isinstance(func, ContainerMethod):
             return self.container_method(func, args, kwargs)
+        if isinstance(func, ObjRef) and isinstance(func.obj, LocalFunction):  # held by a closure the function
+            func = func.obj  # made (`jl.grad(lambda w: ...)`, created at generation, inlined where called)
         if isinstance(func, LocalFunction):
             return self.inline(func, list(args), kwargs)
         if isinstance(func, ObjRef) and isinstance(func.obj, _FUNCTION_TYPES):  # `self.norm = np.clip`
@@ -172,7 +174,8 @@ class CallsMixin:
             if result is not _NOT_HANDLED:
                 return result
         if isinstance(func, types.FunctionType):
-            if in_packages(module, _LIBRARY_PREFIXES) and not in_packages(module, _INLINE_LIBRARY):
+            if in_packages(module, _LIBRARY_PREFIXES) and not in_packages(module, _INLINE_LIBRARY) \
+                    and not getattr(func, "_janus_inline", False):  # (jl.grad(f)'s and jl.value_and_grad(f)'s)
                 return self.call_library(func, args, kwargs)
             return self.inline(func, list(args), kwargs)
         if isinstance(func, np.ufunc) or (in_packages(module, ("numpy",)) and callable(func)):
