@@ -3,7 +3,6 @@ plain Python on a GradientTape (autodiff.py marks it `_janus_inline`), so the ge
 it as it inlines the user's own tape code; `jl.grad(lambda ...)` made in jitted code is made at
 generation (nothing runs then) and the lambda inlined where the gradient is taken. Eager and jit
 side by side after every call."""
-import numpy as np
 import pytest
 
 import janus_like as jl
