@@ -102,13 +102,16 @@ class Trial:
         """The call a graph block's graph missed, run by `path` (the JitFunction's full path: the
         signature's other graphs, a fallback to eager, a new graph), timed from the miss's start:
         a graph whose asserts fail on many calls (a split branch whose outcomes mix) costs its
-        failed runs and the eager calls after them, so eager wins the trial when that is slower."""
+        failed runs and the eager calls after them, so eager wins the trial when that is slower.
+        Profiling and generating a graph there (a new tree shape) is a one-off cost: left out."""
         start, self.open = self.open, None
+        times = self.jf.times
+        once = times["warmup_s"] + times["generate_s"]
         try:
             return path(*args)
         finally:
             if self.step < len(self.kinds) and self.kinds[self.step] == "graph":  # (not chosen meanwhile)
-                self._add("graph", _clock() - start)
+                self._add("graph", _clock() - start - (times["warmup_s"] + times["generate_s"] - once))
 
     def _add(self, kind, elapsed):
         self.acc += elapsed

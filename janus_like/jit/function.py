@@ -39,7 +39,7 @@ from .polymorphism import UnknownDimsMixin
 from .variants import VariantsMixin, is_split
 from .explain import ReportingMixin
 from . import choice as _choice
-from .choice import ChoiceMixin, resolve_choice
+from .choice import ChoiceMixin, Trial as _Trial, resolve_choice
 
 
 # Graphs cached for at most MAX_GRAPHS signatures (tree shapes, sizes, types) per function;
@@ -163,33 +163,33 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             result = fast(args) if fast is not None else self._run_hot(hot, args)
             if result is not _MISS:
                 return result
-            if fast.__class__ is _choice.Trial and fast.open is not None:  # a trial's graph block missed:
-                return fast.charged(self._missed, hot, args, kwargs)  # the whole call is the graph's cost
-            return self._missed(hot, args, kwargs)
-        return self._dispatch(args, kwargs)
-
-    def _missed(self, hot, args, kwargs):
-        """The hot graph did not take the call: the signature's other graphs (tree shapes) try it,
-        first the one that took these argument objects last time (a dataset's trees come back each
-        epoch; a stale hint costs its guards' miss), then the full path (which computes the key)."""
-        ids = tuple(map(id, args))
-        ref, peers = self._hints.get(ids, _NO_HINT)
-        hint = ref()
-        if hint is not None and hint is not hot and hint in peers:  # (not dropped since)
-            result = self._run_hot(hint, args)
-            if result is not _MISS:
-                if self._takes_over(hot, hint):
-                    self._hot, self._hot_peers = hint, peers
-                return result
-        for g in self._hot_peers:
-            if g is not hot and g is not hint:
-                result = self._run_hot(g, args)
+            if fast.__class__ is _Trial and fast.open is not None:  # a trial's graph block missed: the
+                self._hot = None  # full path's time is the graph's cost too (choice.Trial.charged)
+                return fast.charged(self._dispatch, args, kwargs)
+            # The other graphs of its signature (a tree model's other tree shapes), the same
+            # way: any graph whose guards accept the call computes it correctly. A guard that
+            # fails costs its prefix of the guards; the full path would also compute the key.
+            # First the peer that accepted these very argument objects last time (a dataset's
+            # trees come back every epoch): cycling through 64 shapes, the scan below missed
+            # ~32 guards a call. A stale hint (ids are reused) only costs its guards' miss.
+            ids = tuple(map(id, args))
+            ref, peers = self._hints.get(ids, _NO_HINT)
+            hint = ref()
+            if hint is not None and hint is not hot and hint in peers:  # (not dropped since)
+                result = self._run_hot(hint, args)
                 if result is not _MISS:
-                    if self._takes_over(hot, g):
-                        self._hot = g
-                    self._hint(ids, g, self._hot_peers)
+                    if self._takes_over(hot, hint):
+                        self._hot, self._hot_peers = hint, peers
                     return result
-        self._hot = None
+            for g in self._hot_peers:
+                if g is not hot and g is not hint:
+                    result = self._run_hot(g, args)
+                    if result is not _MISS:
+                        if self._takes_over(hot, g):
+                            self._hot = g
+                        self._hint(ids, g, self._hot_peers)
+                        return result
+            self._hot = None
         return self._dispatch(args, kwargs)
 
     def _hint(self, ids, g, peers):

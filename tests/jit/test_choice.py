@@ -206,14 +206,16 @@ def test_a_call_the_graph_misses_in_a_trial_costs_the_graph_its_whole_path(monke
         now[0] += by
         return result
 
+    times = {"warmup_s": 0.0, "generate_s": 0.0}
     jf = SimpleNamespace(__wrapped__=lambda hit: advance(5.0, "eager"), _eager_counted=lambda s: None,
-                         _chosen=lambda g, t: None)
+                         _chosen=lambda g, t: None, times=times)
     trial = choice.Trial(jf, SimpleNamespace(time_s=10.0, runs=1), lambda args: advance(1.0, "graph" if args[0] else MISS),
                          block=2)
     assert [trial((True,)), trial((True,))] == ["eager", "eager"]  # the eager block: 5 a call
     assert trial((True,)) == "graph"  # the graph block: a hit (1), then a miss (1) and its path (5)
     assert trial((False,)) is MISS and trial.open is not None
-    assert trial.charged(lambda *a: advance(5.0, "full path"), False) == "full path"
+    # the full path ran the call eagerly (5) after generating a graph (40): a one-off, not counted
+    assert trial.charged(lambda *a: times.update(generate_s=40.0) or advance(45.0, "full path"), False) == "full path"
     assert trial.means == {"eager": [5.0], "graph": [3.5]} and trial.open is None
 
 
