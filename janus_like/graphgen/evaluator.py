@@ -83,7 +83,10 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.appends: dict = {}  # id(list) -> (ObjRef, values appended before anything read the list)
         self.written_containers: set = set()  # ids of input containers the function writes (containers.shadow)
         self.global_overlay: dict = {}
-        self.cond_writes: list = []  # per cond/loop node being built: {overlay key: (kind, target, name, value before)}
+        # per cond/loop node being built: {overlay key: (kind, target, name, value before)}; for an
+        # array written in place ("box"), `name` holds the views made before a conditional node
+        # with their nodes then (statements.branch_box_write), put back after each branch
+        self.cond_writes: list = []
         self.node_is_loop: list = []  # per cond/loop node being built: whether it is a loop node
         self.cell_overlay: dict = {}  # id(closure cell) -> value written by `nonlocal` (statements.py)
         self.writes: list = []  # commit log, program order

@@ -132,20 +132,18 @@ def unique(gen, args, kwargs):
     from ..ops import api as F
     from .support import _as_kind
 
-    def signature(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True):
-        pass
-
     try:
-        given = inspect.signature(signature).bind(*args, **kwargs).arguments
+        given = inspect.signature(np.unique).bind(*args, **kwargs).arguments
     except TypeError as exc:
         raise Unsupported("user-error", f"numpy.unique(): {exc}", gen.site) from None
     x = given["ar"]
     flags = [given.get(k, False) for k in ("return_index", "return_inverse", "return_counts")]
     if not (isinstance(x, Sym) and x.kind == "array") or given.get("axis") is not None \
-            or given.get("equal_nan", True) is not True or any(type(f) is not bool for f in flags) \
+            or given.get("equal_nan", True) is not True or given.get("sorted", True) is not True \
+            or any(type(f) is not bool for f in flags) \
             or any(flags) and np.dtype(x.dtype).kind == "c":
-        raise Unsupported("unsupported-call", "numpy.unique with these arguments (axis=, equal_nan=, ...) or of this "
-                                              "value", gen.site)
+        raise Unsupported("unsupported-call", "numpy.unique with these arguments (axis=, equal_nan=, sorted=) or of "
+                                              "this value", gen.site)
     if x.size == 0:  # nothing to select: NumPy's results for the shape are constants
         made = np.unique(np.empty(x.shape, x.dtype), *flags)
         return tuple(gen.lift(v) for v in made) if any(flags) else gen.lift(made)

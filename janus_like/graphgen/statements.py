@@ -233,9 +233,13 @@ class StatementsMixin:
 
     def views_of(self, base):
         """The views of `base`'s buffer the generator knows, and their views, and so on."""
-        found = list(self.builder.views.get(id(base), ()))
-        for view in found:
-            found.extend(v for v in self.builder.views.get(id(view), ()) if all(v is not f for f in found))
+        found, seen, pending = [], {id(base)}, [base]
+        while pending:  # (a merged value may alias more than one array: each view is taken once)
+            for view in self.builder.views.get(id(pending.pop()), ()):
+                if id(view) not in seen:
+                    seen.add(id(view))
+                    found.append(view)
+                    pending.append(view)
         return found
 
     def note_write(self, box):

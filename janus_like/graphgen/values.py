@@ -265,8 +265,7 @@ def _bitwise(pyop, logical, bitwise, *args):
 
 
 def _is_integral(v):
-    kind = v.dtype.kind if isinstance(v, (Sym, np.ndarray, np.generic)) else "i" if type(v) in (bool, int) else ""
-    return kind in "biu" and kind != ""
+    return v.dtype.kind in "biu" if isinstance(v, (Sym, np.ndarray, np.generic)) else type(v) in (bool, int)
 
 
 def _is_bool(v):

@@ -106,12 +106,13 @@ class Trial:
         Profiling and generating a graph there (a new tree shape) is a one-off cost: left out."""
         start, self.open = self.open, None
         times = self.jf.times
-        once = times["warmup_s"] + times["generate_s"]
+        before = times["warmup_s"] + times["generate_s"]
         try:
             return path(*args)
         finally:
             if self.step < len(self.kinds) and self.kinds[self.step] == "graph":  # (not chosen meanwhile)
-                self._add("graph", _clock() - start - (times["warmup_s"] + times["generate_s"] - once))
+                once = times["warmup_s"] + times["generate_s"] - before
+                self._add("graph", _clock() - start - once)
 
     def _add(self, kind, elapsed):
         self.acc += elapsed

@@ -39,7 +39,7 @@ from .polymorphism import UnknownDimsMixin
 from .variants import VariantsMixin, is_split
 from .explain import ReportingMixin
 from . import choice as _choice
-from .choice import ChoiceMixin, Trial as _Trial, resolve_choice
+from .choice import ChoiceMixin, resolve_choice
 
 
 # Graphs cached for at most MAX_GRAPHS signatures (tree shapes, sizes, types) per function;
@@ -163,7 +163,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             result = fast(args) if fast is not None else self._run_hot(hot, args)
             if result is not _MISS:
                 return result
-            if fast.__class__ is _Trial and fast.open is not None:  # a trial's graph block missed: the
+            if fast.__class__ is _choice.Trial and fast.open is not None:  # a trial's graph block missed: the
                 self._hot = None  # full path's time is the graph's cost too (choice.Trial.charged)
                 return fast.charged(self._dispatch, args, kwargs)
             # The other graphs of its signature (a tree model's other tree shapes), the same
