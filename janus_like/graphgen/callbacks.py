@@ -29,7 +29,7 @@ import numpy as np
 from .. import autodiff, ir
 from ..ops.registry import REGISTRY
 from ..source import in_packages
-from .support import OPERATORS, Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
+from .support import OPERATORS, ContainerMethod, Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
 from .values import BoundMethod, LocalFunction, ObjRef, Sym, Unsupported
 from .py_numbers import speculate_pick
 
@@ -52,6 +52,15 @@ def is_user_callable(v) -> bool:
         call = getattr(type(v.obj), "__call__", None)
         return isinstance(call, types.FunctionType) and not isinstance(v.obj, type)
     return False
+
+
+def _lookup(v) -> bool:
+    """`scores.get` or `scores.__getitem__` of a dict (or a list's) as a key function
+    (`max(scores, key=scores.get)`): called item by item, as a user function is."""
+    if isinstance(v, ContainerMethod):
+        return v.name in ("get", "__getitem__") and isinstance(v.ref.obj, (dict, list))
+    return isinstance(v, types.BuiltinMethodType) and type(v.__self__) in (dict, list) \
+        and v.__name__ in ("get", "__getitem__")
 
 
 def _callables_in(args, kwargs):
@@ -77,6 +86,8 @@ class CallbacksMixin:
         _NOT_HANDLED when there is none. Raises Unsupported for library code this module does
         not replay."""
         users = _callables_in(args, kwargs)
+        if not users and (func is min or func is max) and _lookup(kwargs.get("key")):
+            users = [kwargs["key"]]  # `max(scores, key=scores.get)`: a lookup in the function's values
         if not users:
             return _NOT_HANDLED
         handler = _HANDLERS.get(func)
@@ -163,7 +174,7 @@ class CallbacksMixin:
 
     def _extreme(self, pick, args, kwargs):
         key = kwargs.get("key")
-        if not args or set(kwargs) - {"key", "default"} or not is_user_callable(key):
+        if not args or set(kwargs) - {"key", "default"} or not (is_user_callable(key) or _lookup(key)):
             return _NOT_HANDLED
         site = self.pick_key  # (before the key function's own calls set theirs)
         items = list(self.iterate_lazily(args[0])) if len(args) == 1 else list(args)

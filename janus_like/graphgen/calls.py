@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ops import api as F
 from ..ops.draws import CLOCKS
+from ..ops.library import library_operands
 from ..source import NoSource, function_ast, has_yield, in_packages, local_names, site_key, state_written_reads
 from ..tensor import Tensor, Variable
 from .builder import SymbolicTape
@@ -29,12 +30,14 @@ from .early_returns import function_body
 from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
-from .py_numbers import is_number_call, mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick
+from .py_numbers import (_HEAPQ, _STATISTICS, is_library_of_numbers, is_number_call, library_of_numbers,
+                         mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick)
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn
+from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_dataclass
 
 
+_NUMBER_LIBRARY = _STATISTICS | _HEAPQ
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
                         itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
                         itertools.accumulate, itertools.pairwise))
@@ -66,7 +69,8 @@ class CallsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
     def call(self, func, args, kwargs, node=None):
-        if func is min or func is max:  # the profile's key for which argument it gives (py_numbers.speculate_pick)
+        if func is min or func is max or func is np.bincount:  # the profile's key for which argument min/max
+            # gives (py_numbers.speculate_pick), how many bins np.bincount gave (masks.bincount)
             self.pick_key = site_key(self.frames[-1].filename, node) if node is not None and self.frames else None
         if func is copy.copy or func is copy.deepcopy:
             return self.copy_call(func, args, kwargs)
@@ -91,7 +95,9 @@ class CallsMixin:
             return self.python_random(func, args, kwargs)
         if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType) \
                 and not isinstance(func.__self__, (Sym, SymbolicTape, type, types.ModuleType)):
-            return self.inline(func.__func__, [self.pinned(func.__self__)] + list(args), kwargs)
+            owner = func.__self__  # (a dataclass object made here is itself: it holds graph values)
+            owner = owner if id(owner) in self.new_objects else self.pinned(owner)
+            return self.inline(func.__func__, [owner] + list(args), kwargs)
         if isinstance(func, BoundMethod):
             owner = func.self_value
             if isinstance(owner, ObjRef) and isinstance(owner.obj, (logging.Logger, logging.LoggerAdapter)):
@@ -173,6 +179,12 @@ class CallsMixin:
             result = self.library_callback(func, args, kwargs)  # library code given a user function
             if result is not _NOT_HANDLED:
                 return result
+        if module.startswith("scipy.") and library_operands(func) is not None and _any_abstract((args, kwargs)):
+            return self.library_call(func, args, kwargs)  # scipy.special.logsumexp(z, axis=1): a library node
+        if func in _NUMBER_LIBRARY:  # statistics.mean(losses), heapq.nlargest(k, losses)
+            args = self._containers(args, (list, tuple, collections.deque))
+            if is_library_of_numbers(func, args, kwargs):
+                return library_of_numbers(self.builder, func, args, self.site)
         if isinstance(func, types.FunctionType):
             if in_packages(module, _LIBRARY_PREFIXES) and not in_packages(module, _INLINE_LIBRARY) \
                     and not getattr(func, "_janus_inline", False):  # (jl.grad(f)'s and jl.value_and_grad(f)'s)
@@ -217,6 +229,10 @@ class CallsMixin:
                 return func(*args, **kwargs)
             if issubclass(func, tuple) and hasattr(func, "_fields") and not _any_objref((args, kwargs)):
                 return func(*args, **kwargs)  # a namedtuple of graph values is a tuple (outputs.spec rebuilds it)
+            if plain_dataclass(func) and not _any_objref((args, kwargs)):
+                obj = func(*args, **kwargs)  # eager's object, holding graph values: each call's own (outputs.spec)
+                self.new_objects[id(obj)] = obj
+                return obj
             if in_packages(func.__module__, _INLINE_LIBRARY) or func.__module__ not in ("builtins",):
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)

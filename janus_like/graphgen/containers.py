@@ -11,7 +11,7 @@ import types
 import numpy as np
 
 from .values import ObjRef, Sym, Unsupported
-from .support import _MISSING, _dict_key, _unwrap_obj
+from .support import _MISSING, _any_objref, _dict_key, _unwrap_obj
 
 # the containers whose items an input program reads directly (a user class's `__getitem__` is inlined)
 _CONTAINERS = (list, tuple, dict, collections.deque)
@@ -205,13 +205,13 @@ class ContainersMixin:
         return _unwrap_obj(v)
 
     def flush_appends(self, obj):
-        """Before the code reads a list it appended to: its shadow copy, the input's elements
-        (guarded) then the appended values."""
+        """Before the code reads a list or deque it appended to: its shadow copy, the input's
+        elements (guarded) then the appended values (a bounded deque's oldest dropped)."""
         pending = self.appends.pop(id(obj), None)
-        if pending is not None and isinstance(obj, collections.deque):  # maxlen drops items: not modelled
-            raise Unsupported("unsupported-call", "reading an input deque after appending to it", self.site)
         if pending is not None:
-            self.shadow(pending[0]).extend(pending[1])
+            shadow = self.shadow(pending[0])
+            shadow.extend(pending[1])
+            _bound(obj, shadow)
 
     def shadow(self, ref):
         self.flush_appends(ref.obj)
@@ -229,29 +229,58 @@ class ContainersMixin:
         if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__"):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
-            if name == "append" and type(target) in (list, collections.deque) and id(target) not in self.shadows \
-                    and not kwargs:
-                # a log the function only appends to (`history.append(loss)`, a replay buffer's
-                # deque): no guard on its length or its elements, which change every call; the
-                # commit appends (a deque read back after that is not modelled: eager)
-                self.appends.setdefault(id(target), (ref, []))[1].append(args[0])
+            if name in ("append", "extend") and type(target) in (list, collections.deque) \
+                    and id(target) not in self.shadows and not kwargs and len(args) == 1:
+                # a log the function only appends to (`history.append(loss)`, `.extend(batch_losses)`,
+                # a replay buffer's deque): no guard on its length or its elements, which change
+                # every call; the commit appends (`flush_appends` when the function reads it)
+                if name == "extend":
+                    args = [list(self.iterate(args[0]))]
+                self.appends.setdefault(id(target), (ref, []))[1].extend(args if name == "append" else args[0])
                 self.written_containers.add(id(target))  # a log of floats: each call's items differ
                 self.writes.append(("call", ref, name, list(args), {}))
                 return None
+            if isinstance(target, collections.deque) and name not in _DEQUE_WRITES:
+                raise Unsupported("unsupported-call", f"deque.{name} on an input deque", self.site)
             shadow = self.shadow(ref)
             if name == "extend":
                 args = [self.iterate(args[0])]
             result = getattr(shadow, name)(*args, **kwargs)
+            _bound(target, shadow)
             self.writes.append(("call", ref, name, list(args), dict(kwargs)))
             return result
         if isinstance(target, collections.deque):
-            raise Unsupported("unsupported-call", f"deque.{name} on an input deque (appends only)", self.site)
+            raise Unsupported("unsupported-call", f"deque.{name} on an input deque", self.site)
         view = self.materialize(ref, self.site)
         if isinstance(target, dict) and name in ("items", "keys", "values", "get", "copy"):
             return getattr(view, name)(*[_dict_key(a) for a in args])
-        if name in ("index", "count", "copy"):
+        if name == "__getitem__" and any(isinstance(a, Sym) for a in args):
+            raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
+        if name in ("index", "count", "copy", "__getitem__"):
             return getattr(view, name)(*args)
+        fields = getattr(type(target), "_fields", None) if isinstance(target, tuple) else None
+        # a namedtuple's new copy (`state._replace(step=...)`) or its dict, by collections' own methods
+        if fields is not None and name in ("_replace", "_asdict") and not args and (name == "_replace" or not kwargs) \
+                and set(kwargs) <= set(fields) and getattr(type(target), name).__module__ == "collections":
+            items = [kwargs.get(f, v) for f, v in zip(fields, view)]
+            if name == "_asdict":
+                return dict(zip(fields, items))
+            if not _any_objref(items):  # (as a namedtuple made here: calls.py)
+                return type(target)(*items)
         raise Unsupported("unsupported-call", f"{type(target).__name__}.{name} on an input container", self.site)
+
+
+# a deque's writes its list shadow makes as the deque does (then `_bound`): not `insert`, which a
+# full bounded deque refuses
+_DEQUE_WRITES = frozenset(("append", "extend", "pop", "clear", "__setitem__"))
+
+
+def _bound(target, shadow):
+    """A bounded deque's shadow (a list) after appends: its last `maxlen` items, as the deque
+    keeps (the oldest dropped from the left; the commit appends to the deque itself)."""
+    maxlen = getattr(target, "maxlen", None) if isinstance(target, collections.deque) else None
+    if maxlen is not None and len(shadow) > maxlen:
+        del shadow[:len(shadow) - maxlen]
 
 
 def _last_items(key) -> bool:

@@ -90,6 +90,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.node_is_loop: list = []  # per cond/loop node being built: whether it is a loop node
         self.cell_overlay: dict = {}  # id(closure cell) -> value written by `nonlocal` (statements.py)
         self.writes: list = []  # commit log, program order
+        self.new_objects: dict = {}  # id -> dataclass object the function made (calls.py; outputs.spec rebuilds it)
         self.effects: list = []  # deferred print/logging calls
         self.mutable_slots: list = []
         self.array_slots: list = []  # the slots of input arrays and of Tensors' arrays
@@ -100,7 +101,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.loop_depths: list = []  # per unrolled loop being run: the cond/loop-node depth it runs at
         self.branch_marks: list = []  # per cond/loop node being built: the first node id made inside it
         self.frames: list = []  # the frames of the functions being generated, outermost first
-        self.pick_key = None  # the site of the min()/max() call being generated (calls.call)
+        self.pick_key = None  # the site of the min()/max()/np.bincount call being generated (calls.call)
         self.split_picks: set = set()  # the split min()/max() sites met so far (py_numbers.speculate_pick)
         self.try_sites: list = []  # `try` statements run as if their bodies raise nothing (control.stmt_Try)
         self.armed_loops: list = []  # `for` loops over a user generator, waiting for its call (generators.py)

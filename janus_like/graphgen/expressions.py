@@ -318,7 +318,7 @@ class ExpressionsMixin:
             target = obj.obj
             fields = getattr(type(target), "_fields", None) if isinstance(target, tuple) else None
             if fields is not None and name in fields:  # a namedtuple's field: its item
-                return self.getitem(obj, fields.index(name))
+                return self.getitem(obj, fields.index(name), key)
             if isinstance(target, (list, dict, tuple, collections.deque)):
                 return ContainerMethod(obj, name)
             inst = getattr(target, "__dict__", {})

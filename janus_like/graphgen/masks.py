@@ -191,16 +191,26 @@ def bincount(gen, args, kwargs):
     if len(args) > 3 or set(given) - {"x", "weights", "minlength"} or "x" not in given:
         raise Unsupported("user-error", "numpy.bincount with these arguments", gen.site)
     x, weights, n = given["x"], given.get("weights"), given.get("minlength", 0)
-    if type(n) is not int or n < 1:
-        raise Unsupported("data-dependent-shape", "numpy.bincount without a constant minlength (as many bins as the "
-                                                  "largest value says)", gen.site)
     if not (isinstance(x, Sym) and x.kind == "array" and x.ndim == 1 and np.dtype(x.dtype).kind in "iu") \
-            or isinstance(weights, Sym) and weights.kind != "array":
+            or isinstance(weights, Sym) and weights.kind != "array" or type(n) is not int:
         raise Unsupported("unsupported-call", "numpy.bincount of these values", gen.site)
+    largest = n < 1  # as many bins as the largest value says: the warm-up's count, speculated
+    if largest:
+        key = ("bins", gen.pick_key)
+        seen = gen.profile.values.get(key) if gen.profile is not None and gen.pick_key is not None else None
+        if type(seen) is not int or seen < 1 or gen.profile.varies(key) or key in gen.relaxed:
+            raise Unsupported("data-dependent-shape", "numpy.bincount without a constant minlength (as many bins as "
+                                                      "the largest value says, which changed)", gen.site)
+        n = seen
     t_args, t_kwargs, values = templates(args, kwargs, "numpy.bincount", gen.site)
     dtype = np.dtype(np.float64 if weights is not None else np.intp)
     out = gen.builder.emit(P.numpy_call, tuple(values), dict(fn=np.bincount, args=t_args, kwargs=t_kwargs),
                            aval=((n,), dtype))
-    gen.builder.assert_(gen.one_truth((x < n).all()), True,  # (true of no values: a mask's empty selection)
-                        Assumption("shape", gen.site, f"numpy.bincount's {n} bins (every value below minlength)"))
+    fits = (x < n).all()  # (true of no values: a mask's empty selection)
+    if largest:
+        fits = fits & (x == n - 1).any()
+    gen.builder.assert_(gen.one_truth(fits), True,
+                        Assumption("shape", gen.site, f"numpy.bincount's {n} bins (every value below "
+                                                      f"{'the largest seen + 1' if largest else 'minlength'})",
+                                   relax=key if largest else None))
     return _as_kind(out, "array")

@@ -4,6 +4,7 @@ implements, `out=` (an in-place write), `np.copyto`, `np.add.at`, `np.split`'s v
 constant folding; a function that sets or reads NumPy's global state or files stays eager."""
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import warnings
@@ -12,7 +13,7 @@ import numpy as np
 
 from .. import ir
 from ..ops import api as F
-from ..ops.library import LIBRARY_FUNCTIONS, WRITES
+from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
 from . import masks
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
@@ -60,7 +61,7 @@ class NumpyCallsMixin:
         if isinstance(out_target, tuple):
             out_target = out_target[0]
         # np.array(rows) of a global tuple: a constant array when rows holds ints that did not vary
-        args = self._containers(args, (list, tuple))
+        args = self._containers(args, (list, tuple, collections.deque))
         if not _any_abstract((args, kwargs)) and out_target is None:
             return self.lift(func(*args, **kwargs))  # constant folding
         if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
@@ -137,10 +138,13 @@ class NumpyCallsMixin:
         return result
 
     def library_call(self, func, args, kwargs):
-        """A NumPy function of `ops/library.py` with graph values among its arguments: a node
-        that calls it when the graph runs (`library_node`), once its arguments are checked."""
-        name = f"numpy.{'linalg.' if func.__module__.endswith('linalg') else ''}{func.__name__}"
-        error = self.library_arguments(func, name, args, kwargs, LIBRARY_FUNCTIONS[func])
+        """A NumPy function of `ops/library.py` (or an optional library's there, such as
+        `scipy.special.logsumexp`) with graph values among its arguments: a node that calls it
+        when the graph runs (`library_node`), once its arguments are checked."""
+        module = func.__module__
+        name = f"{'scipy.special' if module.startswith('scipy.') else 'numpy'}." \
+               f"{'linalg.' if module.endswith('linalg') else ''}{func.__name__}"
+        error = self.library_arguments(func, name, args, kwargs, library_operands(func))
         if error is not None:
             raise error
         return self.library_node(func, name, args, kwargs)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import ir
 from ..tensor import Tensor, _next_id, _wrap
-from .support import _any_abstract
+from .support import _any_abstract, field_values
 from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
@@ -36,6 +36,7 @@ class Outputs:
         self._built: set = set()  # output positions a spec builds (not only committed)
         self._tokens: dict = {}  # id(object) -> token: one Tensor, list or dict per eager one
         self.escape = lambda v, what: None  # the builder's check that v's type cannot show (builder.escape)
+        self.new_objects: dict = {}  # id -> dataclass object the function made (the generator's)
 
     def node_index(self, node):
         i = self._index.get(node.id)
@@ -81,6 +82,9 @@ class Outputs:
             return ("dict", [(k, self.spec(x, views)) for k, x in v.items()], self._token(v))
         if isinstance(v, (Tensor, np.ndarray)):
             return ("fresh", v)
+        if id(v) in self.new_objects:  # a dataclass object the function made (calls.py): one per eager one
+            fields = [(k, self.spec(x, views)) for k, x in field_values(v).items()]
+            return ("object", type(v), fields, self._token(v))
         if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod", "LocalFunction"):
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} escapes the function", "")
         if isinstance(v, _MUTABLE):
@@ -158,6 +162,12 @@ class Outputs:
             return tuple(self.build(s, values, slots, made) for s in spec[1])
         if tag == "namedtuple":
             return spec[1](*[self.build(s, values, slots, made) for s in spec[2]])
+        if tag == "object":
+            obj = made.get(spec[3])
+            if obj is None:
+                obj = made[spec[3]] = _new_object(spec[1], [k for k, _ in spec[2]],
+                                                  [self.build(s, values, slots, made) for _, s in spec[2]])
+            return obj
         if tag == "str":
             out = []
             for p in spec[1]:
@@ -280,17 +290,20 @@ class Outputs:
                 return f"{expr(spec[1])}[{const(spec[2])}]"
             if tag == "const":
                 return const(spec[1])
-            if tag in ("list", "dict") and spec[2] in shared:
-                name = f"_c{spec[2]}"
-                if shared[spec[2]] is None:
-                    shared[spec[2]] = name
-                    containers.append(f"{name} = {expr(spec[:2] + (None,))}")
+            if tag in ("list", "dict", "object") and spec[-1] in shared:  # (its token: the last item)
+                name = f"_c{spec[-1]}"
+                if shared[spec[-1]] is None:
+                    shared[spec[-1]] = name
+                    containers.append(f"{name} = {expr(spec[:-1] + (None,))}")
                 return name
             if tag in ("list", "tuple"):
                 items = ", ".join(expr(s) for s in spec[1])
                 return f"[{items}]" if tag == "list" else f"({items}{',' if len(spec[1]) == 1 else ''})"
             if tag == "namedtuple":
                 return f"{const(spec[1])}({', '.join(expr(s) for s in spec[2])})"
+            if tag == "object":
+                names = tuple(k for k, _ in spec[2])
+                return f"_new_object({const(spec[1])}, {const(names)}, ({''.join(expr(s) + ', ' for _, s in spec[2])}))"
             if tag == "dict":
                 return "{" + ", ".join(f"{const(k)}: {expr(s)}" for k, s in spec[1]) + "}"
             if tag == "fresh" and not isinstance(spec[1], np.ndarray):
@@ -318,17 +331,29 @@ class Outputs:
             [f"_t{token} = _wrap({value[i]})" for token, i in tensors.items()] + containers
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
         env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_next_id": _next_id,
-               "_copyto": np.copyto}
+               "_copyto": np.copyto, "_new_object": _new_object}
         exec(compile(src, "<janus_like finish>", "exec"), env)
         finish = env["finish"]
         finish.parts = (lines, env)  # for executor/fused.py
         return finish
 
 
+def _new_object(cls, names, values):
+    """A dataclass object as its written `__init__` leaves it (support.plain_dataclass): its
+    fields set as the object's own setattr would not (a frozen class refuses it)."""
+    obj = object.__new__(cls)
+    for name, value in zip(names, values):
+        object.__setattr__(obj, name, value)
+    return obj
+
+
 def _spec_token(spec):
-    """The token of a list, dict or input view spec (one object however often it appears)."""
+    """The token of a list, dict, dataclass object or input view spec (one object however often
+    it appears)."""
     if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict"):
         return spec[2]
+    if isinstance(spec, tuple) and spec and spec[0] == "object":
+        return spec[3]
     if isinstance(spec, tuple) and spec and spec[0] == "index":
         return spec[3]
     return None
@@ -413,6 +438,7 @@ def _input_view(v):
 def build_outputs(gen, result) -> Outputs:
     out = Outputs()
     out.escape = gen.builder.escape
+    out.new_objects = gen.new_objects
     seen_boxes = {}
     for w in gen.writes:
         if w[0] == "box":

@@ -8,6 +8,8 @@ fails the graph run and the call re-runs eagerly, where it raises for the user.
 from __future__ import annotations
 
 import functools
+import heapq
+import statistics
 
 import numpy as np
 
@@ -63,6 +65,58 @@ def _number(a) -> bool:
 
 def _sorted_items(*items, reverse=False):
     return sorted(items, reverse=reverse)
+
+
+# statistics functions of Python floats that give a float (of ints some give an int or a float by
+# the data: eager); and those needing two items
+_STATISTICS = frozenset(getattr(statistics, n) for n in (
+    "mean", "fmean", "median", "median_low", "median_high", "stdev", "pstdev", "variance", "pvariance",
+    "geometric_mean", "harmonic_mean") if hasattr(statistics, n))
+_TWO_ITEMS = frozenset((statistics.stdev, statistics.variance))
+_HEAPQ = frozenset((heapq.nlargest, heapq.nsmallest))
+
+
+def is_library_of_numbers(func, args, kwargs) -> bool:
+    """`statistics.mean(losses[-10:])`, `heapq.nlargest(k, losses)`: standard-library Python
+    functions of a list of Python numbers some of which the graph holds (`library_of_numbers`)."""
+    if func not in _STATISTICS and func not in _HEAPQ or kwargs:
+        return False
+    items = args[0] if func in _STATISTICS and len(args) == 1 else args[1] if len(args) == 2 else None
+    return isinstance(items, (list, tuple)) and any(isinstance(a, Sym) for a in items)
+
+
+def library_of_numbers(builder, func, args, site):
+    """One PY_OP node running the function on the numbers when the graph runs (its comparisons
+    and rounding, NaNs where it puts them); a `heapq` result's items read from its tuple. Of
+    Python floats only for statistics (the type of `mean` of ints depends on the data), of one
+    type for heapq (which type is where would); lengths the function refuses run eagerly."""
+    items = list(args[-1])
+    types = {(a.py_type if isinstance(a, Sym) else type(a)) for a in items if _number(a)}
+    name = f"{func.__module__}.{func.__name__}"
+    if not all(_number(a) for a in items) or len(types) != 1 or func in _STATISTICS and types != {float}:
+        raise Unsupported("data-dependent-python", f"{name}() of graph values other than Python floats "
+                                                   "(of numbers of one type for heapq)", site)
+    if func in _STATISTICS:
+        if len(items) < (2 if func in _TWO_ITEMS else 1):
+            raise Unsupported("user-error", f"{name}() of {len(items)} items", site)
+        return builder.py_op(_of_items(func), *items, sample=1.0)
+    n = args[0]
+    if type(n) is not int:
+        raise Unsupported("data-dependent-python", f"{name}() of a count that is not a constant int", site)
+    node = builder.add(ir.Node(ir.PY_OP, tuple(a.node if isinstance(a, Sym) else a for a in items),
+                               {"fn": _of_items(func, n)}))
+    py_type = types.pop()
+    return [Sym(builder.add(ir.Node(ir.TUPLE_GET, (node,), {"index": i}, ((), np.dtype(py_type)))), "py")
+            for i in range(max(0, min(n, len(items))))]
+
+
+@functools.lru_cache(maxsize=None)
+def _of_items(func, n=None):
+    """func of the list of items, as the user's call gives it one (heapq's first `n`: a tuple)."""
+    def call(*items):
+        return func(list(items)) if n is None else tuple(func(n, list(items)))
+    call.__name__ = func.__name__
+    return call
 
 
 def sorted_numbers(builder, args, kwargs, site):

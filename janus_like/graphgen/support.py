@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import operator
 import types
 
@@ -156,7 +157,29 @@ def _any_of(x, kinds):
         return any(_any_of(i, kinds) for i in x)
     if isinstance(x, dict):
         return any(_any_of(v, kinds) for v in x.values())
+    if hasattr(type(x), "__dataclass_fields__") and not isinstance(x, type):  # a dataclass object made here
+        return any(_any_of(v, kinds) for v in field_values(x).values())
     return False
+
+
+def plain_dataclass(cls) -> bool:
+    """A dataclass whose `__init__` is the one `dataclasses` writes, which only stores its
+    arguments and the fields' defaults (a new list or dict from `default_factory`): called on
+    graph values at generation it gives the object eager's call makes, its fields holding them.
+    Not with `__post_init__`, fields left out of `__init__`, a factory of the user's, or a
+    `__new__` of its own."""
+    params = getattr(cls, "__dataclass_params__", None)
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    if params is None or not params.init or code is None or not code.co_filename.startswith("<") \
+            or hasattr(cls, "__post_init__") or cls.__new__ is not object.__new__:
+        return False
+    return all(f.init and f.default_factory in (dataclasses.MISSING, list, dict) for f in dataclasses.fields(cls))
+
+
+def field_values(obj) -> dict:
+    """A new dataclass object's fields by name (as its `__init__` set them)."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
 
 
 def _any_abstract(x):

@@ -17,6 +17,8 @@ depends on the data (`np.unique`, `np.nonzero`: selections in graphgen/masks.py;
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .draws import fill
@@ -60,6 +62,26 @@ LIBRARY_FUNCTIONS.update({getattr(np.fft, name): _A for name in (
 LIBRARY_FUNCTIONS.update({np.fft.fftshift: frozenset(("x",)), np.fft.ifftshift: frozenset(("x",))})
 if hasattr(np, "trapezoid"):  # NumPy 2's name for trapz
     LIBRARY_FUNCTIONS[np.trapezoid] = frozenset(("y", "x"))
+
+# pure functions of optional libraries, by module and name: the parameters graph values may fill
+# (SciPy is not a dependency: matched on the functions the user's code calls, `library_operands`)
+_OPTIONAL = {("scipy.special", "logsumexp"): frozenset(("a", "b")),
+             ("scipy.special", "softmax"): frozenset(("x",)), ("scipy.special", "log_softmax"): frozenset(("x",))}
+
+
+def library_operands(func):
+    """LIBRARY_FUNCTIONS' entry for func, also for the optional libraries' functions in
+    `_OPTIONAL` (`scipy.special.logsumexp`), or None."""
+    found = LIBRARY_FUNCTIONS.get(func)
+    if found is not None:
+        return found
+    module = getattr(func, "__module__", None) or ""
+    if module.startswith("scipy."):
+        for (public, name), operands in _OPTIONAL.items():
+            if getattr(func, "__name__", None) == name and getattr(sys.modules.get(public), name, None) is func:
+                return operands
+    return None
+
 
 # arguments that make the function write into an operand: such calls stay eager
 # (or, `copy=False` of np.meshgrid, give views of one)

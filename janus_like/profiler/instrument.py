@@ -17,6 +17,8 @@ import copy
 import types
 import weakref
 
+import numpy as np
+
 from ..source import function_ast, in_packages
 from .profile import member_key, picked_position
 
@@ -82,6 +84,8 @@ class Hooks:
         self.profile.record_callee(key, fn)
         if fn is min or fn is max:
             return _picking(fn, key, self.profile)
+        if fn is np.bincount:
+            return _bins(fn, key, self.profile)
         if type(fn) is _BUILTIN_METHOD and type(fn.__self__) is dict and fn.__name__ in _KEYED_READS:
             return _reading_item(fn, self.profile)
         if fn is getattr:
@@ -111,14 +115,26 @@ def _reading_item(method, profile):
     return call
 
 
+def _bins(fn, key, profile):
+    """np.bincount recording how many bins it gave (the largest value + 1 without `minlength`):
+    the generator speculates on a count that did not change (graphgen/masks.bincount)."""
+    def call(*args, **kwargs):
+        result = fn(*args, **kwargs)
+        profile.record_value(("bins", key), len(result))
+        return result
+    return call
+
+
 def _picking(fn, key, profile):
     """min/max recording which argument they gave (the first one that is the result): the
     generator speculates on it where the arguments mix Python numbers and graph values."""
     def call(*args, **kwargs):
         result = fn(*args, **kwargs)
         items = args[0] if len(args) == 1 else args
-        if not set(kwargs) - {"key", "default"} and isinstance(items, (list, tuple)):
-            position = picked_position(items, result)
+        if not set(kwargs) - {"key", "default"} and isinstance(items, (list, tuple, dict, range)):
+            # (a dict's keys and a range's numbers in the order the generator lists them)
+            position = items.index(result) if type(items) is range and result in items \
+                else picked_position(list(items) if type(items) is dict else items, result)
             if position is not None:  # (None: the default)
                 profile.record_pick(key, position)
         return result

@@ -113,6 +113,30 @@ def test_min_max_by_keys_the_graph_computes():
     assert jf.stats()["eager_calls"] == 0, jf.explain()
 
 
+def best_head(st, x):
+    """A dict's (or list's) own lookup as the key: `max(scores, key=scores.get)`."""
+    scores = {k: float((x @ w).mean()) + (4.0 if k == "b" else 0.0) for k, w in st["heads"].items()}
+    best = max(scores, key=scores.get)  # "b" on every call: speculated
+    st["heads"][best] *= 0.9
+    losses = [float(((x @ w) ** 2).mean()) for w in st["heads"].values()]
+    worst = max(range(len(losses)), key=losses.__getitem__)  # the pick varies: eager's scan as nodes
+    for k, w in st["heads"].items():
+        st["seen"][k] = float(w.sum())
+    near = min(st["seen"], key=st["seen"].__getitem__)  # an input dict's lookup: two items, split
+    st["heads"][near] += 0.01
+    prior = max(st["prior"], key=st["prior"].__getitem__)  # a dict the step only reads
+    return best, worst, near, prior, losses[worst] if worst < 2 else 0.0
+
+
+def test_min_max_by_a_containers_own_lookup():
+    def make():
+        heads = {"a": random_array(1, (4,)), "b": random_array(2, (4,))}
+        return best_head, {"heads": heads, "seen": {}, "prior": {"a": 0.5, "b": 0.25}}
+
+    jf = check(make, call_sequence(16, lambda s, i: (s, random_array(i + 20, (5, 4)))), min_graph_calls=9)
+    assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
+
+
 def test_max_by_graph_keys_of_arrays_whose_pick_varies_stays_eager():
     # (a pick the warm-up calls agree on is speculated: tests/jit/test_min_max_picks.py)
     def make():

@@ -90,6 +90,20 @@ BODIES = {
 }
 
 
+def test_scipy_special_functions_side_by_side(tmp_path):
+    """SciPy's logsumexp and softmax (Python functions, not ufuncs) as library nodes; its
+    ufuncs (expit, xlogy) as NumPy's ufuncs without an op are."""
+    pytest.importorskip("scipy.special")
+    source = "import numpy as np\nfrom scipy import special\nfrom scipy.special import logsumexp, softmax\n\n\n" \
+             "def f(x, m, st):\n    z = m * x\n    p = softmax(z, axis=1)\n    st['w'] -= 0.1 * p\n" \
+             "    return z - logsumexp(z, axis=1, keepdims=True), logsumexp(z, b=p), special.log_softmax(z), " \
+             "special.expit(z), special.xlogy(p, p), logsumexp(z, axis=0, return_sign=True)\n"
+    module = load_module(tmp_path, source, "scipy_special")
+    calls = call_sequence(8, lambda s, i: (random_array(i, (4,)), random_array(50 + i, (3, 4)), s["st"]))
+    jf = check(lambda: (module.f, {"st": {"w": np.zeros((3, 4))}}), calls, min_graph_calls=5)
+    assert jf.stats()["fallbacks"] == 0, jf.explain()
+
+
 @pytest.mark.parametrize("name", sorted(BODIES))
 def test_numpy_functions_without_ops_side_by_side(tmp_path, name):
     module = load_module(tmp_path, f"import numpy as np\n\n\ndef f(x, m, st):\n    {BODIES[name]}\n", name)

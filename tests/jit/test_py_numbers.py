@@ -3,7 +3,9 @@ side by side with eager: a gradient norm through `math.sqrt(sum(float(...)))`, a
 through `min`, a cosine schedule of a step counter, `math` of a one-element array. Each runs as a
 PY_OP in the graph; a call whose Python function raises there (`math.sqrt` of a negative number)
 re-runs eagerly and raises the same error."""
+import heapq
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -46,8 +48,17 @@ def sorted_losses(x, k):
     return recent[len(recent) // 2], recent, top, sorted((int(v) for v in x[0] * 3), reverse=True), x * top[0]
 
 
+def library_of_losses(x, k):
+    # the standard library's statistics and heaps of a step's losses (a NaN on some calls)
+    losses = [float(r.sum()) for r in x] + [float("nan") if k % 4 == 1 else 0.25]
+    stats = statistics.mean(losses), statistics.median(losses[:3]), statistics.stdev(losses[:3]), \
+        statistics.fmean(losses[:2]), statistics.pvariance(losses)
+    worst = heapq.nlargest(2, losses[:4])
+    return stats, worst, heapq.nsmallest(9, losses), x * worst[1]
+
+
 @pytest.mark.parametrize("f", [clip_by_global_norm, cosine_schedule, math_of_arrays, near_domain_edge,
-                               sorted_losses])
+                               sorted_losses, library_of_losses])
 def test_python_number_functions_run_in_the_graph(f):
     jf = check(lambda: (f, None), _calls(9), min_graph_calls=5)
     assert fallback_reasons(jf) == set(), jf.explain()
@@ -105,6 +116,18 @@ def test_sorts_other_than_of_numbers_of_one_type_stay_eager(tmp_path, body):
     source = f"def f(x, k):\n    s, i = float(x.sum()), int(x[0, 0] * 10)\n    return {body}\n"
     jf = check(lambda: (load_module(tmp_path, source, f"sorts_{len(body)}").f, None), _calls(6), min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and "sorted()" in jf.explain(), jf.explain()
+
+
+@pytest.mark.parametrize("body", ["statistics.mean([i, 3])", "statistics.stdev([s])", "heapq.nlargest(2, [i, s])",
+                                  "heapq.nlargest(1, [s], key=abs)", "statistics.mean([x.sum(), s])"])
+def test_statistics_and_heaps_other_than_of_floats_stay_eager(tmp_path, body):
+    """mean() of ints is an int or a float by the data; one item has no stdev (eager raises);
+    which item of mixed types heapq gives; a key function; a NumPy value."""
+    source = f"import heapq, statistics\ndef f(x, k):\n    s, i = float(x.sum()), int(x[0, 0] * 10)\n" \
+             f"    return {body}\n"
+    jf = check(lambda: (load_module(tmp_path, source, f"stats_{abs(hash(body))}").f, None), _calls(6),
+               min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0, jf.explain()
 
 
 @pytest.mark.parametrize("body", ["hash(i)", "len({i, 3})", "len({j for j in (i, 3)})", "frozenset([i])",
