@@ -132,6 +132,9 @@ class AttributesMixin:
         over = self.overlay.get((id(owner), name), _MISSING)  # written by the call (`Config.steps += 1`)
         if over is not _MISSING:
             return over
+        if isinstance(value, types.MethodType) and value.__self__ is owner:  # `Net.scale` of a classmethod:
+            self.class_member(owner, name)  # a new bound method on each read, guarded by its function
+            return value
         slot, _ = self.prog.attr(self.owner_ref(owner).slot, name, value)
         return self.guarded(slot, key)
 

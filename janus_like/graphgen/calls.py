@@ -34,7 +34,9 @@ from .py_numbers import (_HEAPQ, _STATISTICS, is_library_of_numbers, is_number_c
                          mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick)
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
-from .support import ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS, _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key, _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_dataclass
+from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS,
+                      _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key,
+                      _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_dataclass)
 
 
 _NUMBER_LIBRARY = _STATISTICS | _HEAPQ
@@ -98,6 +100,10 @@ class CallsMixin:
             owner = func.__self__  # (a dataclass object made here is itself: it holds graph values)
             owner = owner if id(owner) in self.new_objects else self.pinned(owner)
             return self.inline(func.__func__, [owner] + list(args), kwargs)
+        if isinstance(func, types.MethodType) and isinstance(func.__func__, types.FunctionType) \
+                and isinstance(func.__self__, type) and not _library_owned(func.__self__) \
+                and not in_packages(func.__func__.__module__ or "", _LIBRARY_PREFIXES):
+            return self.inline(func.__func__, [func.__self__] + list(args), kwargs)  # a user classmethod
         if isinstance(func, BoundMethod):
             owner = func.self_value
             if isinstance(owner, ObjRef) and isinstance(owner.obj, (logging.Logger, logging.LoggerAdapter)):

@@ -34,6 +34,7 @@ from .control import ControlFlowMixin
 from .expressions import ExpressionsMixin
 from .comprehensions import ComprehensionsMixin
 from .loops import LoopMixin
+from .patterns import PatternsMixin
 from .recursion import RecursionMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
@@ -50,7 +51,7 @@ class GeneratedGraph:
 
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
                 StatementsMixin, ExpressionsMixin, ComprehensionsMixin, ContainersMixin, RecursionMixin,
-                GeneratorLoopsMixin, AttributesMixin, ComparisonsMixin, NumpyCallsMixin):
+                GeneratorLoopsMixin, AttributesMixin, ComparisonsMixin, NumpyCallsMixin, PatternsMixin):
     """Partial evaluator of one function call's AST: `generate(args)` -> GeneratedGraph.
 
     The methods live in mixins by topic: calls, control flow, statements, expressions, input

@@ -221,6 +221,10 @@ def _compile(fn):
     return inner.__code__.replace(co_name=fn.__code__.co_name, co_qualname=fn.__code__.co_qualname)
 
 
+def _as_list(visited):
+    return visited if isinstance(visited, list) else [] if visited is None else [visited]
+
+
 def _local_names(fn_ast):
     names = {a.arg for a in fn_ast.args.posonlyargs + fn_ast.args.args + fn_ast.args.kwonlyargs}
     if fn_ast.args.vararg:
@@ -309,6 +313,14 @@ class _Instrument(ast.NodeTransformer):
         node.body.insert(0, ast.copy_location(ast.Expr(self.hook("b", node, ast.Constant(True))), node))
         for handler in node.handlers:
             handler.body.insert(0, ast.copy_location(ast.Expr(self.hook("b", handler, ast.Constant(True))), handler))
+        return node
+
+    def visit_match_case(self, node):
+        """A `match` case: its guard and body as any code; its pattern as written (a pattern's
+        values may only be literals and attribute lookups, not the hooks' calls)."""
+        if node.guard is not None:
+            node.guard = self.visit(node.guard)
+        node.body = [out for stmt in node.body for out in _as_list(self.visit(stmt))]
         return node
 
     def visit_AugAssign(self, node):

@@ -10,6 +10,7 @@ import collections
 import os
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -385,3 +386,46 @@ def test_in_of_objects_with_their_own_eq_stays_eager():
     jf = check(lambda: (member_step, {"a": Switchable(), "b": Switchable()}),
                [lambda s, k=k: change(s, k) for k in range(8)], min_graph_calls=0)
     assert fallback_reasons(jf) == {"data-dependent-python"}, jf.explain()
+
+
+class Scaler:
+    factor = 2.0
+
+    def __init__(self):
+        self.w = np.ones(3)
+
+    @classmethod
+    def scaled(cls, x):
+        return x * cls.factor  # the class attribute, read through a guard
+
+    def step(self, x):
+        self.w = self.w * 0.5 + self.scaled(x)  # a classmethod through the object
+        return Scaler.scaled(self.w)  # and through the class: a new bound method on each read
+
+    def class_only(self, x):
+        self.w = Scaler.scaled(self.w * 0.5 + x)
+        return self.w
+
+
+def _double_scaled(cls, x):
+    return x * cls.factor * 2.0
+
+
+@pytest.mark.parametrize("method", [Scaler.step, Scaler.class_only])
+def test_classmethods_called_through_the_class_or_an_object_and_swapped(method):
+    """A user classmethod is inlined with its class (it was a call with no graph equivalent); a
+    class whose classmethod or class attribute changes between calls runs eagerly or anew."""
+    def change(s, k):
+        if k == 7:
+            Scaler.factor = 3.0
+        if k == 11:
+            Scaler.scaled = classmethod(_double_scaled)
+        return s["m"], random_array(k, (3,))
+
+    saved = Scaler.__dict__["scaled"], Scaler.factor
+    try:
+        jf = check(lambda: (method, {"m": Scaler()}), [lambda s, k=k: change(s, k) for k in range(16)],
+                   min_graph_calls=8)
+    finally:
+        Scaler.scaled, Scaler.factor = saved
+    assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
