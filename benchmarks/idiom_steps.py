@@ -1,6 +1,7 @@
 """Training-step idioms that used to keep whole steps eager: selections by masks, `np.nonzero`,
 `np.bincount`, context managers, `max` by computed keys, `min(1.0, clip / norm)`, a centroid
-written in a branch after a view of the centroids was read, `np.fill_diagonal` and `^` on ints.
+written in a branch after a view of the centroids was read, `np.fill_diagonal` and `^` on ints,
+a functional step (a frozen dataclass state replaced, dataclass metrics, a bounded deque).
 
     JANUS_LIKE_NATIVE=off PYTHONPATH=. taskset -c 1 python3 -m benchmarks.idiom_steps
 
@@ -11,7 +12,10 @@ ran as graphs.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
+import dataclasses
+import statistics
 import time
 
 import numpy as np
@@ -132,6 +136,36 @@ def contrastive(st, x):
     return float(loss)
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainState:
+    step: int
+    w1: np.ndarray
+    w2: np.ndarray
+
+
+@dataclasses.dataclass
+class StepMetrics:
+    loss: float
+    grad_norm: float
+    smoothed: float
+
+
+def functional(box, x, y):
+    """A functional step: a frozen train state replaced by `dataclasses.replace`, its metrics
+    returned as a dataclass, the loss smoothed over a bounded deque by `statistics.fmean`."""
+    s = box["state"]
+    h = np.tanh(x @ s.w1)
+    err = (h @ s.w2)[:, 0] - y
+    loss = float((err ** 2).mean())
+    d = err[:, None] * (2.0 / len(y))
+    g2 = h.T @ d
+    g1 = x.T @ ((d @ s.w2.T) * (1 - h ** 2))
+    norm = float(np.sqrt((g1 ** 2).sum() + (g2 ** 2).sum()))
+    box["state"] = dataclasses.replace(s, step=s.step + 1, w1=s.w1 - 0.01 * g1, w2=s.w2 - 0.01 * g2)
+    box["window"].append(loss)
+    return StepMetrics(loss, norm, statistics.fmean(box["window"]))
+
+
 def _cases():
     rng = np.random.default_rng(0)
 
@@ -142,6 +176,11 @@ def _cases():
 
     def bal_state():
         return {"w": jl.Variable(np.full((16, 4), 0.1)), "opt": optim.SGD(0.1), "timer": Timer(), "log": {}}
+
+    def functional_state():
+        r = np.random.default_rng(4)
+        state = TrainState(0, r.standard_normal((32, 64)) * 0.1, r.standard_normal((64, 1)) * 0.1)
+        return {"state": state, "window": collections.deque(maxlen=10)}
 
     mse = []
     for _ in range(20):
@@ -171,6 +210,7 @@ def _cases():
         "clip_some": (clipped_sgd, mse_state, some),
         "kmeans": (kmeans, lambda: np.random.default_rng(2).standard_normal((8, 16)) * 3, points),
         "contrastive": (contrastive, lambda: {"w": np.random.default_rng(3).standard_normal((32, 16)) * 0.1}, pairs),
+        "functional": (functional, functional_state, clipped),
     }
 
 
