@@ -14,7 +14,10 @@
 """
 from __future__ import annotations
 
+import ast
+import collections
 import os
+import re
 
 from .assumptions import Fallback, user_site
 
@@ -88,7 +91,10 @@ class FailuresMixin:
             return False
         entry.eager_reason = Fallback("growing-container", f"the length of {assumption.path} changed on {n} calls "
                                                            "and no graph ran twice", assumption.site)
-        if ("length", assumption.path) in entry.relaxed:  # its last items may become readable as it grows
+        room = _room_at(assumption.path, args)
+        if room is not None:  # a bounded deque (a score window) stops growing when full: generate again then
+            entry.regrow = [room + 1, room + 1, key]
+        elif ("length", assumption.path) in entry.relaxed:  # its last items may become readable as it grows
             wait = REGROW_AFTER if entry.regrow is None else 2 * entry.regrow[1]
             entry.regrow = [wait, wait, key]
         self._note(entry.eager_reason)
@@ -209,6 +215,31 @@ class FailuresMixin:
         if os.environ.get("JANUS_LIKE_DEBUG") and not sites:
             raise RuntimeError(f"janus_like: {fb.detail}") from exc
         return result
+
+
+_STEP = re.compile(r"\.(\w+)|\[('(?:[^'\\]|\\.)*'|-?\d+)\]")
+
+
+def _room_at(path, args):
+    """How many more items the bounded deque an assumption's path names (`arg0['window']`,
+    `arg1.scores`) takes before it is full, followed from the call's arguments; None for anything
+    else or a path that cannot be followed."""
+    head = re.match(r"arg(\d+)", path)
+    if head is None:
+        return None
+    try:
+        obj, at = args[int(head.group(1))], head.end()
+        while at < len(path):
+            step = _STEP.match(path, at)
+            if step is None:
+                return None
+            obj = getattr(obj, step.group(1)) if step.group(1) else obj[ast.literal_eval(step.group(2))]
+            at = step.end()
+    except Exception:
+        return None
+    if not isinstance(obj, collections.deque) or obj.maxlen is None:
+        return None
+    return max(obj.maxlen - len(obj), 0)
 
 
 def _size_at(path, args):

@@ -272,6 +272,18 @@ def test_reading_a_bounded_deque_after_appending(f, graph_calls):
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
 
 
+def test_a_long_bounded_deque_runs_as_graphs_once_full():
+    """A window of ten: each length until it is full would need its own graph (the signature
+    goes eager as a growing log), and once full its length stays: graphs again from then on."""
+    class Scores:
+        def __init__(self):
+            self.buffer = collections.deque(maxlen=10)
+            self.w = np.ones(3)
+
+    jf = check(lambda: (window_mean, {"m": Scores()}), _calls(40), min_graph_calls=24)
+    assert jf.stats()["eager_calls"] <= 12, jf.explain()
+
+
 def test_a_deques_left_end_stays_eager():
     jf = check(lambda: (window_appendleft, {"m": Agent()}), _calls(8), min_graph_calls=0)
     assert "deque.appendleft on an input deque" in jf.explain(), jf.explain()
