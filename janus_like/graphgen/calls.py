@@ -298,6 +298,8 @@ class CallsMixin:
             return id(_identity(args[0]))  # identities are fixed by the type/alias guards
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
             return self.attributes(args[0])
+        if func is vars and args and id(args[0]) in self.new_objects:  # its own dict: built apart at the commit
+            raise Unsupported("object-construction", "vars() of an object made in the function", self.site)
         if func is len and args and isinstance(args[0], Sym) and self.builder.polymorphic \
                 and not (args[0].ndim and self.builder.fixed(args[0], 0)):
             return self.builder.dim(args[0], 0)

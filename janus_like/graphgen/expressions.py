@@ -369,6 +369,8 @@ class ExpressionsMixin:
             raise Unsupported("data-dependent-python", "string methods on a formatted graph value", self.site)
         if isinstance(obj, (type, types.FunctionType)):  # `Registry.table`, `fn.cache`
             return self.shared_attribute(obj, name, getattr(obj, name), key)
+        if name == "__dict__" and id(obj) in self.new_objects:  # (outputs.spec builds the object, not this dict)
+            raise Unsupported("object-construction", "the __dict__ of an object made in the function", self.site)
         return getattr(obj, name)
 
     def array_attribute(self, x, name):

@@ -131,6 +131,20 @@ def extended_log(st, x, y):
     return loss
 
 
+def vars_of_made(st, x, y):
+    loss, g, _ = _sgd(st["w"], x, y)
+    m = Metrics(float(loss), 0.0)
+    d = vars(m)  # its own dict: eager's `d is m.__dict__` (the graph built them apart: a wrong identity)
+    d["acc"] = 1.0
+    return m, d
+
+
+def dict_of_made(st, x, y):
+    loss, g, _ = _sgd(st["w"], x, y)
+    m = Metrics(float(loss), 0.0)
+    return m, m.__dict__
+
+
 def _calls(n=12):
     return [lambda s, i=i: (s, random_array(i, (8, 4)), random_array(i + 100, (8, 2))) for i in range(n)]
 
@@ -147,7 +161,7 @@ def test_objects_made_in_the_step(fn):
     assert jf.stats()["fallbacks"] == 0 and jf.stats()["regenerations"] == 0, jf.explain()
 
 
-@pytest.mark.parametrize("fn", [post_init_step, custom_init_step, written_after_made])
+@pytest.mark.parametrize("fn", [post_init_step, custom_init_step, written_after_made, vars_of_made, dict_of_made])
 def test_objects_whose_construction_does_more_stay_eager(fn):
     jf = check(lambda: (fn, _state()), _calls(6), min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and "object-construction" in fallback_reasons(jf), jf.explain()
