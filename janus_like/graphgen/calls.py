@@ -30,7 +30,7 @@ from .early_returns import function_body
 from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import joined_text
 from .recursion import recursion_kind
-from .py_numbers import (_HEAPQ, _STATISTICS, is_library_of_numbers, is_number_call, library_of_numbers,
+from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers,
                          mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick)
 from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
@@ -39,7 +39,6 @@ from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRA
                       _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_dataclass)
 
 
-_NUMBER_LIBRARY = _STATISTICS | _HEAPQ
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
                         itertools.permutations, itertools.combinations, itertools.combinations_with_replacement,
                         itertools.accumulate, itertools.pairwise))
@@ -187,7 +186,7 @@ class CallsMixin:
                 return result
         if module.startswith("scipy.") and library_operands(func) is not None and _any_abstract((args, kwargs)):
             return self.library_call(func, args, kwargs)  # scipy.special.logsumexp(z, axis=1): a library node
-        if func in _NUMBER_LIBRARY:  # statistics.mean(losses), heapq.nlargest(k, losses)
+        if func in LIBRARY_OF_NUMBERS:  # statistics.mean(losses), heapq.nlargest(k, losses)
             args = self._containers(args, (list, tuple, collections.deque))
             if is_library_of_numbers(func, args, kwargs):
                 return library_of_numbers(self.builder, func, args, self.site)

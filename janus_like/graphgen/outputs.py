@@ -350,10 +350,8 @@ def _new_object(cls, names, values):
 def _spec_token(spec):
     """The token of a list, dict, dataclass object or input view spec (one object however often
     it appears)."""
-    if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict"):
-        return spec[2]
-    if isinstance(spec, tuple) and spec and spec[0] == "object":
-        return spec[3]
+    if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict", "object"):
+        return spec[-1]
     if isinstance(spec, tuple) and spec and spec[0] == "index":
         return spec[3]
     return None

@@ -74,12 +74,13 @@ _STATISTICS = frozenset(getattr(statistics, n) for n in (
     "geometric_mean", "harmonic_mean") if hasattr(statistics, n))
 _TWO_ITEMS = frozenset((statistics.stdev, statistics.variance))
 _HEAPQ = frozenset((heapq.nlargest, heapq.nsmallest))
+LIBRARY_OF_NUMBERS = _STATISTICS | _HEAPQ  # (library_of_numbers)
 
 
 def is_library_of_numbers(func, args, kwargs) -> bool:
     """`statistics.mean(losses[-10:])`, `heapq.nlargest(k, losses)`: standard-library Python
     functions of a list of Python numbers some of which the graph holds (`library_of_numbers`)."""
-    if func not in _STATISTICS and func not in _HEAPQ or kwargs:
+    if func not in LIBRARY_OF_NUMBERS or kwargs:
         return False
     items = args[0] if func in _STATISTICS and len(args) == 1 else args[1] if len(args) == 2 else None
     return isinstance(items, (list, tuple)) and any(isinstance(a, Sym) for a in items)

@@ -218,40 +218,42 @@ class FailuresMixin:
 
 
 _STEP = re.compile(r"\.(\w+)|\[('(?:[^'\\]|\\.)*'|-?\d+)\]")
+_MISSING = object()
 
 
-def _room_at(path, args):
-    """How many more items the bounded deque an assumption's path names (`arg0['window']`,
-    `arg1.scores`) takes before it is full, followed from the call's arguments; None for anything
-    else or a path that cannot be followed."""
+def _object_at(path, args):
+    """The object an assumption's path names (`arg1`, `arg0.history`, `arg0['window']`), followed
+    from the call's arguments; _MISSING for a path that cannot be followed."""
     head = re.match(r"arg(\d+)", path)
     if head is None:
-        return None
+        return _MISSING
     try:
         obj, at = args[int(head.group(1))], head.end()
         while at < len(path):
             step = _STEP.match(path, at)
             if step is None:
-                return None
+                return _MISSING
             obj = getattr(obj, step.group(1)) if step.group(1) else obj[ast.literal_eval(step.group(2))]
             at = step.end()
     except Exception:
-        return None
+        return _MISSING
+    return obj
+
+
+def _room_at(path, args):
+    """How many more items the bounded deque an assumption's path names takes before it is full;
+    None for anything else."""
+    obj = _object_at(path, args)
     if not isinstance(obj, collections.deque) or obj.maxlen is None:
         return None
     return max(obj.maxlen - len(obj), 0)
 
 
 def _size_at(path, args):
-    """len() of the container an assumption's path names (`arg1`, `arg0.history`), followed from
-    the call's arguments; None for a path with items or anything that fails."""
-    head, _, rest = path.partition(".")
-    if not head.startswith("arg") or not head[3:].isdigit() or "[" in path:
-        return None
+    """len() of the container an assumption's path of attributes names (`arg1`, `arg0.history`);
+    None for a path with items or anything that fails."""
+    obj = _MISSING if "[" in path else _object_at(path, args)
     try:
-        obj = args[int(head[3:])]
-        for name in filter(None, rest.split(".")):
-            obj = getattr(obj, name)
-        return len(obj)
+        return None if obj is _MISSING else len(obj)
     except Exception:
         return None

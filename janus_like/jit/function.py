@@ -492,11 +492,9 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: 
         >>> all((f(x) == np.tanh(x) * 2).all() for _ in range(5))
         True
     """
-    if fn is None:
-        return lambda f: JitFunction(f, warmup, max_graphs, regen_after, mode, reassociate=reassociate,
-                                     native=native, choose=choose)
-    return JitFunction(fn, warmup, max_graphs, regen_after, mode, reassociate=reassociate, native=native,
-                       choose=choose)
+    make = functools.partial(JitFunction, warmup=warmup, max_graphs=max_graphs, regen_after=regen_after, mode=mode,
+                             reassociate=reassociate, native=native, choose=choose)
+    return make if fn is None else make(fn)
 
 
 __all__ = ["jit", "JitFunction", "REASONS"]
