@@ -407,7 +407,9 @@ _FUNCTIONS = {
     np.full_like: lambda a, fill_value, dtype=None: F.full_like(a, fill_value, dtype),
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
-    np.copy: lambda a, order="K": a.copy(), np.pad: lambda array, pad_width, mode="constant": F.pad(array, pad_width),
+    # (np.copy of a NumPy scalar is a 0-d ndarray, where the scalar's own copy() is a scalar)
+    np.copy: lambda a, order="K": a.copy() if isinstance(a, Tensor) else _registry.bind(_registry.P.copy, a),
+    np.pad: lambda array, pad_width, mode="constant": F.pad(array, pad_width),
     np.roll: lambda a, shift, axis=None: F.roll(a, shift, axis), np.flip: lambda m, axis=None: F.flip(m, axis),
     np.nan_to_num: F.nan_to_num, np.tile: lambda A, reps: F.tile(A, reps),
     np.round: F.round, np.around: F.round, np.cumsum: F.cumsum,

@@ -60,6 +60,12 @@ class AttributesMixin:
                 attr = klass.__dict__[name]
                 break
         else:
+            fallback = getattr(type(target), "__getattr__", None) if mro[0] is type(target) else None
+            if fallback is dict.__getitem__:  # `class Config(dict): __getattr__ = dict.__getitem__`
+                return self.getitem(obj, name, key)
+            if isinstance(fallback, types.FunctionType):  # the class's own __getattr__, inlined
+                self.class_member(type(target), "__getattr__")
+                return self.inline(fallback, [obj, name], {})
             raise AttributeError(name)
         if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
             method = input_rng_method(obj, name)

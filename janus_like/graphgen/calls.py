@@ -32,7 +32,7 @@ from .effects import joined_text
 from .recursion import recursion_kind
 from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers,
                          mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick)
-from .values import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from .values import BoundMethod, array_copy, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
 from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS,
                       _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key,
@@ -250,14 +250,14 @@ class CallsMixin:
         src = args[0]
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if isinstance(src, Sym) and src.kind == "array" and dtype is None and len(args) == 1 and not kwargs:
-            return _as_kind(Sym(src.node, "array").copy(), "tensor")  # eager copies: its own buffer, 0-d an array
+            return _as_kind(array_copy(Sym(src.node, "array")), "tensor")  # eager copies: its own buffer, 0-d an array
         if isinstance(src, Sym) and src.kind == "tensor" and dtype is None and len(args) == 1 and not kwargs:
-            return _as_kind(Sym(F.stop_gradient(src).node, "array").copy(), "tensor")  # on its device
+            return _as_kind(array_copy(Sym(F.stop_gradient(src).node, "array")), "tensor")  # on its device
         if backend._state["device"] != "cpu" or len(args) > 2 or set(kwargs) - {"dtype"}:
             raise Unsupported("unsupported-call", "tensor() of graph values with these arguments", self.site)
         out = convert(np.array, [src], {} if dtype is None else {"dtype": dtype}, self.site)
         if isinstance(out, Sym) and out.shape == ():  # of a number: a 0-d array, as eager's Tensor holds
-            out = out.copy()
+            out = array_copy(out)
         return _as_kind(out, "tensor")
 
     def call_library(self, func, args, kwargs):

@@ -217,6 +217,9 @@ class ContainersMixin:
         self.flush_appends(ref.obj)
         s = self.shadows.get(id(ref.obj))
         if s is None:
+            if not _plain_protocol(ref.obj):
+                raise Unsupported("unsupported-call", f"a write into a {type(ref.obj).__name__}, whose class "
+                                                      "has its own item methods", self.site)
             self.written_containers.add(id(ref.obj))  # its float items: read as inputs (evaluator._dynamic)
             base = self.materialize(ref, self.site)
             s = dict(base) if isinstance(base, dict) else list(base)
@@ -268,6 +271,32 @@ class ContainersMixin:
             if not _any_objref(items):  # (as a namedtuple made here: calls.py)
                 return type(target)(*items)
         raise Unsupported("unsupported-call", f"{type(target).__name__}.{name} on an input container", self.site)
+
+
+_BUILTIN_CONTAINERS = (list, dict, tuple, collections.deque)
+# what the graph's shadow of a container (a plain list or dict) does as the container would only
+# where the container's class keeps its builtin base's
+_PROTOCOL = ("__getitem__", "__setitem__", "__contains__", "__iter__", "__len__")
+
+
+def builtin_member(target, name):
+    """`target.name` of a list, dict, tuple or deque (or a subclass): "method" where it is the
+    builtin base's own method (what ContainerMethod does as the base does), "data" for the base's
+    data attribute (a deque's `maxlen`), None for anything the subclass defines or overrides (a
+    `CappedList.append`, a `Counter.update`, an attribute of its own: read as any object's)."""
+    base = next(b for b in type(target).__mro__ if b in _BUILTIN_CONTAINERS)
+    attr = getattr(type(target), name, None)
+    if attr is None or attr is not getattr(base, name, None):
+        return None
+    return "method" if callable(attr) else "data"
+
+
+def _plain_protocol(target) -> bool:
+    """A container whose class keeps its builtin base's item protocol (not a dict subclass's own
+    `__setitem__`), which the graph's shadow of it follows."""
+    if isinstance(target, collections.OrderedDict):  # its own item methods keep dict's order
+        return type(target).__mro__.index(collections.OrderedDict) == 0
+    return all(builtin_member(target, name) == "method" for name in _PROTOCOL if hasattr(type(target), name))
 
 
 # a deque's writes its list shadow makes as the deque does (then `_bound`): not `insert`, which a

@@ -20,7 +20,7 @@ import numpy as np
 from ..ops import api as F
 from ..ops.registry import P, bind
 from .support import _any_abstract, _as_kind
-from .values import OPAQUE, TENSOR_BUFFER, Sym, Unsupported
+from .values import OPAQUE, TENSOR_BUFFER, Sym, Unsupported, array_copy
 
 _CONSTRUCTORS = (np.asarray, np.asanyarray, np.array)
 
@@ -117,13 +117,13 @@ def _scalar(x, dtype):
 def _one(func, x, dtype):
     """np.asarray / np.array of one graph value."""
     if x.kind == "py" or (func is np.array and x.shape == ()):
-        out = _as_kind(Sym(x.node, "array").copy(), "array")  # a fresh 0-d array (NumPy scalars too)
+        out = _as_kind(array_copy(Sym(x.node, "array")), "array")  # a fresh 0-d array (NumPy scalars too)
     elif x.shape == ():
         out = _as_kind(bind(P.asarray, x), "array")  # a NumPy scalar becomes a 0-d array
     elif func is np.array:
         if dtype is not None and dtype != x.dtype:
             return _as_kind(F.cast(x, dtype), "array")  # astype copies
-        out = _as_kind(Sym(x.node, "array").copy(), "array")
+        out = _as_kind(array_copy(Sym(x.node, "array")), "array")
     else:
         out = x  # np.asarray of an array is the array
     if dtype is not None and dtype != out.dtype:
@@ -160,7 +160,7 @@ def _nested(rows, dtype, name, site):
             return np.array(x, dtype=target)  # a constant part
         x = _detach(x)
         if x.kind == "py":
-            x = _as_kind(Sym(x.node, "array").copy(), "array")
+            x = _as_kind(array_copy(Sym(x.node, "array")), "array")
         return x if x.dtype == target else F.cast(x, target)
 
     out = _as_kind(build(rows), "array")

@@ -12,7 +12,7 @@ import types
 from ..ops.registry import P
 from .attributes import user_method
 from .support import _any_abstract, _any_objref, _as_kind, _str_parts
-from .values import CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, array_copy
 
 
 class EffectsMixin:
@@ -35,7 +35,7 @@ class EffectsMixin:
         if isinstance(v, VarRef):
             return VarSnapshot(Sym(v.node, "tensor"), v.var)
         if isinstance(v, Sym) and v.origin is not None:  # the live buffer is written at commit
-            return _as_kind(Sym(v.node, "array").copy(), v.kind)
+            return _as_kind(array_copy(Sym(v.node, "array")), v.kind)
         if isinstance(v, Sym):  # its value now: a later in-place write (`y += 1`) points v at a new node
             return Sym(v.node, v.kind)
         if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):

@@ -168,7 +168,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         elif isinstance(v, np.generic):
             if self._dynamic(slot, ast_key):
                 prog.check_type(slot, site)
-                out = Sym(self.input_node(slot, np.asarray(v)), "array")
+                out = Sym(self.input_node(slot, np.asarray(v), numpy_scalar=True), "array")
             else:
                 prog.check_value(slot, site)
                 out = v
@@ -239,11 +239,13 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             return True  # a float the function assigns (there, or into this container) may change on any call
         return self.profile is not None and ast_key is not None and self.profile.varies(ast_key)
 
-    def input_node(self, slot, array, python_number=False):
+    def input_node(self, slot, array, python_number=False, numpy_scalar=False):
         arr = array if hasattr(array, "shape") and hasattr(array, "dtype") else np.asarray(array)
         params = {"slot": slot.index, "name": slot.text}
         if python_number:  # the run-time value is an int or float, not a NumPy value (ir.numpy_typed)
             params["python"] = True
+        if numpy_scalar:  # np.float64, not a 0-d ndarray (values.numpy_scalar)
+            params["scalar"] = True
         if backend.device_of(arr) == "gpu":
             params["device"] = "gpu"  # see executor/placement.py
         node = ir.Node(ir.INPUT, (), params, (tuple(arr.shape), np.dtype(arr.dtype)))

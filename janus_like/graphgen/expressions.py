@@ -17,8 +17,12 @@ from ..tensor import Tensor
 from .builder import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
-from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
-from .support import ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key, _is_basic_index, _str_parts, _truth_value, _unwrap_obj
+from .values import OPAQUE, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from . import windows
+from .containers import builtin_member
+from .windows import WINDOW, DynamicSlice, has_dynamic_slice, window_index
+from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key,
+                      _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj)
 
 
 class ExpressionsMixin:
@@ -41,8 +45,8 @@ class ExpressionsMixin:
 
     def expr_Slice(self, node, frame):
         parts = [None if p is None else self.eval(p, frame) for p in (node.lower, node.upper, node.step)]
-        if _any_abstract(parts):
-            raise Unsupported("data-dependent-python", "slice bounds computed in the graph", self.site)
+        if _any_abstract(parts):  # (an array's window: windows.py; anything else refuses it)
+            return DynamicSlice(*parts)
         return slice(*parts)
 
     def expr_Tuple(self, node, frame):
@@ -320,7 +324,13 @@ class ExpressionsMixin:
             if fields is not None and name in fields:  # a namedtuple's field: its item
                 return self.getitem(obj, fields.index(name), key)
             if isinstance(target, (list, dict, tuple, collections.deque)):
-                return ContainerMethod(obj, name)
+                kind = builtin_member(target, name)
+                if kind == "method" or (fields is not None and name in ("_replace", "_asdict")):
+                    return ContainerMethod(obj, name)
+                if kind == "data":  # `q.maxlen`: read, its value guarded, as an attribute's
+                    slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
+                    return self.classify(slot, self.site, key)
+                # else a subclass's own: its attributes, properties and methods (an `append` it overrides)
             inst = getattr(target, "__dict__", {})
             if name in inst:
                 slot, _ = self.prog.attr(obj.slot, name, inst[name])
@@ -388,11 +398,18 @@ class ExpressionsMixin:
         return x.dtype.itemsize * (int(x.size) if name == "nbytes" else 1)
 
     def getitem(self, obj, index, ast_key=None):
+        if has_dynamic_slice(index):
+            if not (isinstance(obj, Sym) and obj.kind == "array"):
+                windows.refuse(self)
+            out = _as_kind(F.getitem(obj, window_index(self, obj, index)), "array")
+            out.view = (OPAQUE, WINDOW)  # a copy where eager's slice is a view (windows.py)
+            self.builder.alias(obj, out)
+            return out
         if isinstance(obj, Sym):
             out = F.getitem(obj, _unwrap_obj(index))
             if obj.kind == "array":
                 out = _as_kind(out, "array")
-                if _is_basic_index(index):
+                if _is_basic_index(index) and not _is_element_index(index, obj.ndim):  # (an element: a copy)
                     out.view = (obj, _unwrap_obj(index))
                     self.builder.alias(obj, out)
             return out

@@ -18,6 +18,7 @@ from .. import ir
 from ..tensor import Tensor, _next_id, _wrap
 from .support import _any_abstract, field_values
 from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .windows import WINDOW
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
 
@@ -58,6 +59,9 @@ class Outputs:
         if isinstance(v, Sym):
             if v.kind == "stale":
                 raise Unsupported("view-write", "returning a view whose base was written in place", "")
+            if views and v.view is not None and v.view[1] is WINDOW:  # (windows.py)
+                raise Unsupported("view-write", "returning or storing a slice whose bounds the graph computes "
+                                                "(eager's is a view of its array, the graph's a copy)", "")
             self.escape(v, "returned, stored or printed")
             if v.origin is not None and v.kind in ("array", "tensor"):
                 return ("slot", v.origin)

@@ -14,8 +14,11 @@ import numpy as np
 
 from ..ops import api as F
 from ..source import site_key
+from . import windows
 from .builder import OPAQUE, SymbolicTape
-from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef
+from ..ops.registry import P, bind
+from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
+from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import ContainerMethod, _BINOPS, _Break, _Continue, _MISSING, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
 
 
@@ -26,7 +29,8 @@ _GENERIC_SETATTR = frozenset({object.__setattr__, types.SimpleNamespace.__setatt
 _OPAQUE_WRITES = ((None, "a name that refers to one of several arrays (which one depends on a branch taken or a "
                          "loop's trip count)"),
                   (TENSOR_BUFFER, "an ndarray sharing a Tensor's buffer (np.asarray(t), t.numpy())"),
-                  (CACHED, "an array an lru_cache function returned (eager's write changes its cache)"))
+                  (CACHED, "an array an lru_cache function returned (eager's write changes its cache)"),
+                  (WINDOW, "a slice whose bounds the graph computes (a copy in the graph)"))
 
 class StatementsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
@@ -144,6 +148,9 @@ class StatementsMixin:
             obj = self.eval(target.value, frame)
             index = self.eval(target.slice, frame)
             cur = self.getitem(obj, index, site_key(frame.filename, target))
+            if isinstance(cur, Sym) and cur.view is not None and cur.view[1] is WINDOW:  # read, computed, written back
+                self.setitem(obj, index, self.inplace_value(cur, op(Sym(cur.node, "array"), rhs)))
+                return
             was_view = isinstance(cur, Sym) and cur.view is not None and cur.view[0] is obj
             new = self.augment(cur, op, rhs)
             if not (was_view and new is cur):  # a view's in-place write already updated obj
@@ -159,6 +166,8 @@ class StatementsMixin:
             if op is operator.sub:
                 return cur.assign_sub(rhs)
             return cur.assign(op(Sym(cur.node, "array"), rhs))
+        if isinstance(cur, Sym) and cur.kind == "array" and cur.ndim == 0 and numpy_scalar(cur):
+            return self.binop(op, cur, rhs)  # a NumPy scalar: a new value (what held the old one keeps it)
         if isinstance(cur, Sym) and cur.kind in ("array", "tensor"):
             self.builder.escape(cur, "updated in place (`x += ...`)")
             new = op(cur, rhs)
@@ -209,6 +218,8 @@ class StatementsMixin:
             raise Unsupported("view-write", f"in-place write through {what}", self.site)
         if self.pure_depth:
             self.branch_box_write(box)
+        if box.kind == "array" and box.ndim == 0 and numpy_scalar(new) and not numpy_scalar(box):
+            new = _as_kind(bind(P.copy, new), "array")  # NumPy writes into the 0-d ndarray, which stays one
         box.node = new.node
         if box.view is not None:
             base, index = box.view
@@ -382,6 +393,10 @@ class StatementsMixin:
                                                  "created inside the function", self.site)
 
     def setitem(self, obj, index, value):
+        if has_dynamic_slice(index):
+            if not (isinstance(obj, Sym) and obj.kind == "array") or isinstance(obj, VarRef):
+                windows.refuse(self)
+            index = window_index(self, obj, index)
         if isinstance(obj, Sym):
             if isinstance(obj, VarRef):
                 new = F.index_update(Sym(obj.node, "array"), _unwrap_obj(index), _raw(value))

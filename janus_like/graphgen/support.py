@@ -244,6 +244,13 @@ def _is_basic_index(index):
                for i in items)
 
 
+def _is_element_index(index, ndim):
+    """`w[0]` of a 1-d array, `W[1, 0]`, `a[()]` of a 0-d one: one integer per axis, which NumPy
+    answers with a NumPy scalar, a copy of the element (not a view, as `W[0, ...]` is)."""
+    items = index if isinstance(index, tuple) else (index,)
+    return len(items) == ndim and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items)
+
+
 def _concrete_type_probe(v):
     if isinstance(v, ObjRef):
         return v.obj

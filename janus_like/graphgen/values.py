@@ -30,6 +30,45 @@ TENSOR_BUFFER = object()
 CACHED = object()  # ... that is an array a `functools.lru_cache` function returned (eager's write changes the cache)
 
 
+# ops whose 0-d result is a 0-d ndarray (np.array(s), np.asarray(s), np.where, a[...] = v), and ops
+# whose 0-d result is what their operand is (a NumPy scalar's reshape, astype, .T is a NumPy scalar)
+_ZERO_D_ARRAY_OPS = frozenset({"copy", "asarray", "ascontiguousarray", "zeros_like", "ones_like", "full_like", "where",
+                               "tensordot", "roll", "sort", "tile", "pad", "broadcast_to", "index_update", "index_add",
+                               "add_at"})
+_OPERAND_TYPE_OPS = frozenset({"cast", "reshape", "squeeze", "transpose", "real", "imag", "view", "flip",
+                               "reshape_like", "broadcast_like", "sum_to", "diagonal"})
+
+
+def numpy_scalar(v) -> bool:
+    """Whether a 0-d graph array is a NumPy scalar when the graph runs (`x.sum()`, `w[0]`,
+    `np.float64(s)`), not a 0-d ndarray (`np.array(s)`, `a[...]`, an input array). The graph runs
+    NumPy's own operations, so the answer is NumPy's for each op, and eager's meaning of the
+    code follows it: `s += g` binds a new scalar (what else holds the old one keeps it) but
+    writes a 0-d ndarray in place; `s.copy()` of a scalar is a scalar."""
+    node = v.node
+    while node.aval is not None and len(node.aval[0]) == 0:
+        if node.op == ir.INPUT:
+            return bool(node.params.get("scalar") or node.params.get("python"))
+        if node.op == ir.CONST:
+            return not isinstance(node.params["value"], np.ndarray)
+        if node.op == "getitem":  # one integer per axis: an element (`a[...]`, `a[0, ...]`: a 0-d view)
+            return Ellipsis not in node.params["index"][0]
+        if node.op in _ZERO_D_ARRAY_OPS:
+            return False
+        if node.op not in _OPERAND_TYPE_OPS or not node.inputs or not isinstance(node.inputs[0], ir.Node):
+            return True  # ufuncs, reductions, matmul of vectors, np.float64(x), library calls
+        node = node.inputs[0]
+    return False
+
+
+def array_copy(v):
+    """A new ndarray holding v's value (a 0-d one for a NumPy scalar, as np.array(s) gives),
+    where `v.copy()` follows NumPy's method (a scalar's copy is a scalar)."""
+    from ..ops.registry import P, bind
+
+    return bind(P.copy, v)
+
+
 class Unsupported(Exception):
     """The generator cannot convert this code; the function stays eager for this signature."""
 
@@ -126,6 +165,8 @@ class Sym(ArrayMethods):
     def copy(self):
         from ..ops.registry import P, bind
 
+        if self.kind == "array" and self.ndim == 0 and numpy_scalar(self):  # `x.sum().copy()`: a NumPy scalar
+            return bind(P.numpy_scalar, self, dtype=self.dtype)
         return bind(P.copy, self)
 
     @property
@@ -299,7 +340,7 @@ class VarRef(Sym):
         if value.dtype != self.dtype:
             value = F.cast(value, self.dtype)
         if value.node.op in ir.ALIASING_OPS:  # eager assign copies: later reads (`v[1]`, `v.numpy()`)
-            value = Sym(value.node, "array").copy()  # must not be views of the input assigned
+            value = array_copy(Sym(value.node, "array"))  # must not be views of the input assigned
         self.node = value.node
         self.writes += 1
         self.dirty = True

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import types
 import weakref
 
@@ -73,6 +74,14 @@ class Hooks:
         self.profile.record_value(key, value)
         return value
 
+    def a(self, key, obj, name):
+        """`obj.name`: a property of a user class is read through its getter's profiled copy (a
+        learning-rate schedule's `lr` reads a step counter and branches on it: both profiled)."""
+        getter = _property_getter(type(obj), name)
+        value = getattr(obj, name) if getter is None else profiled_callable(getter, self)(obj)
+        self.profile.record_value(key, value)
+        return value
+
     def s(self, key, container, index):
         value = container[index]
         self.profile.record_value(key, value)
@@ -98,6 +107,20 @@ class Hooks:
         if type(name) is str and name in getattr(obj, "__dict__", ()):
             self.profile.record_value(member_key(obj, ("attr", name)), value)
         return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _property_getter(cls, name):
+    """The getter of the user property `cls.name` (None: another attribute, or a class that
+    finds its attributes in its own way)."""
+    if getattr(cls, "__getattribute__", None) is not object.__getattribute__ or hasattr(cls, "__getattr__"):
+        return None
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            getter = attr.fget if type(attr) is property else None
+            return getter if isinstance(getter, types.FunctionType) and not _skip(getter) else None
+    return None
 
 
 _BUILTIN_METHOD = type({}.get)
@@ -344,9 +367,13 @@ class _Instrument(ast.NodeTransformer):
 
     def visit_Attribute(self, node):
         self.generic_visit(node)
-        if isinstance(node.ctx, ast.Load):
+        if not isinstance(node.ctx, ast.Load):
+            return node
+        if node.attr.startswith("__") and not node.attr.endswith("__"):  # (a private name: mangled by the compiler)
             return ast.copy_location(self.hook("v", node, node), node)
-        return node
+        read = ast.Call(ast.Attribute(ast.Name("__jlp", ast.Load()), "a", ast.Load()),
+                        [self.key(node), node.value, ast.Constant(node.attr)], [])
+        return ast.copy_location(read, node)
 
     def visit_Subscript(self, node):
         self.generic_visit(node)

@@ -3,7 +3,9 @@ compare outputs, printed output, every piece of reachable state and the NumPy gl
 every call."""
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import io
 import math
 import os
@@ -101,7 +103,7 @@ def assert_same(a, b, path="value", seen=None, flags=False):
     seen = set() if seen is None else seen
     if id(a) in seen:
         return
-    if isinstance(a, (list, dict)) or hasattr(a, "__dict__"):
+    if isinstance(a, (list, dict, collections.deque)) or hasattr(a, "__dict__") or _slots(type(a)):
         seen.add(id(a))
     assert type(a) is type(b), f"{path}: type {type(a).__name__} != {type(b).__name__}"
     if isinstance(a, Tensor):
@@ -117,24 +119,50 @@ def assert_same(a, b, path="value", seen=None, flags=False):
         assert a.dtype == b.dtype and (a == b or (a != a and b != b) or _close(a, b)), f"{path}: {a!r} != {b!r}"
     elif isinstance(a, float):
         assert a == b or (math.isnan(a) and math.isnan(b)) or _close(a, b), f"{path}: {a!r} != {b!r}"
-    elif isinstance(a, (list, tuple)):
+    elif isinstance(a, (list, tuple, collections.deque)):
         assert len(a) == len(b), f"{path}: length {len(a)} != {len(b)}"
+        if isinstance(a, collections.deque):
+            assert a.maxlen == b.maxlen, f"{path}: maxlen {a.maxlen} != {b.maxlen}"
         for i, (x, y) in enumerate(zip(a, b)):
             assert_same(x, y, f"{path}[{i}]", seen, flags)
+        _same_attributes(a, b, path, seen, flags)  # (a list subclass's own attributes)
     elif isinstance(a, dict):
         simple = all(isinstance(k, (str, int, float, tuple, type(None))) for k in a)
         assert (list(a.keys()) == list(b.keys())) if simple else len(a) == len(b), f"{path}: keys {list(a)} != {list(b)}"
         for (ka, x), (kb, y) in zip(a.items(), b.items()):
             assert_same(x, y, f"{path}[{ka!r}]", seen, flags)
+        _same_attributes(a, b, path, seen, flags)
+    elif isinstance(a, types.CellType):  # a closure's variable
+        assert_same(a.cell_contents, b.cell_contents, f"{path}.cell_contents", seen, flags)
     elif isinstance(a, np.random.Generator):
         assert type(a.bit_generator) is type(b.bit_generator), f"{path}: bit generators differ"
         assert_same(a.bit_generator.state, b.bit_generator.state, f"{path}.state", seen)  # (MT19937's: an array)
     elif isinstance(a, (types.FunctionType, types.MethodType, type, types.ModuleType)) or callable(a) and not hasattr(a, "__dict__"):
         return
-    elif hasattr(a, "__dict__") and not isinstance(a, type):
-        assert_same(vars(a), vars(b), f"{path}.__dict__", seen, flags)
+    elif (hasattr(a, "__dict__") or _slots(type(a))) and not isinstance(a, type):
+        _same_attributes(a, b, path, seen, flags)
     else:
         assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+@functools.lru_cache(maxsize=None)
+def _slots(cls):
+    """The names of the `__slots__` an object of class cls has (its classes' own)."""
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else [n for n in slots if n not in ("__dict__", "__weakref__")]
+    return tuple(names)
+
+
+def _same_attributes(a, b, path, seen, flags):
+    """An object's attributes (its __dict__ and its slots) hold the same values on both sides."""
+    if hasattr(a, "__dict__"):
+        assert_same(vars(a), vars(b), f"{path}.__dict__", seen, flags)
+    for name in _slots(type(a)):
+        assert hasattr(a, name) == hasattr(b, name), f"{path}.{name}: set on one side only"
+        if hasattr(a, name):
+            assert_same(getattr(a, name), getattr(b, name), f"{path}.{name}", seen, flags)
 
 
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), np.generic, range, slice, frozenset,

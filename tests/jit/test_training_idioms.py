@@ -304,3 +304,39 @@ def test_p13_idioms():
     head."""
     jf = check(make_p13, [lambda s, k=k: (s["st"],) + data_p13[k % 3] for k in range(15)], min_graph_calls=10)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+# -------------------- a learning-rate schedule as a property of a scheduler object
+class WarmupCosine:
+    def __init__(self, base=0.1, warmup=4, total=20):
+        self.base, self.warmup, self.total, self.step_num = base, warmup, total, 0
+
+    @property
+    def lr(self):
+        s = self.step_num
+        if s < self.warmup:
+            return self.base * (s + 1) / self.warmup
+        progress = (s - self.warmup) / max(1, self.total - self.warmup)
+        return self.base * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    def advance(self):
+        self.step_num += 1
+
+
+def scheduled_step(st, x, y):
+    lr = st["sched"].lr
+    g = x.T @ (x @ st["w"] - y) / len(y)
+    st["w"] -= lr * g
+    st["sched"].advance()
+    return lr, float(np.square(x @ st["w"] - y).mean())
+
+
+def test_a_schedule_read_through_a_property():
+    """`sched.lr` is a property that reads the step counter and branches on it. The profiler
+    did not see inside property getters: the counter was taken for a constant (two fallbacks),
+    and the branch, never profiled, kept the step eager for good."""
+    r = np.random.default_rng(4)
+    data = [(r.standard_normal((8, 3)), r.standard_normal(8)) for _ in range(4)]
+    make = lambda: (scheduled_step, {"sched": WarmupCosine(), "w": np.zeros(3)})  # noqa: E731
+    jf = check(make, [lambda s, k=k: (s,) + data[k % 4] for k in range(16)], min_graph_calls=10)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()

@@ -1,0 +1,110 @@
+"""Slices of arrays whose bounds the graph computes: a replay buffer written at its write index
+(`data[i:i + n] = batch`, `i` a counter kept in the state), a window read behind it
+(`data[i - n:i]`), a sequence cut into chunks (`x[:, t:t + k]`).
+
+The bounds change every call, so they cannot be constants of the graph, but the window's length
+(`n`, `k`) is one: it is read off the bounds themselves, one being the other plus or minus a
+constant. The window is then the integer-array index `start + arange(n)` along its axis, which
+picks the same elements in the same order as the slice wherever the slice lies inside the
+axis. An assert node checks that it does (`0 <= start` and `start + n <= size`) on every call;
+a call where it does not (a slice NumPy would clip or count from the end) falls back to eager,
+and after repeated failures the site stays eager.
+
+Eager's slice is a view and the graph's window a copy: a write through the window (`w =
+data[i:i + n]; w += 1`) is refused, and the window goes stale when its array is written
+(statements.refresh_views), as reshaped views do. `data[i:i + n] += x` is read, computed and
+written back through the index (statements.stmt_AugAssign)."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .. import ir
+from ..jit.assumptions import Assumption
+from .values import Sym, Unsupported
+
+WINDOW = object()  # the second item of an OPAQUE view that is such a window (a copy in the graph)
+
+
+class DynamicSlice:
+    """`lo:hi:step` with a bound the graph computes, as `expr_Slice` gives it."""
+
+    __slots__ = ("start", "stop", "step")
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+
+def has_dynamic_slice(index) -> bool:
+    return any(type(i) is DynamicSlice for i in (index if type(index) is tuple else (index,)))
+
+
+def refuse(gen):
+    raise Unsupported("data-dependent-python", "slice bounds computed in the graph", gen.site)
+
+
+def window_index(gen, x, index):
+    """`index` (with one DynamicSlice) as an index of array graph value `x` that picks the same
+    elements, plus the assert node that keeps it so. Other items may be plain slices and an
+    Ellipsis only: with integers or arrays beside it, NumPy's rules would place the window's axis
+    elsewhere than the slice's."""
+    items = index if type(index) is tuple else (index,)
+    if any(not isinstance(i, (slice, DynamicSlice)) and i is not Ellipsis for i in items) \
+            or sum(type(i) is DynamicSlice for i in items) != 1 or sum(i is Ellipsis for i in items) > 1 \
+            or len(items) - (Ellipsis in items) > x.ndim:
+        refuse(gen)
+    at = next(k for k, i in enumerate(items) if type(i) is DynamicSlice)
+    axis = at if Ellipsis not in items[:at] else x.ndim - (len(items) - at)
+    s = items[at]
+    key = ("window", gen.site)
+    if s.step not in (None, 1) or key in gen.relaxed:
+        refuse(gen)
+    start, length = _start_and_length(s.start, s.stop)
+    if start is None:
+        refuse(gen)
+    size = x.shape[axis]
+    b = gen.builder
+    inside = b.py_op(_inside(length, size), start, sample=True)
+    b.assert_(inside, True, Assumption("shape", gen.site, f"[start:start + {length}] within {size}",
+                                       path="slice", relax=key))
+    positions = np.arange(length, dtype=np.int64)
+    window = positions if isinstance(start, int) else b.constant(positions, "array") + start
+    return items[:at] + (window,) + items[at + 1:]
+
+
+def _start_and_length(start, stop):
+    """(start, n) where stop is start + n, n a constant int (both read as one run-time value
+    plus a constant: `i:i + n`, `i - n:i`, `t + 1:t + 3`), or (None, None)."""
+    if start is None or stop is None:
+        return None, None
+    (lo_root, lo), (hi_root, hi) = _linear(start), _linear(stop)
+    if lo_root is None or lo_root is not hi_root or hi < lo:
+        return None, None
+    return start, hi - lo
+
+
+def _linear(v):
+    """v as (node, c): the value of `node` (a run-time Python int) plus the constant c; (None, v)
+    for a constant."""
+    if type(v) is int:
+        return None, v
+    c = 0
+    while isinstance(v, Sym) and v.node.op == ir.PY_OP and len(v.node.inputs) == 2:
+        fn, (a, b) = v.node.params["fn"], v.node.inputs
+        if fn is operator.add and type(b) is int and isinstance(a, ir.Node):
+            v, c = Sym(a, "py"), c + b
+        elif fn is operator.add and type(a) is int and isinstance(b, ir.Node):
+            v, c = Sym(b, "py"), c + a
+        elif fn is operator.sub and type(b) is int and isinstance(a, ir.Node):
+            v, c = Sym(a, "py"), c - b
+        else:
+            break
+    return (v.node, c) if isinstance(v, Sym) else (None, None)
+
+
+def _inside(length, size):
+    def check(start):
+        return 0 <= start and start + length <= size
+    check.__name__ = f"window_of_{length}_within_{size}"
+    return check

@@ -1,0 +1,128 @@
+"""NumPy scalars and 0-d arrays in jitted code. `w[0]` of a 1-d array, `x.sum()`, `x.mean()` are
+NumPy scalars: a copy of the value, which `+=` replaces with a new one (what else holds the old
+one keeps it). `np.array(s)`, `a[...]` and 0-d input arrays are 0-d ndarrays, which `+=` writes
+in place. Each case runs eager and jit side by side and compares results and state after every
+call."""
+import numpy as np
+
+from .harness import check, random_array
+
+
+def _calls(n=10, shape=(4,)):
+    return [lambda s, i=i: (s, random_array(i, shape)) for i in range(n)]
+
+
+def test_an_element_read_before_an_in_place_update_keeps_its_value():
+    """`first = w[0]; w += x`: NumPy's `w[0]` is a copy, not a view that sees the update."""
+    def step(st, x):
+        w, W = st["w"], st["W"]
+        first, corner, last = w[0], W[0, 0], w[-1]
+        row, zero_d = W[0], W[0, ...]  # a view of a row and a 0-d view: they do see it
+        w += x
+        W -= 0.1
+        return first, corner * 1.0, last, w[0], row.sum(), zero_d * 1.0
+
+    check(lambda: (step, {"w": random_array(1, (4,)), "W": random_array(2, (3, 3))}), _calls(), min_graph_calls=5)
+
+
+def test_a_numerical_gradient_check_that_perturbs_elements_in_place():
+    """The finite-difference check a training script runs now and then: each element saved
+    with `old = W[idx]`, perturbed in place, and put back."""
+    def step(st, x):
+        W = st["W"]
+        g = 2.0 * (W - x)
+        num = np.zeros_like(W)
+        for idx in np.ndindex(*W.shape):
+            old = W[idx]
+            W[idx] = old + 1e-4
+            fp = np.sum((W - x) ** 2)
+            W[idx] = old - 1e-4
+            fm = np.sum((W - x) ** 2)
+            W[idx] = old
+            num[idx] = (fp - fm) / 2e-4
+        W -= 0.1 * g
+        return float(np.abs(num - g).max())
+
+    check(lambda: (step, {"W": random_array(1, (2, 3))}), _calls(shape=(2, 3)), min_graph_calls=5)
+
+
+def test_an_element_augmented_in_a_local_leaves_the_array_alone():
+    def step(st, x):
+        w = st["w"]
+        e = w[0]
+        e += 1.0
+        w *= 0.5
+        return e, w.sum()
+
+    check(lambda: (step, {"w": random_array(1, (4,))}), _calls(), min_graph_calls=5)
+
+
+class AverageMeter:
+    """The running average a training script keeps (sum, count, average as attributes)."""
+
+    def __init__(self):
+        self.val = self.sum = self.avg = 0.0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+
+
+def test_an_attribute_that_holds_a_numpy_scalar_is_augmented():
+    """`self.sum += val * n` with `val` a NumPy scalar: from the second call the attribute holds
+    one, and `+=` makes a new one that must be stored back (the write was lost)."""
+    def step(st, x):
+        st["w"] -= 0.1 * x
+        acc = (x > 0).mean() * 100
+        st["top1"].update(acc, len(x))
+        st["loss"].update(float(np.square(x).mean()), len(x))
+        st["box"].total += x.mean()
+        return st["top1"].avg, st["box"].total
+
+    class Box:
+        def __init__(self):
+            self.total = np.float64(0.0)
+
+    check(lambda: (step, {"w": random_array(0, (4,)), "top1": AverageMeter(), "loss": AverageMeter(), "box": Box()}),
+          _calls(), min_graph_calls=5)
+
+
+def test_augmenting_a_numpy_scalar_binds_a_new_value():
+    """What held the old scalar keeps it: another name, a dict's old value read before."""
+    def step(st, x):
+        s = x.sum()
+        t = s
+        s += 1.0
+        before = st["acc"]
+        st["acc"] += x.mean()
+        return s, t, before, st["acc"]
+
+    check(lambda: (step, {"acc": np.float64(0.0)}), _calls(), min_graph_calls=5)
+
+
+def test_augmenting_a_zero_d_array_writes_it_in_place():
+    """A 0-d ndarray (`np.array(s)`, a 0-d input) is written in place: its other names see the
+    new value, and it stays an ndarray."""
+    def step(st, x):
+        a = np.array(x.sum())
+        b = a
+        a += 1.0
+        before = st["acc"]
+        st["acc"] += x.mean()
+        return a, b, before * 1.0, st["acc"]
+
+    check(lambda: (step, {"acc": np.zeros(())}), _calls(), min_graph_calls=5)
+
+
+def test_copies_of_numpy_scalars_and_zero_d_arrays_keep_their_types():
+    """`s.copy()` of a NumPy scalar is a NumPy scalar; `np.copy(s)` and `a.copy()` of a 0-d
+    array are 0-d arrays."""
+    def step(st, x):
+        s = x.sum()
+        a = np.array(x.max())
+        return s.copy(), np.copy(s), a.copy(), +s, a.astype(np.float32), a.T, a[()], a[...]
+
+    check(lambda: (step, {}), _calls(), min_graph_calls=5)

@@ -1,0 +1,98 @@
+"""Slices whose bounds the graph computes (graphgen/windows.py): a replay buffer written at a
+write index kept in the state, a window read behind it, chunks of a sequence at a position the
+state keeps. Each case runs eager and jit side by side on calls that include slices that leave
+the array (which NumPy clips, and the graph's assert sends to eager) and compares results and
+state after every call."""
+import numpy as np
+
+from .harness import check, fallback_reasons, random_array
+
+
+class Buffer:
+    def __init__(self, capacity, width):
+        self.data = np.zeros((capacity, width))
+        self.i = 0
+
+
+def test_a_replay_buffer_written_at_its_index_and_read_behind_it():
+    def step(st, batch):
+        n = len(batch)
+        i = st["i"]
+        st["data"][i:i + n] = batch
+        st["i"] = (i + n) % 12
+        recent = st["data"][i:i + n]
+        behind = st["data"][i + n - 4:i + n] if i + n >= 4 else st["data"][:4]
+        st["w"] -= 0.1 * recent.mean(0)
+        return recent.sum(), behind.mean(0)
+
+    make = lambda: (step, {"data": np.zeros((12, 3)), "i": 0, "w": random_array(0, (3,))})  # noqa: E731
+    jf = check(make, [lambda s, i=i: (s, random_array(i, (2, 3))) for i in range(16)], min_graph_calls=6)
+    assert "data-dependent-python" not in fallback_reasons(jf), jf.explain()
+
+
+def test_windows_that_leave_the_array_fall_back_to_eager():
+    """`x[t:t + 4]` near the end: NumPy gives fewer rows (and the write a shape error); the
+    graph's assert sends those calls to eager."""
+    def step(buf, x):
+        t = buf.i
+        chunk = buf.data[t:t + 4] * 2.0
+        buf.data[t:t + 4] += x[:len(chunk)]
+        buf.i += 3
+        return chunk.sum(0), chunk.shape
+
+    jf = check(lambda: (step, Buffer(14, 2)), [lambda s, i=i: (s, random_array(i, (4, 2))) for i in range(8)],
+               min_graph_calls=1)
+    assert "assumption" in fallback_reasons(jf), jf.explain()
+
+
+def test_chunks_of_a_sequence_at_a_position_in_the_state():
+    """Truncated backpropagation through time reads `x[:, t:t + k]`; an Ellipsis and slices
+    beside the window are fine."""
+    def step(st, x):
+        t = st["t"]
+        chunk = x[:, t:t + 3]
+        last = x[..., t + 2 - 1:t + 2]
+        st["t"] = (t + 3) % 6
+        st["h"] = np.tanh(st["h"] + chunk.sum(1))
+        return st["h"], last * 1.0
+
+    make = lambda: (step, {"t": 0, "h": np.zeros(2)})  # noqa: E731
+    check(make, [lambda s, i=i: (s, random_array(i, (2, 9))) for i in range(12)], min_graph_calls=6)
+
+
+def test_writes_through_a_window_reads_after_its_array_changed_and_returned_windows_stay_eager():
+    """Eager's window is a view: a write through it changes the array, it sees the array's
+    later writes, and returned it shares the array's memory. The graph's window is a copy,
+    so all three keep the step eager."""
+    def write_through(buf, x):
+        w = buf.data[buf.i:buf.i + 2]
+        w += x
+        buf.i = (buf.i + 1) % 4
+        return buf.data.sum()
+
+    def read_after(buf, x):
+        v = buf.data[buf.i:buf.i + 2]
+        buf.data *= 0.5
+        buf.data[0] += x[0]
+        buf.i = (buf.i + 1) % 4
+        return v.sum()
+
+    def returned(buf, x):
+        buf.i = (buf.i + 1) % 4
+        return buf.data[buf.i:buf.i + 2], x.sum()
+
+    calls = [lambda s, i=i: (s, random_array(i, (2, 3))) for i in range(8)]
+    for step in (write_through, read_after, returned):
+        jf = check(lambda: (step, Buffer(6, 3)), calls, min_graph_calls=0)
+        assert jf.stats()["graph_calls"] == 0 and "view-write" in fallback_reasons(jf), jf.explain()
+
+
+def test_slices_of_containers_by_graph_values_stay_eager():
+    def step(st, x):
+        st["log"].append(float(x.sum()))
+        k = st["k"]
+        st["k"] += 1
+        return st["names"][k:k + 2], x * 2
+
+    make = lambda: (step, {"log": [], "k": 0, "names": list("abcdefghijklmn")})  # noqa: E731
+    check(make, [lambda s, i=i: (s, random_array(i, (3,))) for i in range(8)], min_graph_calls=0)
