@@ -166,6 +166,42 @@ def functional(box, x, y):
     return StepMetrics(loss, norm, statistics.fmean(box["window"]))
 
 
+class Replay:
+    """A ring buffer of observations and returns, its write index an attribute."""
+
+    def __init__(self, capacity, width):
+        self.obs, self.ret, self.i = np.zeros((capacity, width)), np.zeros(capacity), 0
+
+
+class Meter:
+    def __init__(self):
+        self.sum, self.count = 0.0, 0
+
+    def update(self, value, n):
+        self.sum += value * n  # a NumPy scalar from the second call on
+        self.count += n
+
+    @property
+    def avg(self):
+        return self.sum / max(self.count, 1)
+
+
+def replay(st, obs, ret):
+    """A value step over a ring buffer: the batch written at the buffer's index and read back
+    (slices whose bounds the state keeps), a loss meter whose sum is a NumPy scalar, its average
+    a property."""
+    buf, n = st["buf"], len(obs)
+    i = buf.i
+    buf.obs[i:i + n] = obs
+    buf.ret[i:i + n] = ret
+    buf.i = (i + n) % len(buf.ret)
+    x, y = buf.obs[i:i + n], buf.ret[i:i + n]
+    err = x @ st["w"] - y
+    st["w"] -= 0.01 * x.T @ err / n
+    st["meter"].update((err ** 2).mean(), n)
+    return st["meter"].avg
+
+
 def _cases():
     rng = np.random.default_rng(0)
 
@@ -201,6 +237,7 @@ def _cases():
               for i in range(20)]
     pairs = [(np.repeat(rng.standard_normal((32, 32)), 2, 0) + 0.1 * rng.standard_normal((64, 32)),)
              for _ in range(20)]
+    transitions = [(rng.standard_normal((32, 16)), rng.standard_normal(32)) for _ in range(20)]
     return {
         "masked_mse": (masked_mse, mse_state, mse),
         "advantages": (advantages, None, adv),
@@ -211,6 +248,7 @@ def _cases():
         "kmeans": (kmeans, lambda: np.random.default_rng(2).standard_normal((8, 16)) * 3, points),
         "contrastive": (contrastive, lambda: {"w": np.random.default_rng(3).standard_normal((32, 16)) * 0.1}, pairs),
         "functional": (functional, functional_state, clipped),
+        "replay": (replay, lambda: {"buf": Replay(256, 16), "w": np.zeros(16), "meter": Meter()}, transitions),
     }
 
 

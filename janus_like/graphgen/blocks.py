@@ -22,36 +22,52 @@ class BlocksMixin:
         """`try`: the body runs as if it raises nothing (when a graph op raises at run time, the
         call falls back and eager's handler runs; after `regen_after` such calls the signature
         goes eager), then `else`, then `finally` (also on a return, break or continue leaving the
-        body). Unless the handlers caught something every time the warm-up entered the `try`: it
-        is expected to raise again, and the signature stays eager. A handler that caught only some
-        times (a cache filled on its first miss, `except KeyError: cache[k] = ...`) is no bar. An
-        exception raised while generating the body is a generation failure, never handled here
-        (the graph must not take a handler eager would not): when a handler catches it, this call
-        runs eagerly and a later one generates again."""
+        body). A handler that caught only some times (a cache filled on its first miss, `except
+        KeyError: cache[k] = ...`) is no bar. An exception raised while generating the body is a
+        generation failure, never handled here (the graph must not take a handler eager would
+        not): when a handler catches it, this call runs eagerly and a later one generates again.
+        Unless the inputs' guards decide it (a lookup of a key the state's dict lacks, its
+        absence guarded: an optional entry, `except KeyError: aux = None`): the graph then runs
+        the handler, as eager does on every call the guards pass. Where the handlers caught
+        something every time the warm-up entered the `try` and nothing of the kind is raised
+        while generating, it is expected to raise again at run time: the signature stays eager."""
+        always = False
         if node.handlers:
             if self.profile is None:
                 raise Unsupported("try", "a `try` with handlers in code the warm-up did not profile", self.site)
             entered = self.profile.branch(site_key(frame.filename, node))[0]
             n_caught = sum(self.profile.branch(site_key(frame.filename, h))[0] for h in node.handlers)
-            if n_caught and n_caught >= entered:
-                raise Unsupported("try", f"the handlers caught an exception each time the warm-up entered the "
-                                         f"`try` ({n_caught} of {entered})", self.site)
+            always = bool(n_caught and n_caught >= entered)
             self.try_sites.append(self.site)
+        site = self.site
         try:
-            self.guarded_body(node.body, frame, lambda: (
-                None if any(h.type is None for h in node.handlers)
-                else tuple(t for h in node.handlers if h.type is not None for t in _classes(self.eval(h.type, frame)))))
-            self.exec_block(node.orelse, frame)
+            try:
+                handled = self.guarded_body(node.body, frame, lambda: (
+                    None if any(h.type is None for h in node.handlers) else tuple(
+                        t for h in node.handlers if h.type is not None for t in _classes(self.eval(h.type, frame)))),
+                    node.handlers)
+            except Unsupported as exc:
+                if not (always and exc.reason == "try" and exc.retry):
+                    raise
+                handled = False  # (a raise no guard decides: as below)
+            if always and not handled:
+                raise Unsupported("try", f"the handlers caught an exception each time the warm-up entered the "
+                                         f"`try` ({n_caught} of {entered})", site)
+            if not handled:
+                self.exec_block(node.orelse, frame)
         except (_Return, _Break, _Continue, _Leave):  # leaving through `finally`, as Python does
             self.exec_block(node.finalbody, frame)
             raise
         self.exec_block(node.finalbody, frame)
 
-    def guarded_body(self, body, frame, caught):
+    def guarded_body(self, body, frame, caught, handlers=()):
         """Run a `try`'s (or a `with suppress(...)`'s) body as if it raises nothing. An exception
         the user's code raised while generating it that a handler catches (`caught()`: the
         classes, None for all) is never handled here: that call runs eagerly (Unsupported with
-        `retry`, a later call generates again)."""
+        `retry`, a later call generates again), unless guards decide it (`decided`, raised where
+        the generator stands at the `try`'s own level, not inside a conditional or loop node):
+        then the handler among `handlers` that catches it runs. Returns whether one ran."""
+        mark = self.raise_mark()
         try:
             self.exec_block(body, frame)
         except (_Return, _Break, _Continue, _Leave):
@@ -61,11 +77,33 @@ class BlocksMixin:
             if raised is not None:
                 classes = caught()
                 if classes is None or isinstance(raised, classes):
+                    handler = next((h for h in handlers if h.type is None
+                                    or isinstance(raised, _classes(self.eval(h.type, frame)))), None)
+                    if handler is not None and getattr(exc, "decided", None) == mark:
+                        self.handler_body(handler, raised, frame)
+                        return True
                     err = Unsupported("try", f"{type(raised).__name__} raised in the body, which a handler catches",
                                       self.site)
                     err.retry = True
                     raise err from exc
             raise
+        return False
+
+    def raise_mark(self):
+        """Where generation stands, as a raise decided by guards records it (`decided`): a raise
+        inside a conditional or loop node, or an inlined call, has another mark than its `try`."""
+        return len(self.frames), self.pure_depth, id(self.builder.block), len(self.builder.tapes)
+
+    def handler_body(self, handler, raised, frame):
+        """An `except` block for an exception the guards decide: `as e` names the exception
+        generation met (its type and text are eager's), unbound after the block as in Python."""
+        if handler.name is not None:
+            self.store_name(handler.name, raised, frame)
+        try:
+            self.exec_block(handler.body, frame)
+        finally:
+            if handler.name is not None:
+                frame.locals.pop(handler.name, None)
 
     def stmt_With(self, node, frame):
         """`with` a GradientTape, an np.errstate, or a `contextlib.suppress(...)` (its body as a

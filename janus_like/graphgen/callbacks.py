@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import operator
 import types
 
@@ -150,6 +151,27 @@ class CallbacksMixin:
                 yield self.call(f, items, {})
         return pulled()
 
+    def _accumulate(self, args, kwargs):
+        """`itertools.accumulate(rewards, lambda g, r: 0.9 * g + r)`, `accumulate(xs, operator.mul)`:
+        the running results, computed as they are pulled."""
+        func = args[1] if len(args) > 1 else kwargs.get("func")
+        if not 1 <= len(args) <= 2 or set(kwargs) - {"func", "initial"} or not is_user_callable(func):
+            return _NOT_HANDLED
+        source, initial = iter(self.iterate_lazily(args[0])), kwargs.get("initial")
+
+        def pulled():
+            acc = initial
+            if acc is None:  # (Python's: no initial value; the first item starts)
+                try:
+                    acc = next(source)
+                except StopIteration:
+                    return
+            yield acc
+            for x in source:
+                acc = self.call(func, [acc, x], {})
+                yield acc
+        return pulled()
+
     def _filter(self, args, kwargs):
         if kwargs or len(args) != 2 or not is_user_callable(args[0]):
             return _NOT_HANDLED
@@ -267,6 +289,7 @@ _HANDLERS = {
     min: lambda self, args, kwargs: self._extreme(min, args, kwargs),
     max: lambda self, args, kwargs: self._extreme(max, args, kwargs),
     functools.reduce: CallbacksMixin._reduce,
+    itertools.accumulate: CallbacksMixin._accumulate,
     # jl.grad(f) / jl.value_and_grad(f): made now (nothing runs yet); the closure they give is
     # inlined where it is called, and calls f there (autodiff.py marks it `_janus_inline`)
     autodiff.grad: lambda self, args, kwargs: autodiff.grad(*args, **kwargs),

@@ -123,6 +123,9 @@ class ContainersMixin:
         except (KeyError, IndexError, TypeError) as exc:
             err = Unsupported("user-error", f"lookup fails: {exc!r}", self.site)
             err.original = exc  # what eager raises here (a `try` around it may catch it)
+            if type(exc) is KeyError and isinstance(obj.obj, dict) and type(key) in (str, int, bool):
+                self.prog.check_contains(obj.slot, key, False, self.site)  # (a `try` may take its handler:
+                err.decided = self.raise_mark()  # on every call that passes the guards, eager's lookup raises)
             raise err from None
         if isinstance(obj.obj, (list, tuple)) and isinstance(key, int) and key < 0:
             if tail:
@@ -229,7 +232,7 @@ class ContainersMixin:
     def container_method(self, m, args, kwargs):
         ref, name = m.ref, m.name
         target = ref.obj
-        if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__"):
+        if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__", "__delitem__"):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
             if name in ("append", "extend") and type(target) in (list, collections.deque) \

@@ -61,9 +61,11 @@ class GeneratorLoopsMixin:
         evaluated then)."""
         call, index = node.iter, None
         if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "enumerate"
-                and 1 <= len(call.args) <= 2 and not call.keywords and isinstance(call.args[0], ast.Call)
+                and 1 <= len(call.args) + len(call.keywords) <= 2 and len(call.args) >= 1
+                and all(k.arg == "start" for k in call.keywords) and isinstance(call.args[0], ast.Call)
                 and self.load_name("enumerate", frame, call.func) is enumerate):
-            index = 0 if len(call.args) == 1 else self.eval(call.args[1], frame)
+            start = call.args[1:] or [k.value for k in call.keywords]  # `enumerate(gen(), 1)`, `start=1`
+            index = self.eval(start[0], frame) if start else 0
             if type(index) is not int:
                 raise Unsupported("unsupported-syntax", "enumerate() of a generator with a start the graph computes",
                                   self.site)

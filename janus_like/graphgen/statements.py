@@ -18,8 +18,10 @@ from . import windows
 from .builder import OPAQUE, SymbolicTape
 from ..ops.registry import P, bind
 from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
+from .containers import builtin_member
 from .windows import WINDOW, has_dynamic_slice, window_index
-from .support import ContainerMethod, _BINOPS, _Break, _Continue, _MISSING, _Return, _as_kind, _dict_key, _raw, _unwrap_obj
+from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
+                      _dict_key, _raw, _unwrap_obj)
 
 
 # `__setattr__`s that store into the instance's `__dict__` as object's does (SimpleNamespace's
@@ -291,6 +293,17 @@ class StatementsMixin:
         for t in node.targets:
             if isinstance(t, ast.Name) and t.id in frame.locals:
                 del frame.locals[t.id]
+            elif isinstance(t, ast.Subscript):  # `del history[0]`, `del log[:-100]`, `del cache[key]`
+                obj, index = self.eval(t.value, frame), self.eval(t.slice, frame)
+                if has_dynamic_slice(index) or _any_abstract(index):
+                    raise Unsupported("data-dependent-python", "del of an item the graph computes", self.site)
+                if isinstance(obj, ObjRef) and isinstance(obj.obj, (list, dict)) \
+                        and builtin_member(obj.obj, "__delitem__") == "method":
+                    self.container_method(ContainerMethod(obj, "__delitem__"), [_dict_key(index)], {})
+                elif type(obj) in (list, dict):  # a container the function made
+                    del obj[_dict_key(index)]
+                else:
+                    raise Unsupported("unsupported-syntax", f"del of an item of a {type(obj).__name__}", self.site)
             else:
                 raise Unsupported("unsupported-syntax", "del of a non-local", self.site)
 

@@ -162,6 +162,17 @@ class Sym(ArrayMethods):
     def __rrshift__(self, o): return _bitwise(operator.rshift, None, F.right_shift, o, self)
 
 
+    def __round__(self, ndigits=None):
+        """`round(x.mean(), 3)` of a NumPy scalar: NumPy's rounding, a NumPy scalar of its dtype;
+        `round(s)` a Python int (an ndarray has no `__round__`: eager's TypeError)."""
+        if self.kind != "array" or self.ndim != 0 or not numpy_scalar(self) or np.dtype(self.dtype).kind not in "biuf":
+            raise TypeError(f"type {'numpy.ndarray' if self.kind == 'array' else self.kind} doesn't define __round__")
+        if ndigits is None:
+            return _builder().py_op(round, self)
+        if isinstance(ndigits, Sym):
+            raise Unsupported("data-dependent-python", "round() to a number of digits the graph computes")
+        return F.round(self, operator.index(ndigits))
+
     def copy(self):
         from ..ops.registry import P, bind
 

@@ -199,11 +199,14 @@ def std(x, axis=None, keepdims=False, ddof=0):
     return bind(P.std, x, axis=_axis(axis), keepdims=keepdims, ddof=ddof)
 
 
-def pad(x, pad_width):
-    """Zeros around x (np.pad's default): pad_width an int, a (before, after) pair, or one pair
-    per axis, as NumPy takes it."""
+def pad(x, pad_width, constant_values=0):
+    """Zeros (np.pad's default) or another number around x: pad_width an int, a (before, after)
+    pair, or one pair per axis, as NumPy takes it."""
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (len(x.shape), 2))
-    return bind(P.pad, x, pad_width=tuple((int(b), int(a)) for b, a in widths))
+    if type(constant_values) not in (int, float, bool) and not isinstance(constant_values, np.generic):
+        raise TypeError("np.pad with constant_values other than one number has no graph op")
+    more = {"constant_values": constant_values} if constant_values != 0 else {}  # (no parameter for zeros)
+    return bind(P.pad, x, pad_width=tuple((int(b), int(a)) for b, a in widths), **more)
 
 
 def roll(x, shift, axis=None):

@@ -1,6 +1,7 @@
 """NumPy calls of hand-written layers: `np.pad(x, pad_width)` with zeros (mode "constant",
-NumPy's default), the border a convolution adds before taking its windows (its gradient is the
-padded array's gradient with the border cut off), `np.add.at` (below), and the rearrangements
+NumPy's default) or another number (`constant_values=-1`, a padding token), the border a
+convolution adds before taking its windows (its gradient is the padded array's gradient with
+the border cut off), `np.add.at` (below), and the rearrangements
 of data augmentation, `np.roll` (a new array; its gradient rolled back) and `np.flip` (a view,
 as in NumPy: the graph generator treats a write through it as it does any opaque view's)."""
 from __future__ import annotations
@@ -10,12 +11,14 @@ from .indexing import build_index
 from .registry import register
 
 
-def _pad_vjp(g, out, x, pad_width):
+def _pad_vjp(g, out, x, pad_width, constant_values=0):
     return (F.getitem(g, tuple(slice(before, before + n) for (before, _), n in zip(pad_width, x.shape))),)
 
 
-register("pad", lambda xp, x, pad_width: xp.pad(x, pad_width), vjp=_pad_vjp,
-         doc="zeros around x: pad_width is ((before, after), ...) per axis, as NumPy's np.pad normalizes it")
+register("pad", lambda xp, x, pad_width, constant_values=0: xp.pad(x, pad_width, constant_values=constant_values),
+         vjp=_pad_vjp,
+         doc="a constant around x (zeros, np.pad's default): pad_width is ((before, after), ...) per axis, as "
+             "NumPy's np.pad normalizes it; constant_values a number")
 
 
 # `np.add.at(table, ids, rows)`: the unbuffered scatter-add of NumPy code that accumulates an

@@ -243,3 +243,23 @@ def test_reduce_and_map_with_the_operator_modules_functions():
     jf = check(make, call_sequence(8, lambda s, i: ([random_array(i + k, (2,)) for k in range(3)], 0.5 + i)),
                min_graph_calls=4)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def test_accumulate_with_a_user_function_or_an_operator():
+    """`itertools.accumulate` given a function: discounted returns by a lambda, a running
+    product by `operator.mul`, with and without `initial` (it was eager, as library code
+    calling a user function)."""
+    import operator
+
+    def make():
+        def f(rewards, x):
+            returns = list(itertools.accumulate(reversed(rewards), lambda g, r: 0.9 * g + r))
+            scales = list(itertools.accumulate([x.sum(), 2.0, x.max()], operator.mul))
+            started = list(itertools.accumulate(rewards, operator.add, initial=x.min()))
+            return returns, scales, started, list(itertools.accumulate([], operator.add))
+
+        return f, {}
+
+    calls = call_sequence(8, lambda s, i: ([float(r) for r in random_array(i, (4,))], random_array(i + 50, (3,))))
+    jf = check(make, calls, min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()

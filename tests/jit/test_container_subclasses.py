@@ -168,3 +168,28 @@ def test_objects_with_slots_are_compared_by_their_slots():
         return o.w.sum()
 
     check(lambda: (step, Slotted()), [lambda s, i=i: (s, random_array(i, (4,))) for i in range(10)], min_graph_calls=5)
+
+
+def test_del_of_items_of_state_lists_and_dicts():
+    """`del history[0]` past a window, `del log[:-3]`, `del cache[key]` of the state's
+    containers (and of one the function made) are container writes like any other (`del` of
+    anything but a local name kept the step eager)."""
+    def step(st, x):
+        st["history"].append(float(x.sum()))
+        if len(st["history"]) > 3:
+            del st["history"][0]
+        st["log"].extend([1.0, 2.0])
+        del st["log"][:-3]
+        if "stale" in st["cache"]:
+            del st["cache"]["stale"]
+        scratch = {"a": x, "b": x * 2}
+        del scratch["a"]
+        return sum(st["history"]), list(scratch), x * len(st["log"])
+
+    def bad(st, x):
+        del st["cache"]["missing"]  # eager's KeyError, raised again
+
+    make = lambda: (step, {"history": [], "log": [], "cache": {"stale": 1, "keep": 2}})  # noqa: E731
+    jf = check(make, _calls(), min_graph_calls=4)
+    assert "unsupported-syntax" not in fallback_reasons(jf), jf.explain()
+    check(lambda: (bad, {"cache": {}}), _calls(4), min_graph_calls=0)

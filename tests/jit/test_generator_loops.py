@@ -63,6 +63,18 @@ def test_the_generator_and_the_loop_body_interleave_as_in_python():
     check(_make(interleaved), _calls(8), min_graph_calls=4)
 
 
+def numbered(m, x, y):
+    avg = 0.0
+    for n, v in enumerate(scaled_weights(m, 3), start=1):  # (a keyword start kept it eager)
+        avg += (float(v.sum()) - avg) / n
+    return avg, x @ m.w
+
+
+def test_a_generator_numbered_from_a_keyword_start():
+    jf = check(_make(numbered), _calls(8), min_graph_calls=4)
+    assert fallback_reasons(jf) == set(), jf.explain()
+
+
 def logged(m, x, log):
     for i in range(len(x)):
         log.append(("before", i))

@@ -64,6 +64,30 @@ def test_gradients_through_pad_under_a_tape():
     check(make, calls, min_graph_calls=4)
 
 
+def padded_tokens(st, seqs, x):
+    """Token sequences padded to one length with a padding token (`constant_values=-1`), a
+    mask made from it, and a float border; `np.empty_like` filled before it is read."""
+    longest = max(len(s) for s in seqs)
+    ids = np.stack([np.pad(s, (0, longest - len(s)), constant_values=-1) for s in seqs])
+    mask = ids >= 0
+    emb = st["E"][np.where(mask, ids, 0)] * mask[..., None]
+    border = np.pad(x, 1, constant_values=0.5)
+    out = np.empty_like(x)
+    out[...] = x * 2.0
+    st["E"] *= 0.99
+    return emb.sum((0, 1)), ids, border, out
+
+
+def test_padding_with_a_constant_and_empty_like():
+    def call(s, k):
+        r = np.random.default_rng(k)
+        return s, [r.integers(0, 6, n) for n in (2 + k % 3, 4, 1 + k % 2)], r.standard_normal((2, 3))
+
+    jf = check(lambda: (padded_tokens, {"E": random_array(1, (6, 3))}), [lambda s, k=k: call(s, k) for k in range(10)],
+               min_graph_calls=5)
+    assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
+
+
 def test_add_at_with_other_numpy_forms_stays_eager_or_agrees():
     # np.add.at on a Tensor, and np.subtract.at: no graph op; eager runs them
     def f(x, ids):

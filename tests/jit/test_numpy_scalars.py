@@ -126,3 +126,20 @@ def test_copies_of_numpy_scalars_and_zero_d_arrays_keep_their_types():
         return s.copy(), np.copy(s), a.copy(), +s, a.astype(np.float32), a.T, a[()], a[...]
 
     check(lambda: (step, {}), _calls(), min_graph_calls=5)
+
+
+def test_rounding_numpy_scalars():
+    """`round(x.mean(), 3)` is NumPy's rounding (a NumPy scalar of the same dtype), `round(s)`
+    a Python int (halves to even); a 0-d ndarray has no `__round__` (the same TypeError)."""
+    def step(st, x):
+        st["w"] *= 0.9
+        m = (x @ st["w"]).mean()
+        f = np.float32(m)
+        return round(m, 3), round(m * 10), round(f, 2), round(m, -1), round(np.float64(2.5)), round(x.sum() * 0)
+
+    def zero_d(st, x):
+        return round(np.array(x.sum()), 2)
+
+    calls = [lambda s, i=i: (s, random_array(i, (4, 3))) for i in range(10)]
+    check(lambda: (step, {"w": random_array(0, (3,))}), calls, min_graph_calls=5)
+    check(lambda: (zero_d, {}), calls, min_graph_calls=0)
