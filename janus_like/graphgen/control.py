@@ -16,8 +16,8 @@ from .branch_containers import ContainerSnapshot, put
 from .cond_grad import CondGradient
 from .early_returns import RESULT
 from .loop_exits import _leaves_loop, loop_exit
-from .values import ObjRef, Sym, Unsupported, VarRef
-from .support import OneBranch, _Break, _Continue, _MISSING, _assigned_names, _truth_value
+from .values import ObjRef, Sym, Unsupported, VarRef, numpy_scalar
+from .support import OneBranch, _Break, own_attribute, _Continue, _MISSING, _assigned_names, _truth_value
 
 
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
@@ -146,6 +146,9 @@ class ControlFlowMixin:
                 merges.append((label, a, b, (kind, target, name)))
                 continue
             if before is _MISSING and (a is _MISSING or b is _MISSING):
+                if kind == "setattr" and isinstance(target, ObjRef) and not own_attribute(target.obj, name):
+                    raise Unsupported("data-dependent-python", f"attribute {name!r} is set in one branch only, on an "
+                                      "object without one of its own (eager leaves it unset)", self.site)
                 before = self.read_state(kind, target, name)  # not written before the cond: the input
                 a, b = (before if v is _MISSING else v for v in (a, b))
             label = f"{'attribute' if kind == 'setattr' else kind} {name!r}"
@@ -297,6 +300,11 @@ class ControlFlowMixin:
             if type(v) in _PY_NUMBERS and _PY_NUMBERS[type(v)] == proto.dtype.kind:
                 return self.builder.constant(v, "py")
             return None
+        if type(v) in _PY_NUMBERS:  # `s if s > 0 else 0.0`: eager's type (and NEP 50's promotions) depend on the
+            return None  # branch, a NumPy value or a Python float: one graph per outcome
+        if isinstance(v, np.generic):  # a NumPy scalar where the other branch has one too (else: the type differs)
+            scalar = proto.kind == "array" and proto.ndim == 0 and numpy_scalar(proto)
+            return self.builder.constant(v) if scalar else None
         return self.builder.constant(np.asarray(v))
 
     def branch_result(self, dest, value, frame):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import builtins
 import collections
+import functools
 import operator
 import types
 
@@ -61,8 +62,9 @@ class ExpressionsMixin:
     def expr_Dict(self, node, frame):
         out = {}
         for k, v in zip(node.keys, node.values):
-            if k is None:
-                out.update(self.eval(v, frame))
+            if k is None:  # `{**st["m"]}`: an input mapping's items as the function reads them
+                items = self.eval(v, frame)
+                out.update(self.materialize(items, self.site) if isinstance(items, ObjRef) else items)
             else:
                 out[_dict_key(self.eval(k, frame))] = self.eval(v, frame)
         return out
@@ -125,6 +127,8 @@ class ExpressionsMixin:
         `if` or the loop then speculates on, or branches on, the whole condition. (Operand by
         operand, `while loss > tol and k < n` asserted each operand's outcome, and the last
         trip's broke that assertion on every call.)"""
+        if isinstance(node, ast.Compare) and len(node.ops) > 1 and all(_pure(c) for c in node.comparators):
+            return self.chain_truth(node, frame)
         if not (isinstance(node, ast.BoolOp) and all(_pure(v) for v in node.values[1:])):
             return self.eval(node, frame)
         try:
@@ -157,11 +161,30 @@ class ExpressionsMixin:
                 if not all(_pure(c) for c in node.comparators[i + 1:]):
                     raise Unsupported("data-dependent-python", "chained comparison of graph values", self.site)
                 values = [left, right] + [self.eval(c, frame) for c in node.comparators[i + 1:]]
+                comps = [r] + [self.compare(o, a, b) for o, a, b in zip(node.ops[i + 1:], values[1:], values[2:])]
+                if all(isinstance(c, Sym) and c.kind == "array" and c.ndim == 0 for c in comps):
+                    # NumPy's: np.bool_ results, the first false one or the last (`-10.0 < loss < 10.0`)
+                    return functools.reduce(F.logical_and, comps)
                 return number_chain(self.builder, node.ops[i:], values, self.site)
             if not r:
                 return False
             left = right
         return result
+
+    def chain_truth(self, node, frame):
+        """The truth of `lo <= v < hi` as a test: each comparison's, and-ed (the operands are pure:
+        evaluating all of them changes nothing; a comparison of constants decides or drops out)."""
+        values = [self.eval(node.left, frame)] + [self.eval(c, frame) for c in node.comparators]
+        truth = True
+        for op, a, b in zip(node.ops, values, values[1:]):
+            r = self.compare(op, a, b)
+            if not isinstance(r, Sym):
+                if not self.truth(r):
+                    return False
+                continue
+            t = self.one_truth(r)
+            truth = t if truth is True else F.logical_and(truth, t)
+        return truth
 
     def expr_IfExp(self, node, frame):
         test = self.eval(node.test, frame)

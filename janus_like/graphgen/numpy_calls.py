@@ -74,9 +74,7 @@ class NumpyCallsMixin:
                 and isinstance(args[0], Sym) and args[0].kind == "array" and not _any_abstract((args[1:], kwargs)):
             return self._contiguous(args[0], kwargs.get("dtype", args[1] if len(args) > 1 else None))
         if func is np.copyto:
-            dst, src = args[0], args[1]
-            self.write_box(dst, self.inplace_value(dst, src))
-            return None
+            return self._copyto(*args, **kwargs)
         if func is np.put_along_axis and out_target is None and args and isinstance(args[0], Sym) \
                 and args[0].kind == "array":
             return self._put_along_axis(*args, **kwargs)
@@ -105,6 +103,9 @@ class NumpyCallsMixin:
             return self.lift(folded[0])
         if isinstance(func, np.ufunc):
             impl = _UFUNCS.get(func)
+            if impl is not None and set(kwargs) == {"where"} and isinstance(out_target, Sym) \
+                    and out_target.kind == "array" and len(args) == func.nin:
+                return self._ufunc_where(impl, args, kwargs["where"], out_target)
             if (impl is None or kwargs) and out_target is None and len(args) == func.nin \
                     and set(kwargs) <= _UFUNC_KEYWORDS and not _any_abstract(kwargs):
                 return self.library_node(func, f"numpy.{func.__name__}", args, kwargs)  # np.fmax, np.modf, dtype=
@@ -324,6 +325,37 @@ class NumpyCallsMixin:
         if args or kwargs:
             raise Unsupported("user-error", f"{name}() takes one argument", self.site)
         return _as_kind(bind(getattr(P, name), x), "array")
+
+    def _ufunc_where(self, impl, args, where, out):
+        """`np.divide(a, b, out=np.zeros_like(a), where=b != 0)`, `np.log(p, out=..., where=p > 0)`:
+        the ufunc where `where` holds, `out`'s values elsewhere. NumPy does not compute the other
+        places, so neither does the graph in effect: their operands are ones of the operand's dtype
+        there (no division by zero, no log of 0 and no warning from them), then dropped."""
+        safe = [F.where(where, a, self.builder.constant(np.ones((), a.dtype))) if isinstance(a, Sym) else a
+                for a in args]
+        self.write_box(out, self.inplace_value(out, F.where(where, impl(*safe), Sym(out.node, "array"))))
+        return out
+
+    def _copyto(self, dst, src, casting="same_kind", where=True):
+        """`np.copyto(dst, src, casting=, where=)`: src cast by NumPy's rule `casting` (checked on
+        the dtypes, which the guards fix), put where `where` holds."""
+        if not isinstance(dst, Sym) or casting not in ("no", "equiv", "safe", "same_kind", "unsafe") \
+                or _any_abstract(casting):
+            raise Unsupported("unsupported-call", "np.copyto with these arguments", self.site)
+        src_dtype = src.dtype if isinstance(src, (Sym, np.ndarray)) else None
+        if src_dtype is None and casting != "same_kind":  # (a Python number's rules: NEP 50)
+            raise Unsupported("unsupported-call", "np.copyto of a Python number with a casting rule", self.site)
+        if src_dtype is not None and not np.can_cast(src_dtype, dst.dtype, casting):
+            err = Unsupported("user-error", f"np.copyto cannot cast {src_dtype} to {dst.dtype} by rule {casting!r}",
+                              self.site)
+            err.original = TypeError(f"Cannot cast array data from {src_dtype!r} to {dst.dtype!r} according to "
+                                     f"the rule {casting!r}")
+            raise err
+        if casting == "unsafe" and src_dtype is not None and src_dtype != dst.dtype:
+            src = _as_kind(F.cast(src if isinstance(src, Sym) else self.builder.constant(src), dst.dtype), "array")
+        if where is not True:
+            src = F.where(where, src, Sym(dst.node, "array"))
+        self.write_box(dst, self.inplace_value(dst, src))
 
     def _contiguous(self, x, dtype):
         """np.ascontiguousarray(x[, dtype]) of a graph array: a node that calls it when the graph

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import functools
 import keyword
 
 import numpy as np
 
 from .. import ir
+from ..ops.registry import REGISTRY
 from ..tensor import Tensor, _next_id, _wrap
 from .support import _any_abstract, field_values
-from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .windows import WINDOW
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
@@ -153,10 +155,11 @@ class Outputs:
             return obj
         if tag == "slot":
             return slots[spec[1]]
-        if tag == "index":
+        if tag in ("index", "viewop"):
             view = made.get(spec[3])
             if view is None:
-                view = self.build(spec[1], values, slots, made)[spec[2]]
+                base = self.build(spec[1], values, slots, made)
+                view = base[spec[2]] if tag == "index" else spec[2](base)
                 if spec[3] is not None:
                     made[spec[3]] = view
             return view
@@ -284,7 +287,7 @@ class Outputs:
                 return f"_v{i}" if i in self.copied else f"values[{i}]"
             if tag == "slot":
                 return f"slots[{spec[1]}]"
-            if tag == "index" and spec[3] in shared:
+            if tag in ("index", "viewop") and spec[3] in shared:
                 name = f"_c{spec[3]}"
                 if shared[spec[3]] is None:
                     shared[spec[3]] = name
@@ -292,6 +295,8 @@ class Outputs:
                 return name
             if tag == "index":
                 return f"{expr(spec[1])}[{const(spec[2])}]"
+            if tag == "viewop":
+                return f"{const(spec[2])}({expr(spec[1])})"
             if tag == "const":
                 return const(spec[1])
             if tag in ("list", "dict", "object") and spec[-1] in shared:  # (its token: the last item)
@@ -356,7 +361,7 @@ def _spec_token(spec):
     it appears)."""
     if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict", "object"):
         return spec[-1]
-    if isinstance(spec, tuple) and spec and spec[0] == "index":
+    if isinstance(spec, tuple) and spec and spec[0] in ("index", "viewop"):
         return spec[3]
     return None
 
@@ -424,17 +429,31 @@ def _root(node):
 
 def _input_view(v):
     """("index", base, index, token) when array v is a basic-index view (`buf[1:]`, `buf[0][::2]`) of an
-    input array, else None: eager's view shares the input's memory, and a later write through it
-    changes the input."""
+    input array, ("viewop", base, fn, token) when it is a reshaped, transposed, ... view of one (made
+    by `fn`, NumPy's function, from the input after the commit), else None: eager's view shares the
+    input's memory, and a later write through it changes the input."""
     if v.kind != "array" or v.view is None:
         return None
     base, index = v.view
+    if base is OPAQUE:  # (a view op's: index is the array it was made from, unwritten since, or v is stale)
+        node = v.node
+        if node.op not in _REPLAYED_VIEWS or len(node.inputs) != 1 or not isinstance(index, Sym) \
+                or index.kind != "array" or node.inputs[0] is not index.node:
+            return None
+        inner = ("slot", index.origin) if index.origin is not None else _input_view(index)
+        fn = functools.partial(REGISTRY[node.op].impl, np, **node.params)
+        return None if inner is None else ("viewop", inner, fn, None)
     if not isinstance(base, Sym) or base.kind != "array" or _any_abstract(index):
         return None
     if base.origin is not None:
         return ("index", ("slot", base.origin), index, None)
     inner = _input_view(base)
     return None if inner is None else ("index", inner, index, None)
+
+
+# view ops whose NumPy function, run on the input after the commit, gives eager's view of it
+_REPLAYED_VIEWS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "diagonal",
+                             "real", "imag"})
 
 
 def build_outputs(gen, result) -> Outputs:

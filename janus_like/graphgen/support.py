@@ -238,6 +238,15 @@ def _as_array_kind(out):
     return _as_kind(out, "array")
 
 
+def own_attribute(obj, name) -> bool:
+    """Whether obj holds attribute `name` itself (in its __dict__ or a set slot), not only its
+    class (a class attribute read as a default, which the branch not taken leaves in place)."""
+    if name in getattr(obj, "__dict__", {}):
+        return True
+    slot = next((k.__dict__[name] for k in type(obj).__mro__ if name in k.__dict__), None)
+    return type(slot).__name__ == "member_descriptor" and hasattr(obj, name)
+
+
 def _is_basic_index(index):
     items = index if isinstance(index, tuple) else (index,)
     return all(isinstance(i, (int, np.integer, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)

@@ -106,7 +106,15 @@ class Sym(ArrayMethods):
         return self.shape[0]
 
     def __iter__(self):
-        return (F.getitem(self, i) for i in range(len(self)))
+        if self.kind == "array" and self.ndim >= 2:  # rows: views, as NumPy's (`for row in W: row *= 0.9`)
+            return (self._row(i) for i in range(len(self)))
+        return (F.getitem(self, i) for i in range(len(self)))  # (a 1-d array's items: NumPy scalars, copies)
+
+    def _row(self, i):
+        out = F.getitem(self, i)
+        out.view = (self, i)
+        _builder().alias(self, out)
+        return out
 
     def __bool__(self):
         raise Unsupported("data-dependent-python", "truth value of an array computed in the graph is needed "
@@ -140,7 +148,12 @@ class Sym(ArrayMethods):
     def __matmul__(self, o): return F.matmul(self, o)
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return _arith(operator.neg, F.neg, self)
-    def __pos__(self): return self.copy() if self.kind == "array" else self  # NumPy's `+x` is a new array
+    def __pos__(self):  # NumPy's `+x` is a new array (of a 0-d one, as any ufunc's result: a NumPy scalar)
+        if self.kind == "array" and self.ndim == 0:
+            from ..ops.registry import P, bind
+
+            return bind(P.numpy_scalar, self, dtype=self.dtype)
+        return self.copy() if self.kind == "array" else self
     def __abs__(self): return _arith(abs, F.abs, self)
     def __lt__(self, o): return _arith(operator.lt, F.lt, self, o)
     def __le__(self, o): return _arith(operator.le, F.le, self, o)

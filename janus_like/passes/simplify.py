@@ -7,7 +7,8 @@
 * an elementwise op's operand `broadcast_like(x, like)` is x when the op's result keeps its shape
   (the op broadcasts by itself) and x is NumPy-typed (a Python number's weak type would change
   the result dtype);
-* `x * 1` and `x / 1` (a mean's gradient over a batch of one) are x when the dtype stays.
+* `x * 1` and `x / 1` (a mean's gradient over a batch of one) are x when the dtype stays and x
+  is not 0-d (NumPy's product of a 0-d array is a NumPy scalar, not the array).
 """
 from __future__ import annotations
 
@@ -107,13 +108,14 @@ def _unbroadcast_operands(n, symbolic=False):
 
 
 def _times_one(n):
-    """x * 1, 1 * x and x / 1 are x (bit for bit, -0.0 and NaN included) when the dtype stays."""
+    """x * 1, 1 * x and x / 1 are x (bit for bit, -0.0 and NaN included) when the dtype stays (and
+    x has an axis: of a 0-d array, the product is a NumPy scalar)."""
     if n.op not in ("mul", "div") or len(n.inputs) != 2 or n.aval is None:
         return None
     a, b = n.inputs
     for x, one in ((a, b), (b, a)) if n.op == "mul" else ((a, b),):
         if type(one) is int and one == 1 and isinstance(x, ir.Node) and x.aval is not None \
-                and tuple(x.aval[0]) == tuple(n.aval[0]) and np.dtype(x.aval[1]) == np.dtype(n.aval[1]) \
+                and tuple(x.aval[0]) == tuple(n.aval[0]) != () and np.dtype(x.aval[1]) == np.dtype(n.aval[1]) \
                 and np.issubdtype(np.dtype(x.aval[1]), np.inexact) and ir.numpy_typed(x):
             return x
     return None

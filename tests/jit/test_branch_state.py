@@ -257,3 +257,28 @@ def test_temporary_deleted_in_its_branch():
     signs = [1, -1, 2, -2, 3, -3, 1, -1]
     jf = check(make, [lambda s, sg=sg: (np.full(2, sg * 1.0),) for sg in signs], min_graph_calls=4)
     assert _has_cond(jf), jf.explain()
+
+
+class _Batch:
+    weight = 1.0  # a class default the step may shadow on the batch object
+
+    def __init__(self, x):
+        self.x = x
+
+
+def _reweight(st, b):
+    loss = (b.x * st["w"]).sum()
+    if loss > 0:
+        b.weight = 0.5
+        b.flag = True
+    st["w"] -= 0.1 * b.weight * b.x
+    return b.weight, hasattr(b, "flag")
+
+
+def test_an_attribute_set_in_one_branch_on_an_object_without_one_stays_unset_on_the_other():
+    """A new object each call whose attribute one branch sets: the other branch must leave it
+    unset (the class's default was written onto the object; without a default, an internal
+    error)."""
+    calls = [lambda s, i=i: (s, _Batch(np.random.default_rng(i).standard_normal(3))) for i in range(10)]
+    jf = check(lambda: (_reweight, {"w": np.ones(3)}), calls, min_graph_calls=2)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()

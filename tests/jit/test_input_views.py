@@ -75,3 +75,25 @@ def test_plus_x_is_a_new_array_and_np_split_gives_views():
     # np.split's parts were new arrays (the write through one did not reach x)
     check(lambda: (positive_step, {"x": np.zeros(4)}), [lambda s, k=k: (s["x"],) for k in range(6)],
           min_graph_calls=2)
+
+
+def test_rows_taken_by_iterating_or_unpacking_are_views():
+    """`for row in W: row *= 0.9`, `a, b = st["w"]`, `zip(W, G)`: NumPy's rows are views of the
+    array. The graph's rows were copies: writes through them were lost, and a row read after
+    the array changed kept the old values."""
+    def step(st, x):
+        for row in st["w"]:
+            row *= 0.9
+        for row, g in zip(st["w"], x):
+            np.clip(row - 0.1 * g, -1.0, 1.0, out=row)
+        a, b = st["w"]
+        st["w"] += x
+        first, *rest = st["w"]
+        first[0] = 0.0
+        items = list(st["v"])  # a 1-d array's items: NumPy scalars, copies
+        st["v"] *= 2.0
+        return a.sum(), b.sum(), items, len(rest)
+
+    state = lambda: {"w": random_array(1, (2, 3)), "v": random_array(2, (3,))}  # noqa: E731
+    check(lambda: (step, state()), [lambda s, i=i: (s, random_array(i, (2, 3))) for i in range(8)],
+          min_graph_calls=4)

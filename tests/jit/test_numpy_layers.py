@@ -211,3 +211,23 @@ def test_a_beams_top_k_with_argpartition():
     calls = [lambda s, i=i: (random_array(i, (4,)), w, 3) for i in range(10)]
     jf = check(lambda: (beam_step, None), calls, min_graph_calls=5)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def safe_ratios(st, x):
+    b = np.where(np.abs(x) > 0.5, x, 0.0)
+    q = np.divide(st["w"], b, out=np.zeros_like(st["w"]), where=b != 0)  # the safe division idiom
+    p = np.abs(x) / np.abs(x).sum()
+    p[0] = 0.0
+    entropy = -np.sum(p * np.log(p, out=np.zeros_like(p), where=p > 0))
+    np.sqrt(x, out=st["r"], where=x > 0)  # into the state: its old values where x <= 0
+    st["w"] -= 0.01 * q
+    return q, entropy, st["r"].copy()
+
+
+def test_ufuncs_with_where_and_out():
+    """`np.divide(a, b, out=np.zeros_like(a), where=b != 0)` and `np.log(p, out=..., where=p > 0)`:
+    the ufunc only where the mask holds (no division by zero and no warning elsewhere, as in
+    eager), `out`'s values elsewhere (they kept the step eager)."""
+    jf = check(lambda: (safe_ratios, {"w": random_array(0, (4,)), "r": np.zeros(4)}),
+               [lambda s, k=k: (s, random_array(k, (4,))) for k in range(10)], min_graph_calls=5)
+    assert "unsupported-call" not in fallback_reasons(jf), jf.explain()

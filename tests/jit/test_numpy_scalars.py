@@ -119,11 +119,12 @@ def test_augmenting_a_zero_d_array_writes_it_in_place():
 
 def test_copies_of_numpy_scalars_and_zero_d_arrays_keep_their_types():
     """`s.copy()` of a NumPy scalar is a NumPy scalar; `np.copy(s)` and `a.copy()` of a 0-d
-    array are 0-d arrays."""
+    array are 0-d arrays; a ufunc of a 0-d array (`a * 1`, `+a`) is a NumPy scalar."""
     def step(st, x):
         s = x.sum()
         a = np.array(x.max())
-        return s.copy(), np.copy(s), a.copy(), +s, a.astype(np.float32), a.T, a[()], a[...]
+        ufuncs = (a * 1, 1 * a, a / 1, +a, np.positive(a), np.multiply(a, 1))  # NumPy scalars (not a itself)
+        return s.copy(), np.copy(s), a.copy(), +s, a.astype(np.float32), a.T, a[()], a[...], ufuncs
 
     check(lambda: (step, {}), _calls(), min_graph_calls=5)
 
@@ -143,3 +144,56 @@ def test_rounding_numpy_scalars():
     calls = [lambda s, i=i: (s, random_array(i, (4, 3))) for i in range(10)]
     check(lambda: (step, {"w": random_array(0, (3,))}), calls, min_graph_calls=5)
     check(lambda: (zero_d, {}), calls, min_graph_calls=0)
+
+
+def test_a_branch_giving_a_numpy_scalar_or_a_python_number_keeps_eagers_type():
+    """`s if s > 0 else 0.0`: eager's result is a NumPy scalar on one branch and a Python float
+    on the other, and NEP 50 promotes them differently (a float32 array times a Python float
+    stays float32). The conditional node made both a 0-d array (one type, float64 promotion);
+    now each outcome has its graph."""
+    def step(st, x):
+        s = x.sum()
+        r = s if s > 0 else 0.5
+        if s > 0:
+            k = x.argmax()
+        else:
+            k = 0
+        st["w"] -= np.float32(0.1) * st["w"]
+        return r, (st["w"] * r).dtype, (st["c"] + k).dtype, s if s < 0 else np.float64(1.0)
+
+    state = lambda: {"w": np.ones(5, np.float32), "c": np.zeros(2, np.int8)}  # noqa: E731
+    check(lambda: (step, state()), [lambda s, i=i: (s, random_array(i, (5,))) for i in range(12)],
+          min_graph_calls=4)
+
+
+def test_copyto_with_where_and_casting():
+    """`np.copyto(dst, src, where=)` puts src only where the mask holds (the graph copied it
+    everywhere), and `casting=` is checked as NumPy does (eager's TypeError) or casts unsafely."""
+    def step(st, x):
+        st["w"] += x
+        np.copyto(st["w"], 0.0, where=st["w"] < 0)
+        np.copyto(st["v"], x, where=x > 0)
+        np.copyto(st["n"], x * 10, casting="unsafe")
+        np.copyto(st["u"], x, casting="no")
+        return st["w"].sum(), st["v"].copy(), st["n"].copy()
+
+    def call(s, i):
+        return s, random_array(i, (3,), np.float32 if i == 7 else np.float64)
+
+    state = lambda: {"w": np.zeros(3), "v": np.zeros(3), "n": np.zeros(3, np.int32), "u": np.zeros(3)}  # noqa: E731
+    check(lambda: (step, state()), [lambda s, i=i: call(s, i) for i in range(10)], min_graph_calls=4)
+
+
+def test_reshaped_and_transposed_views_of_updated_state_are_views_of_it():
+    """`st["W"] -= g; return st["W"].T`: eager's result is a view of the state's array (a later
+    write to one shows in the other). The graph gave a copy of its own new value; now the view
+    is made from the state's array after the commit, one per eager view."""
+    def step(st, x):
+        st["W"] -= 0.1 * x
+        st["WT"] = st["W"].T
+        st["M"] += 1.0
+        return st["W"].reshape(-1), st["M"].diagonal(), x.T, x.T, np.broadcast_to(st["v"], (2, 3))
+
+    state = lambda: {"W": np.zeros((2, 3)), "M": np.eye(3), "v": np.ones(3)}  # noqa: E731
+    check(lambda: (step, state()), [lambda s, i=i: (s, random_array(i, (2, 3))) for i in range(8)],
+          min_graph_calls=4)

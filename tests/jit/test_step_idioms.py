@@ -293,3 +293,20 @@ def test_reseeding_with_a_graph_value_stays_eager_with_its_reason(tmp_path):
         jf = check(lambda: (f, None), calls, min_graph_calls=0)
         assert "unsupported-call" in fallback_reasons(jf), jf.explain()
         assert "RandomState" not in jf.explain(), jf.explain()  # the reason names the call, not a probe
+
+
+def snapshot_and_range(st, x):
+    snap = {**st["m"], "extra": 1}  # a state dict spread into a new one (an internal error)
+    loss = (x * st["w"]).sum()
+    st["w"] -= 0.1 * x
+    inside = -1.0 < loss < 1.0  # a chained comparison of NumPy scalars: np.bool_ (it was eager)
+    if 0.0 <= loss < 2.0 <= st["cap"]:
+        st["w"] *= 0.5
+    return snap, inside, 0.0 < float(loss) < 1.0
+
+
+def test_dict_spread_of_state_and_chained_comparisons_of_numpy_scalars():
+    calls = [lambda s, i=i: (s, random_array(i, (3,)) * (3.0 if i % 4 == 0 else 0.5)) for i in range(12)]
+    jf = check(lambda: (snapshot_and_range, {"m": {"a": 1.0, "b": 2}, "w": np.ones(3), "cap": 3.0}), calls,
+               min_graph_calls=5)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
