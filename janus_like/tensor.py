@@ -418,7 +418,30 @@ _FUNCTIONS = {
     np.sort: lambda a, axis=-1, kind=None, order=None, stable=None: F.sort(a, axis), np.triu: F.triu, np.tril: F.tril,
     np.diff: F.diff, np.atleast_1d: lambda a: F.atleast_nd(a, 1), np.atleast_2d: lambda a: F.atleast_nd(a, 2),
     np.atleast_3d: lambda a: F.atleast_nd(a, 3),
+    np.hstack: lambda tup, dtype=None, casting="same_kind": _hstack(tup),
+    np.vstack: lambda tup, dtype=None, casting="same_kind": F.concatenate([F.atleast_nd(a, 2) for a in tup], 0),
+    np.ravel: lambda a, order="C": F.reshape(a, (-1,)),
+    np.moveaxis: lambda a, source, destination: F.transpose(a, _moved_axes(len(a.shape), source, destination)),
 }
+
+
+def _hstack(tup):
+    """np.hstack: 1-d arrays end to end, others along their second axis (0-d ones as 1-d)."""
+    arrays = [F.atleast_nd(a, 1) for a in tup]
+    return F.concatenate(arrays, 0 if arrays and len(arrays[0].shape) == 1 else 1)
+
+
+def _moved_axes(ndim, source, destination):
+    """The transpose np.moveaxis makes: the other axes in order, each moved one put at its place."""
+    from numpy.lib.array_utils import normalize_axis_tuple
+
+    source, destination = normalize_axis_tuple(source, ndim), normalize_axis_tuple(destination, ndim)
+    if len(source) != len(destination):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(ndim) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return tuple(order)
 
 # The arguments each entry above implements, in NumPy's order: how many may be positional, which
 # keywords, and keywords accepted only at their NumPy default. Anything else (np.max(x, initial=0),
@@ -452,6 +475,9 @@ _SIGNATURES = {
     np.sort: (2, {"axis"}, {"kind": None, "order": None, "stable": None}),
     np.triu: (2, {"k"}, {}), np.tril: (2, {"k"}, {}), np.diff: (3, {"n", "axis"}, {}),
     np.atleast_1d: (1, set(), {}), np.atleast_2d: (1, set(), {}), np.atleast_3d: (1, set(), {}),
+    np.hstack: (1, set(), {"dtype": None, "casting": "same_kind"}),
+    np.vstack: (1, set(), {"dtype": None, "casting": "same_kind"}), np.ravel: (1, set(), {"order": "C"}),
+    np.moveaxis: (3, {"source", "destination"}, {}),
 }
 _MIN_POSITIONAL = {np.where: 3, np.einsum: 2, np.dot: 2, np.matmul: 2, np.maximum: 2, np.tensordot: 2,
                    np.outer: 2, np.full_like: 2, np.swapaxes: 3, np.split: 2, np.take: 2, np.pad: 2, np.roll: 2,

@@ -220,7 +220,7 @@ class ContainersMixin:
         self.flush_appends(ref.obj)
         s = self.shadows.get(id(ref.obj))
         if s is None:
-            if not _plain_protocol(ref.obj):
+            if not plain_protocol(ref.obj):
                 raise Unsupported("unsupported-call", f"a write into a {type(ref.obj).__name__}, whose class "
                                                       "has its own item methods", self.site)
             self.written_containers.add(id(ref.obj))  # its float items: read as inputs (evaluator._dynamic)
@@ -294,7 +294,7 @@ def builtin_member(target, name):
     return "method" if callable(attr) else "data"
 
 
-def _plain_protocol(target) -> bool:
+def plain_protocol(target) -> bool:
     """A container whose class keeps its builtin base's item protocol (not a dict subclass's own
     `__setitem__`), which the graph's shadow of it follows."""
     if isinstance(target, collections.OrderedDict):  # its own item methods keep dict's order

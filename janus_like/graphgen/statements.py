@@ -18,7 +18,7 @@ from . import windows
 from .builder import OPAQUE, SymbolicTape
 from ..ops.registry import P, bind
 from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
-from .containers import builtin_member
+from .containers import builtin_member, plain_protocol
 from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
                       _dict_key, _raw, _unwrap_obj)
@@ -155,6 +155,9 @@ class StatementsMixin:
                 return
             was_view = isinstance(cur, Sym) and cur.view is not None and cur.view[0] is obj
             new = self.augment(cur, op, rhs)
+            if new is cur and isinstance(cur, Sym) and isinstance(obj, ObjRef) \
+                    and isinstance(obj.obj, (list, dict)) and plain_protocol(obj.obj):
+                return  # `st["w"] -= g`: written in place; putting the same array back changes nothing
             if not (was_view and new is cur):  # a view's in-place write already updated obj
                 self.setitem(obj, index, new)
         else:

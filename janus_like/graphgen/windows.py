@@ -79,9 +79,21 @@ def _start_and_length(start, stop):
     if start is None or stop is None:
         return None, None
     (lo_root, lo), (hi_root, hi) = _linear(start), _linear(stop)
-    if lo_root is None or lo_root is not hi_root or hi < lo:
+    if lo_root is None or not _same_value(lo_root, hi_root) or hi < lo:
         return None, None
     return start, hi - lo
+
+
+def _same_value(a, b) -> bool:
+    """Whether nodes a and b compute one value: the same node, or the same Python arithmetic on
+    the same operands (`x[j % 8:j % 8 + 3]` computes `j % 8` twice)."""
+    if a is b:
+        return True
+    if not (isinstance(a, ir.Node) and isinstance(b, ir.Node)) or a.op != ir.PY_OP or b.op != ir.PY_OP \
+            or a.params.get("fn") is not b.params.get("fn") or len(a.inputs) != len(b.inputs):
+        return False
+    return all(_same_value(x, y) if isinstance(x, ir.Node) else type(x) is type(y) and x == y
+               for x, y in zip(a.inputs, b.inputs))
 
 
 def _linear(v):

@@ -53,6 +53,8 @@ LIBRARY_FUNCTIONS = {
     np.unravel_index: frozenset(("indices",)), np.gradient: frozenset(("f", "varargs")),
     np.polyfit: frozenset(("x", "y", "w")),
     np.diagflat: frozenset(("v",)),
+    np.select: frozenset(("condlist", "choicelist", "default")), np.vdot: frozenset(("a", "b")),
+    np.column_stack: frozenset(("tup",)), np.angle: frozenset(("z",)),
     **_LINALG,
 }
 # the discrete Fourier transforms (a complex result; `.real`/`.imag` are views, ops/memory.py)

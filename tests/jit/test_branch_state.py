@@ -282,3 +282,21 @@ def test_an_attribute_set_in_one_branch_on_an_object_without_one_stays_unset_on_
     calls = [lambda s, i=i: (s, _Batch(np.random.default_rng(i).standard_normal(3))) for i in range(10)]
     jf = check(lambda: (_reweight, {"w": np.ones(3)}), calls, min_graph_calls=2)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def _clip_step(st, x):
+    g = x * st["w"]
+    if g.sum() > 0:  # both outcomes in the warm-up: a conditional node
+        st["w"] -= 0.1 * g
+        st["m"][0] *= 0.5
+    else:
+        st["w"] += 0.05 * g
+    return st["w"].sum()
+
+
+def test_a_state_array_augmented_in_a_branch_is_an_in_place_write():
+    """`st["w"] -= g` inside a data-dependent branch: the array is written in place, and the dict
+    keeps the same object, so no container write is needed (it kept one graph per outcome)."""
+    calls = [lambda s, i=i: (s, np.random.default_rng(i).standard_normal(3)) for i in range(12)]
+    jf = check(lambda: (_clip_step, {"w": np.ones(3), "m": [np.ones(2)]}), calls, min_graph_calls=6)
+    assert "unsupported-syntax" not in fallback_reasons(jf), jf.explain()

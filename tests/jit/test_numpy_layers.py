@@ -231,3 +231,23 @@ def test_ufuncs_with_where_and_out():
     jf = check(lambda: (safe_ratios, {"w": random_array(0, (4,)), "r": np.zeros(4)}),
                [lambda s, k=k: (s, random_array(k, (4,))) for k in range(10)], min_graph_calls=5)
     assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
+
+
+def stacked(st, x):
+    a = np.hstack([x, x * 2])
+    b = np.hstack([x.reshape(2, 2), np.ones((2, 1))])
+    c = np.vstack([x, x + 1, st["w"]])
+    d = np.vstack((x.reshape(2, 2), x.reshape(2, 2)))
+    e = np.moveaxis(np.arange(24.0).reshape(2, 3, 4) * x[0], 0, -1)
+    f = np.moveaxis(np.ones((2, 3, 4)) * x[1], [0, 1], [-1, -2])
+    st["w"] -= 0.1 * np.ravel(c[:1])
+    y = np.select([x < -0.5, x > 0.5], [x * 2, x ** 2], default=0.0)
+    return a, b, c, d, e, f, np.ravel(x.reshape(2, 2).T), y, np.vdot(x, st["w"]), np.column_stack([x, x * 3])
+
+
+def test_hstack_vstack_moveaxis_ravel_and_select():
+    """They had no graph op (the step stayed eager); `np.select`, `np.vdot`, `np.column_stack`
+    are NumPy's own functions as nodes."""
+    jf = check(lambda: (stacked, {"w": random_array(0, (4,))}),
+               [lambda s, k=k: (s, random_array(k, (4,))) for k in range(8)], min_graph_calls=4)
+    assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
