@@ -207,10 +207,17 @@ class AttributesMixin:
         commit) is read by the next call. An object without a `__dict__` is not guarded."""
         if isinstance(obj, ObjRef):
             target, slot = obj.obj, obj.slot
-        elif isinstance(obj, (type, types.FunctionType)):
+        elif isinstance(obj, (type, types.FunctionType)) or isinstance(obj, types.ModuleType) \
+                and not _library_owned(obj):  # (a user's config module: `getattr(cfg, "WD", 0.0)`)
             target, slot = obj, self.owner_ref(obj).slot
         else:
             return
         if hasattr(target, "__dict__"):
             inst, _ = self.prog.attr(slot, "__dict__", target.__dict__)
             self.prog.check_contains(inst, name, False, self.site)
+        if not isinstance(target, types.ModuleType):  # ... nor set on its class (or a base) since
+            for klass in (target.__mro__ if isinstance(target, type) else type(target).__mro__)[1 if isinstance(
+                    target, type) else 0:]:
+                if klass is not object and not _library_owned(klass):
+                    holder, _ = self.prog.attr(self.owner_ref(klass).slot, "__dict__", klass.__dict__)
+                    self.prog.check_contains(holder, name, False, self.site)

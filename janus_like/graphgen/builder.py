@@ -73,6 +73,8 @@ class GraphBuilder:
         # the node ids of the values it merges, whether one is an input's own object): see
         # outputs.check_merged_identity
         self.merged_from: dict = {}
+        self.trainable = lambda var: var.var.trainable  # a VarRef's `trainable` (the generator guards it)
+        self.key_identity = lambda ref: None  # an input object used as a dict key (the generator guards it)
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
         self.stand_ins: dict = {}  # mask node id -> its stand-in count
@@ -306,7 +308,27 @@ def py_sample(fn, args, site):
 
 
 def _key(v):
+    if isinstance(v, _FrozenVar):
+        return ("var", id(v.ref))
     return ("var", id(v)) if isinstance(v, VarRef) else v.node
+
+
+class _FrozenVar(Sym):
+    """A Variable's value as a tape entry keeps it (its node then: a later assign must not leak
+    in), still keyed as the Variable: an outer tape recording the inner one's backward pass
+    (a gradient penalty, `jl.grad` under a tape) sees the Variable it reads."""
+
+    __slots__ = ("ref",)
+
+    def __init__(self, ref, node):
+        super().__init__(node, "tensor")
+        self.ref = ref
+
+
+def _snapshot(a):
+    if isinstance(a, (VarRef, _FrozenVar)):
+        return _FrozenVar(a.ref if isinstance(a, _FrozenVar) else a, a.node)
+    return Sym(a.node, a.kind)
 
 
 class SymbolicTape:
@@ -338,11 +360,12 @@ class SymbolicTape:
                 k = _key(a)
                 if k in self.watched:
                     hit = True
-                elif isinstance(a, VarRef) and self.watch_vars:
-                    self.watched.add(k)
+                elif isinstance(a, (VarRef, _FrozenVar)) and self.watch_vars \
+                        and self.builder.trainable(a.ref if isinstance(a, _FrozenVar) else a):
+                    self.watched.add(k)  # (a Variable with trainable=False is not watched unless asked: eager's)
                     hit = True
                 keys.append(k)
-                snaps.append(Sym(a.node, a.kind))
+                snaps.append(_snapshot(a))
             else:
                 keys.append(None)
                 snaps.append(a)
@@ -374,7 +397,7 @@ class SymbolicTape:
             g = grads.get(_key(s))
             if g is None and unconnected_gradients == "zero":
                 return F.zeros_like(s)
-            return g
+            return Sym(g.node, g.kind) if isinstance(g, Sym) else g  # (one Tensor per source, as eager's)
 
         return _map_structure(pick, sources)
 

@@ -311,7 +311,8 @@ class CallsMixin:
         if func is type and len(args) == 1 and isinstance(args[0], (ObjRef, Sym)):
             return type(_concrete_type_probe(args[0]))
         if func in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str) and (
-                isinstance(args[0], (ObjRef, Sym, VarRef)) or isinstance(args[0], (type, types.FunctionType))
+                isinstance(args[0], (ObjRef, Sym, VarRef)) or isinstance(args[0], (type, types.FunctionType,
+                                                                                  types.ModuleType))
                 and not _library_owned(args[0])):
             if func is hasattr:
                 try:

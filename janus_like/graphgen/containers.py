@@ -11,7 +11,7 @@ import types
 import numpy as np
 
 from .values import ObjRef, Sym, Unsupported
-from .support import _MISSING, _any_objref, _dict_key, _unwrap_obj
+from .support import _MISSING, _any_abstract, _any_objref, _dict_key, _unwrap_obj
 
 # the containers whose items an input program reads directly (a user class's `__getitem__` is inlined)
 _CONTAINERS = (list, tuple, dict, collections.deque)
@@ -35,6 +35,31 @@ class ContainersMixin:
             items = [self.classify(self.prog.item(ref.slot, i, v)[0], site, ast_key) for i, v in enumerate(target)]
             return tuple(items) if isinstance(target, tuple) else items
         raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
+
+    def guarded_index(self, index):
+        """An index of a graph array with parts from the inputs (`E[ids]` with ids a list the
+        call passes, `x[st["window"]]` a slice, `grid[pos]` a tuple): their contents read with
+        guards, as any input's (before, only their type was checked, and the graph kept the
+        first call's positions). A list whose items the graph reads as inputs is an index array
+        it computes."""
+        if isinstance(index, ObjRef):
+            target = index.obj
+            if isinstance(target, slice) or target is Ellipsis or target is None:
+                self.prog.check_value(index.slot, self.site)
+                return target
+            if not isinstance(target, (list, tuple)):
+                return target  # (an array-like object: NumPy's own conversion, as before)
+            index = self.materialize(index, self.site)
+        if isinstance(index, tuple):
+            return tuple(self.guarded_index(i) if isinstance(i, (ObjRef, list, tuple)) else i for i in index)
+        if isinstance(index, list):
+            items = [self.guarded_index(i) if isinstance(i, (ObjRef, list, tuple)) else i for i in index]
+            if _any_abstract(items):
+                from .conversions import convert
+
+                return convert(np.asarray, [items], {}, self.site)
+            return items
+        return index
 
     def container_len(self, ref):
         """len() of an input container: guards the length only (elements are read, and guarded,
@@ -251,6 +276,8 @@ class ContainersMixin:
             shadow = self.shadow(ref)
             if name == "extend":
                 args = [self.iterate(args[0])]
+            if isinstance(target, dict) and name in ("pop", "setdefault", "__setitem__", "__delitem__") and args:
+                args = [_dict_key(args[0]), *args[1:]]  # (an object key: the object, its identity guarded)
             result = getattr(shadow, name)(*args, **kwargs)
             _bound(target, shadow)
             self.writes.append(("call", ref, name, list(args), dict(kwargs)))

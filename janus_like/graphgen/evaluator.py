@@ -76,6 +76,9 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.builder.graph.python_floats = ir.FLOATS_RELAX not in relaxed
         self.builder.reassociate = reassociate  # generated gradients may sum in another order too
         self.builder.branch_write = self.branch_box_write  # VarRef.assign inside a branch
+        self.builder.trainable = lambda var: self.value_attribute(var, "trainable", None)  # (its value guarded)
+        self.builder.key_identity = lambda ref: self.prog.check_identity(
+            ref.slot if isinstance(ref, ObjRef) else self.prog.slots[ref.slot], self.site)
         self.prog = InputProgram()
         self.memo: dict = {}  # id(object) -> (abstract value, slot)
         self.slot_values: dict = {}  # slot index -> abstract value

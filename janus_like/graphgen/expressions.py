@@ -429,6 +429,7 @@ class ExpressionsMixin:
             self.builder.alias(obj, out)
             return out
         if isinstance(obj, Sym):
+            index = self.guarded_index(index)
             out = F.getitem(obj, _unwrap_obj(index))
             if obj.kind == "array":
                 out = _as_kind(out, "array")

@@ -170,6 +170,9 @@ class InputProgram:
             self.check(slot, "{v} is None", Assumption("value", site, None, slot.text))
             return
         t = type(v)
+        if t is bool:  # (a singleton: one identity test, `s7 is True`, checks type and value)
+            self.check(slot, f"{{v}} is {v}", Assumption("value", site, v, slot.text))
+            return
         relax = ("value", relax_text(slot)) if t in (int, float) or isinstance(v, (np.floating, np.integer)) else None
         self.check(slot, f"type({{v}}) is {self._const(t)} and {{v}} == {self._const(v)}",
                    Assumption("value", site, v, slot.text, relax=relax))

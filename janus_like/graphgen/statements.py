@@ -414,6 +414,7 @@ class StatementsMixin:
                 windows.refuse(self)
             index = window_index(self, obj, index)
         if isinstance(obj, Sym):
+            index = self.guarded_index(index)
             if isinstance(obj, VarRef):
                 new = F.index_update(Sym(obj.node, "array"), _unwrap_obj(index), _raw(value))
                 obj.assign(new)

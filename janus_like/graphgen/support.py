@@ -213,7 +213,11 @@ def _dict_key(k):
         raise Unsupported("data-dependent-python", "a graph value used as a dict key or a list index", "")
     if isinstance(k, DeferredStr):  # f"act_{step % 2}" of a graph value: which entry is known only at run time
         raise Unsupported("data-dependent-python", "a string formatted from graph values used as a dict key", "")
-    return _identity(k)  # Variables and input objects key dicts by the object itself
+    if isinstance(k, (ObjRef, VarRef)):  # Variables and input objects key dicts by the object itself: the
+        from .values import _builder  # graph holds the one it saw, so that object is guarded to be the input's
+
+        _builder().key_identity(k)
+    return _identity(k)
 
 
 def _raw(v):

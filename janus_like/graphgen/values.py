@@ -210,6 +210,8 @@ class Sym(ArrayMethods):
 
             return Sym(F.to_device(self, "cpu").node, "array")
         out = Sym(self.node, "array")
+        if isinstance(self, VarRef) and out.ndim == 0 and numpy_scalar(out):  # a Variable holds a 0-d ndarray
+            out = array_copy(out)  # (its assign_add computed a NumPy scalar)
         if self.kind == "tensor":
             out.view = (OPAQUE, TENSOR_BUFFER)
         return out
@@ -350,6 +352,15 @@ class VarRef(Sym):
 
     def __repr__(self):
         return f"VarRef(%{self.node.id})"
+
+    @property
+    def _data(self):
+        """Library code reaching for the Variable's array: an optimizer making a slot the first
+        time a Variable gets a gradient (`Optimizer._slot`). That call runs eagerly and makes it;
+        a later call generates again and finds it."""
+        err = Unsupported("object-construction", "a new optimizer slot (a Variable made in the function)")
+        err.retry = True
+        raise err
 
     def assign(self, value):
         b = _builder()
