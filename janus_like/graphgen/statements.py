@@ -290,7 +290,9 @@ class StatementsMixin:
                                                            Sym(box.node, box.kind)))
 
     def stmt_Raise(self, node, frame):
-        raise Unsupported("user-error", "the function raises on these inputs", self.site)
+        err = Unsupported("user-error", "the function raises on these inputs", self.site)
+        err.retry = True  # (this call's: eager raises it; a later call with other inputs generates again)
+        raise err
 
     def stmt_Delete(self, node, frame):
         for t in node.targets:

@@ -16,6 +16,7 @@ data[i:i + n]; w += 1`) is refused, and the window goes stale when its array is 
 written back through the index (statements.stmt_AugAssign)."""
 from __future__ import annotations
 
+import functools
 import operator
 
 import numpy as np
@@ -65,9 +66,12 @@ def window_index(gen, x, index):
         refuse(gen)
     size = x.shape[axis]
     b = gen.builder
-    inside = b.py_op(_inside(length, size), start, sample=True)
-    b.assert_(inside, True, Assumption("shape", gen.site, f"[start:start + {length}] within {size}",
-                                       path="slice", relax=key))
+    checked = b.__dict__.setdefault("windows_checked", set())  # one assert per start, length and size in a block
+    if (start.node, length, size, id(b.block)) not in checked:  # (a branch's own does not cover the rest)
+        checked.add((start.node, length, size, id(b.block)))
+        inside = b.py_op(_inside(length, size), start, sample=True)
+        b.assert_(inside, True, Assumption("shape", gen.site, f"[start:start + {length}] within {size}",
+                                           path="slice", relax=key))
     positions = np.arange(length, dtype=np.int64)
     window = positions if isinstance(start, int) else b.constant(positions, "array") + start
     return items[:at] + (window,) + items[at + 1:]
@@ -115,7 +119,8 @@ def _linear(v):
     return (v.node, c) if isinstance(v, Sym) else (None, None)
 
 
-def _inside(length, size):
+@functools.lru_cache(maxsize=None)
+def _inside(length, size):  # (one function per window shape: the same window's asserts are one node)
     def check(start):
         return 0 <= start and start + length <= size
     check.__name__ = f"window_of_{length}_within_{size}"

@@ -176,8 +176,14 @@ class FailuresMixin:
             result = self._eager(args)
         except Exception as eager_exc:
             if type(eager_exc) is type(exc) and str(eager_exc) == str(exc):
-                entry.eager_reason = Fallback("user-error", f"generation raised {type(exc).__name__}: {exc}, "
-                                                            "as eager does", user_site(eager_exc))
+                fb = Fallback("user-error", f"generation raised {type(exc).__name__}: {exc}, as eager does",
+                              user_site(eager_exc))
+                if entry.retries < 3:  # this call's inputs raise: a later call's may not (a bad batch)
+                    entry.retries += 1
+                    entry.eager_reason = None
+                    self._note(fb)
+                    raise
+                entry.eager_reason = fb
             else:
                 entry.graphs.clear()
             self._note(entry.eager_reason)

@@ -92,3 +92,24 @@ def test_an_optimizer_slot_made_on_a_later_call_and_a_source_listed_twice():
     calls = [lambda s, i=i: (s, random_array(i, (4, 3)), i == 3) for i in range(10)]
     jf = check(lambda: (momentum_step, state()), calls, min_graph_calls=5)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def validated_step(st, x, bad):
+    if bad:
+        raise ValueError("bad batch")
+    with jl.GradientTape() as tape:
+        loss = F.sum(x @ st["w"]) * (1 / st["div"])  # (0 at call 4: 1 / 0 while generating)
+    st["w"].assign_sub(0.1 * tape.gradient(loss, st["w"]))
+    return loss
+
+
+def test_a_call_that_raises_does_not_keep_later_calls_eager():
+    """One bad batch right after the warm-up raised while its graph was generated (a `raise`, or
+    `1 / 0` of values the graph bakes in), and the signature then stayed eager for good; now
+    that call raises eagerly (eager's error) and a later one generates again."""
+    def call(s, i):
+        s["div"] = 0 if i == 4 else 1
+        return s, random_array(i, (4, 3)), i == 3
+
+    state = lambda: {"w": jl.Variable(random_array(1, (3, 2))), "div": 1}  # noqa: E731
+    check(lambda: (validated_step, state()), [lambda s, i=i: call(s, i) for i in range(12)], min_graph_calls=6)
