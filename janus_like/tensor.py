@@ -418,30 +418,12 @@ _FUNCTIONS = {
     np.sort: lambda a, axis=-1, kind=None, order=None, stable=None: F.sort(a, axis), np.triu: F.triu, np.tril: F.tril,
     np.diff: F.diff, np.atleast_1d: lambda a: F.atleast_nd(a, 1), np.atleast_2d: lambda a: F.atleast_nd(a, 2),
     np.atleast_3d: lambda a: F.atleast_nd(a, 3),
-    np.hstack: lambda tup, dtype=None, casting="same_kind": _hstack(tup),
+    np.hstack: lambda tup, dtype=None, casting="same_kind": F.hstack(tup),
     np.vstack: lambda tup, dtype=None, casting="same_kind": F.concatenate([F.atleast_nd(a, 2) for a in tup], 0),
     np.ravel: lambda a, order="C": F.reshape(a, (-1,)),
-    np.moveaxis: lambda a, source, destination: F.transpose(a, _moved_axes(len(a.shape), source, destination)),
+    np.moveaxis: F.moveaxis,
 }
 
-
-def _hstack(tup):
-    """np.hstack: 1-d arrays end to end, others along their second axis (0-d ones as 1-d)."""
-    arrays = [F.atleast_nd(a, 1) for a in tup]
-    return F.concatenate(arrays, 0 if arrays and len(arrays[0].shape) == 1 else 1)
-
-
-def _moved_axes(ndim, source, destination):
-    """The transpose np.moveaxis makes: the other axes in order, each moved one put at its place."""
-    from numpy.lib.array_utils import normalize_axis_tuple
-
-    source, destination = normalize_axis_tuple(source, ndim), normalize_axis_tuple(destination, ndim)
-    if len(source) != len(destination):
-        raise ValueError("`source` and `destination` arguments must have the same number of elements")
-    order = [n for n in range(ndim) if n not in source]
-    for dest, src in sorted(zip(destination, source)):
-        order.insert(dest, src)
-    return tuple(order)
 
 # The arguments each entry above implements, in NumPy's order: how many may be positional, which
 # keywords, and keywords accepted only at their NumPy default. Anything else (np.max(x, initial=0),

@@ -17,7 +17,7 @@ from .cond_grad import CondGradient
 from .early_returns import RESULT
 from .loop_exits import _leaves_loop, loop_exit
 from .values import ObjRef, Sym, Unsupported, VarRef, numpy_scalar
-from .support import OneBranch, _Break, own_attribute, _Continue, _MISSING, _assigned_names, _truth_value
+from .support import OneBranch, _Break, input_view, own_attribute, _Continue, _MISSING, _assigned_names, _truth_value
 
 
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
@@ -300,12 +300,9 @@ class ControlFlowMixin:
             if type(v) in _PY_NUMBERS and _PY_NUMBERS[type(v)] == proto.dtype.kind:
                 return self.builder.constant(v, "py")
             return None
-        if type(v) in _PY_NUMBERS:  # `s if s > 0 else 0.0`: eager's type (and NEP 50's promotions) depend on the
-            return None  # branch, a NumPy value or a Python float: one graph per outcome
-        if isinstance(v, np.generic):  # a NumPy scalar where the other branch has one too (else: the type differs)
-            scalar = proto.kind == "array" and proto.ndim == 0 and numpy_scalar(proto)
-            return self.builder.constant(v) if scalar else None
-        return self.builder.constant(np.asarray(v))
+        if type(v) in _PY_NUMBERS or isinstance(v, np.generic) and not (proto.kind == "array" and numpy_scalar(proto)):
+            return None  # `s if s > 0 else 0.0`: eager's type (NEP 50's promotions too) depends on the branch
+        return self.builder.constant(v if isinstance(v, np.generic) else np.asarray(v))
 
     def branch_result(self, dest, value, frame):
         if dest[0] == "local":
@@ -492,13 +489,11 @@ def _input_identity(v):
     in place before (its node is the new value; the commit writes it into the input), or a view
     of such an array (as `outputs.spec` builds one). None for a value the call makes, and for an
     input's array as it came in, whose object the graph's nodes pass on as eager's."""
-    from .outputs import _input_view
-
     if not isinstance(v, Sym) or v.kind not in ("array", "tensor"):
         return None
     if v.origin is not None:
         return ("slot", v.origin) if v.kind == "tensor" or v.dirty else None
-    view, base = _input_view(v), v
+    view, base = input_view(v), v
     while isinstance(base, Sym) and base.origin is None and base.view is not None:
         base = base.view[0]
     return view if view is not None and isinstance(base, Sym) and base.dirty else None

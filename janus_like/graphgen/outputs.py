@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import collections
 import collections.abc
-import functools
 import keyword
 
 import numpy as np
 
 from .. import ir
-from ..ops.registry import REGISTRY
 from ..tensor import Tensor, _next_id, _wrap
-from .support import _any_abstract, field_values
-from .values import OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .support import field_values, input_view
+from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .windows import WINDOW
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
@@ -67,7 +65,7 @@ class Outputs:
             self.escape(v, "returned, stored or printed")
             if v.origin is not None and v.kind in ("array", "tensor"):
                 return ("slot", v.origin)
-            view = _input_view(v) if views else None
+            view = input_view(v) if views else None
             if view is not None:  # one view object per eager one (`st["y"] = x[:]; return y`)
                 return view[:3] + (self._token(v),)
             i = self.node_index(v.node)
@@ -425,35 +423,6 @@ def _root(node):
             and isinstance(node.inputs[0], ir.Node):
         node = node.inputs[0]
     return node
-
-
-def _input_view(v):
-    """("index", base, index, token) when array v is a basic-index view (`buf[1:]`, `buf[0][::2]`) of an
-    input array, ("viewop", base, fn, token) when it is a reshaped, transposed, ... view of one (made
-    by `fn`, NumPy's function, from the input after the commit), else None: eager's view shares the
-    input's memory, and a later write through it changes the input."""
-    if v.kind != "array" or v.view is None:
-        return None
-    base, index = v.view
-    if base is OPAQUE:  # (a view op's: index is the array it was made from, unwritten since, or v is stale)
-        node = v.node
-        if node.op not in _REPLAYED_VIEWS or len(node.inputs) != 1 or not isinstance(index, Sym) \
-                or index.kind != "array" or node.inputs[0] is not index.node:
-            return None
-        inner = ("slot", index.origin) if index.origin is not None else _input_view(index)
-        fn = functools.partial(REGISTRY[node.op].impl, np, **node.params)
-        return None if inner is None else ("viewop", inner, fn, None)
-    if not isinstance(base, Sym) or base.kind != "array" or _any_abstract(index):
-        return None
-    if base.origin is not None:
-        return ("index", ("slot", base.origin), index, None)
-    inner = _input_view(base)
-    return None if inner is None else ("index", inner, index, None)
-
-
-# view ops whose NumPy function, run on the input after the commit, gives eager's view of it
-_REPLAYED_VIEWS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "diagonal",
-                             "real", "imag"})
 
 
 def build_outputs(gen, result) -> Outputs:

@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import operator
 import types
 
 import numpy as np
 
 from ..ops import api as F
+from ..ops.registry import REGISTRY
 from ..tensor import Tensor
 from .builder import SymbolicTape
-from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef
+from .values import OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef
 
 MAX_DEPTH = 400
 MAX_UNROLL = 20000
@@ -287,3 +289,37 @@ def _str_parts(v):
 
 
 _MISSING = object()
+
+
+# view ops whose NumPy function, run on the input after the commit, gives eager's view of it
+_REPLAYED_VIEWS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "diagonal",
+                             "real", "imag"})
+
+
+def input_view(v):
+    """("index", base, index, token) when array v is a basic-index view (`buf[1:]`, `buf[0][::2]`) of an
+    input array, ("viewop", base, fn, token) when it is a reshaped, transposed, ... view of one (made
+    by `fn`, NumPy's function, from the input after the commit), else None: eager's view shares the
+    input's memory, and a later write through it changes the input."""
+    if v.kind != "array" or v.view is None:
+        return None
+    base, index = v.view
+    if base is OPAQUE:  # (a view op's: index is the array it was made from, unwritten since, or v is stale)
+        node = v.node
+        if node.op not in _REPLAYED_VIEWS or len(node.inputs) != 1 or not isinstance(index, Sym) \
+                or index.kind != "array" or node.inputs[0] is not index.node:
+            return None
+        inner = ("slot", index.origin) if index.origin is not None else input_view(index)
+        fn = functools.partial(REGISTRY[node.op].impl, np, **node.params)
+        return None if inner is None else ("viewop", inner, fn, None)
+    if not isinstance(base, Sym) or base.kind != "array" or _any_abstract(index):
+        return None
+    if base.origin is not None:
+        return ("index", ("slot", base.origin), index, None)
+    inner = input_view(base)
+    return None if inner is None else ("index", inner, index, None)
+
+
+# view ops whose NumPy function, run on the input after the commit, gives eager's view of it
+_REPLAYED_VIEWS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "diagonal",
+                             "real", "imag"})

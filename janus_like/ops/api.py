@@ -327,6 +327,26 @@ def concatenate(xs, axis=0):
     return bind(P.concatenate, *xs, axis=axis)
 
 
+def hstack(xs):
+    """np.hstack: 1-d arrays end to end, others along their second axis (0-d ones as 1-d)."""
+    arrays = [atleast_nd(x, 1) for x in xs]
+    return concatenate(arrays, 0 if arrays and len(arrays[0].shape) == 1 else 1)
+
+
+def moveaxis(x, source, destination):
+    """np.moveaxis as the transpose it makes: the other axes in order, each moved one at its place."""
+    from numpy.lib.array_utils import normalize_axis_tuple
+
+    nd = len(x.shape)
+    source, destination = normalize_axis_tuple(source, nd), normalize_axis_tuple(destination, nd)
+    if len(source) != len(destination):
+        raise ValueError("`source` and `destination` arguments must have the same number of elements")
+    order = [n for n in range(nd) if n not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return transpose(x, tuple(order))
+
+
 def stack(xs, axis=0):
     return concatenate([expand_dims(x, axis) for x in xs], axis=axis)
 
