@@ -17,7 +17,7 @@ import numpy as np
 from .. import ir
 from ..tensor import Tensor, _next_id, _wrap
 from .support import field_values, input_view
-from .values import DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .windows import WINDOW
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
@@ -59,6 +59,8 @@ class Outputs:
         if isinstance(v, Sym):
             if v.kind == "stale":
                 raise Unsupported("view-write", "returning a view whose base was written in place", "")
+            if v.view is not None and v.view[1] is CACHED and v.node.op == ir.CONST:
+                return ("const", v.node.params["value"])  # the cache's own array, as eager's call returns it
             if views and v.view is not None and v.view[1] is WINDOW:  # (windows.py)
                 raise Unsupported("view-write", "returning or storing a slice whose bounds the graph computes "
                                                 "(eager's is a view of its array, the graph's a copy)", "")

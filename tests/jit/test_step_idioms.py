@@ -140,6 +140,20 @@ def test_an_lru_cache_helper_of_sizes():
     assert not fallback_reasons(jf), jf.explain()
 
 
+def _cached_table(st, x):
+    table = _posenc(3, 2)
+    st["seen"].append(table)  # eager: the very same cached array every call
+    st["w"] -= 0.1 * (x * table).sum(0)
+    return table
+
+
+def test_an_lru_cache_result_is_the_cached_object():
+    """The graph returned (and stored) a copy of the cached array, where eager hands out the
+    cache's own object every call."""
+    calls = call_sequence(6, lambda s, i: (s, random_array(i, (3, 2)).astype(np.float32)))
+    check(lambda: (_cached_table, {"seen": [], "w": np.zeros(2, np.float32)}), calls, min_graph_calls=2)
+
+
 def test_a_write_into_a_cached_array_stays_eager():
     def make():
         cache = functools.lru_cache(maxsize=None)(lambda n: np.zeros(n))  # one cache a side
