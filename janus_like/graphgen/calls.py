@@ -80,6 +80,8 @@ class CallsMixin:
         if (func is any or func is all) and len(args) == 1 and not kwargs:
             return self.any_all(func is any, args[0])
         if func is functools.partial and args and is_user_callable(args[0]):  # made here: held as it is,
+            if isinstance(args[0], BoundMethod):  # (a method: its function, the object its first argument)
+                args = [args[0].func, args[0].self_value, *args[1:]]
             return functools.partial(*args, **kwargs)
         if type(func) is functools.partial and is_user_callable(func.func):  # and called as the call it stands for
             return self.call(func.func, list(func.args) + list(args), {**func.keywords, **kwargs}, node)

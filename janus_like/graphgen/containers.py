@@ -286,7 +286,8 @@ class ContainersMixin:
             raise Unsupported("unsupported-call", f"deque.{name} on an input deque", self.site)
         view = self.materialize(ref, self.site)
         if isinstance(target, dict) and name in ("items", "keys", "values", "get", "copy"):
-            return getattr(view, name)(*[_dict_key(a) for a in args])
+            # (the key: a dict key; `get`'s default: any value, an array the graph computes too)
+            return getattr(view, name)(*[_dict_key(a) if k == 0 else a for k, a in enumerate(args)])
         if name == "__getitem__" and any(isinstance(a, Sym) for a in args):
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
         if name in ("index", "count", "copy", "__getitem__"):

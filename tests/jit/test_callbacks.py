@@ -263,3 +263,27 @@ def test_accumulate_with_a_user_function_or_an_operator():
     calls = call_sequence(8, lambda s, i: ([float(r) for r in random_array(i, (4,))], random_array(i + 50, (3,))))
     jf = check(make, calls, min_graph_calls=4)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+class _Lin:
+    def __init__(self, w):
+        self.w = w
+
+    def apply(self, x, scale=1.0, act=None):
+        z = scale * (x @ self.w)
+        return act(z) if act else z
+
+
+def test_a_partial_of_a_method_made_in_the_step():
+    """`functools.partial(m.apply, scale=0.5, act=np.tanh)` inside the step was an internal error
+    (the generator's stand-in for the bound method is not callable)."""
+    def make():
+        def f(m, x):
+            g = functools.partial(m.apply, scale=0.5, act=np.tanh)
+            h = functools.partial(m.apply)
+            m.w = m.w - 0.01 * (g(x) + h(x)).sum()
+            return g(x).sum()
+        return f, {"m": _Lin(random_array(7, (4, 4)))}
+
+    jf = check(make, call_sequence(8, lambda s, i: (s["m"], random_array(i, (6, 4)))), min_graph_calls=4)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()

@@ -324,3 +324,16 @@ def test_dict_spread_of_state_and_chained_comparisons_of_numpy_scalars():
     jf = check(lambda: (snapshot_and_range, {"m": {"a": 1.0, "b": 2}, "w": np.ones(3), "cap": 3.0}), calls,
                min_graph_calls=5)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def _ema_step(st, x):
+    ema = st["ema"]
+    ema["w"] = 0.5 * ema.get("w", x) + x  # a default the graph computes (it was refused as a dict key)
+    st["w"] -= 0.1 * ema["w"]
+    return ema.get("missing", x * 2)
+
+
+def test_dict_get_with_an_array_default():
+    calls = call_sequence(8, lambda s, i: (s, random_array(i, (3,))))
+    jf = check(lambda: (_ema_step, {"ema": {}, "w": np.zeros(3)}), calls, min_graph_calls=4)
+    assert "data-dependent-python" not in fallback_reasons(jf), jf.explain()
