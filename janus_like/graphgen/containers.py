@@ -284,6 +284,11 @@ class ContainersMixin:
             return result
         if isinstance(target, collections.deque):
             raise Unsupported("unsupported-call", f"deque.{name} on an input deque", self.site)
+        if isinstance(target, dict) and name == "get" and 1 <= len(args) <= 2 and not kwargs \
+                and id(target) not in self.shadows and type(args[0]) in (str, int, bool):
+            present = args[0] in target  # `m.get("step", 0)`: that entry only, its presence guarded (reading
+            self.prog.check_contains(ref.slot, args[0], present, self.site)  # the whole dict guarded each value)
+            return self.container_item(ref, args[0]) if present else (args[1] if len(args) > 1 else None)
         view = self.materialize(ref, self.site)
         if isinstance(target, dict) and name in ("items", "keys", "values", "get", "copy"):
             # (the key: a dict key; `get`'s default: any value, an array the graph computes too)

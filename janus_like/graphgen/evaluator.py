@@ -236,7 +236,8 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         if self.profile is not None and slot.parent is not None and slot.step[0] in ("item", "attr") \
                 and self.profile.varies(member_key(slot.parent.value, slot.step)):
             return True
-        if type(slot.value) is float and (self.frames and ast_key in self.frames[-1].written_reads or (
+        if (type(slot.value) is float or isinstance(slot.value, np.floating)) and (
+                self.frames and ast_key in self.frames[-1].written_reads or (
                 slot.parent is not None and slot.step[0] == "item"
                 and id(slot.parent.value) in self.written_containers)):
             return True  # a float the function assigns (there, or into this container) may change on any call

@@ -337,3 +337,19 @@ def test_dict_get_with_an_array_default():
     calls = call_sequence(8, lambda s, i: (s, random_array(i, (3,))))
     jf = check(lambda: (_ema_step, {"ema": {}, "w": np.zeros(3)}), calls, min_graph_calls=4)
     assert "data-dependent-python" not in fallback_reasons(jf), jf.explain()
+
+
+def _metrics_step(st, x):
+    st["w"] -= 0.1 * x
+    st["m"]["step"] = st["m"].get("step", 0) + 1
+    st["m"]["loss"] = float(st["w"].sum())
+    st["m"].update({"last_max": st["w"].max()}, seen=True)
+    return st["m"].get("absent", -1)
+
+
+def test_metrics_written_into_a_state_dict_are_not_speculated():
+    """`m.get("step", 0)` read the whole dict (each value guarded: the loss written last call
+    failed its guard twice), and NumPy floats written into a dict were guarded by value too."""
+    calls = call_sequence(10, lambda s, i: (s, random_array(i, (3,))))
+    jf = check(lambda: (_metrics_step, {"w": np.zeros(3), "m": {}}), calls, min_graph_calls=6)
+    assert not fallback_reasons(jf), jf.explain()
