@@ -75,6 +75,7 @@ class GraphBuilder:
         self.merged_from: dict = {}
         self.trainable = lambda var: var.var.trainable  # a VarRef's `trainable` (the generator guards it)
         self.key_identity = lambda ref: None  # an input object used as a dict key (the generator guards it)
+        self.windows_checked: set = set()  # (start node, length, size, block) asserted in range (windows.py)
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
         self.stand_ins: dict = {}  # mask node id -> its stand-in count

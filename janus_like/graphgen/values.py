@@ -149,11 +149,9 @@ class Sym(ArrayMethods):
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return _arith(operator.neg, F.neg, self)
     def __pos__(self):  # NumPy's `+x` is a new array (of a 0-d one, as any ufunc's result: a NumPy scalar)
-        if self.kind == "array" and self.ndim == 0:
-            from ..ops.registry import P, bind
-
-            return bind(P.numpy_scalar, self, dtype=self.dtype)
-        return self.copy() if self.kind == "array" else self
+        if self.kind != "array":
+            return self
+        return self._as_numpy_scalar() if self.ndim == 0 else self.copy()
     def __abs__(self): return _arith(abs, F.abs, self)
     def __lt__(self, o): return _arith(operator.lt, F.lt, self, o)
     def __le__(self, o): return _arith(operator.le, F.le, self, o)
@@ -187,11 +185,15 @@ class Sym(ArrayMethods):
         return F.round(self, operator.index(ndigits))
 
     def copy(self):
+        if self.kind == "array" and self.ndim == 0 and numpy_scalar(self):  # `x.sum().copy()`: a NumPy scalar
+            return self._as_numpy_scalar()
+        return array_copy(self)
+
+    def _as_numpy_scalar(self):
+        """A new NumPy scalar of this 0-d value (`np.float64(x)`'s node)."""
         from ..ops.registry import P, bind
 
-        if self.kind == "array" and self.ndim == 0 and numpy_scalar(self):  # `x.sum().copy()`: a NumPy scalar
-            return bind(P.numpy_scalar, self, dtype=self.dtype)
-        return bind(P.copy, self)
+        return bind(P.numpy_scalar, self, dtype=self.dtype)
 
     @property
     def device(self):

@@ -66,9 +66,9 @@ def window_index(gen, x, index):
         refuse(gen)
     size = x.shape[axis]
     b = gen.builder
-    checked = b.__dict__.setdefault("windows_checked", set())  # one assert per start, length and size in a block
-    if (start.node, length, size, id(b.block)) not in checked:  # (a branch's own does not cover the rest)
-        checked.add((start.node, length, size, id(b.block)))
+    checked = (start.node, length, size, id(b.block))  # one assert a block (a branch's covers only that branch)
+    if checked not in b.windows_checked:
+        b.windows_checked.add(checked)
         inside = b.py_op(_inside(length, size), start, sample=True)
         b.assert_(inside, True, Assumption("shape", gen.site, f"[start:start + {length}] within {size}",
                                            path="slice", relax=key))
