@@ -420,7 +420,7 @@ _FUNCTIONS = {
     np.atleast_3d: lambda a: F.atleast_nd(a, 3),
     np.hstack: lambda tup, dtype=None, casting="same_kind": F.hstack(tup),
     np.vstack: lambda tup, dtype=None, casting="same_kind": F.concatenate([F.atleast_nd(a, 2) for a in tup], 0),
-    np.ravel: lambda a, order="C": F.reshape(a, (-1,)),
+    np.ravel: lambda a, order="C": a.ravel(order) if getattr(a, "kind", None) == "array" else F.reshape(a, (-1,)),
     np.moveaxis: F.moveaxis,
 }
 

@@ -132,3 +132,13 @@ def test_script_exception_propagates(tmp_path):
     with pytest.raises(IndexError):
         run_path(str(bad), report=str(tmp_path / "rep"))
     assert (tmp_path / "rep" / "report.json").exists()
+
+
+def test_the_scripts_globals_are_those_python_gives(tmp_path):
+    """`__builtins__` is the builtins module (a script may call `__builtins__.len`), `__loader__`
+    a source loader, `__annotations__` a dict: what `python script.py` shows the script."""
+    path = tmp_path / "globals_script.py"
+    path.write_text("print(__builtins__.len([1, 2]), type(__loader__).__name__, __annotations__, __name__)\n")
+    plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True).stdout
+    wrapped, _ = run_captured(str(path))
+    assert wrapped == plain == "2 SourceFileLoader {} __main__\n"

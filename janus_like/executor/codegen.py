@@ -270,8 +270,9 @@ class _Emitter:
             axes = sum_to_axes(g_shape, shape)
             if not axes:
                 return self._sum_to_tail(a, 0, "", x, like)
-            if axes == tuple(range(lead)):  # leading axes only (a bias gradient): ndarray.sum's own reduce,
-                # without its Python wrapper, keepdims and a reshape (~1.5 us of a 3-5 us call)
+            if axes == tuple(range(lead)) and shape:  # leading axes only (a bias gradient): ndarray.sum's own reduce,
+                # without its Python wrapper, keepdims and a reshape (~1.5 us of a 3-5 us call); not to a
+                # 0-d `like`: the kernel's keepdims sum and reshape give a 0-d array, the reduce a scalar
                 axis = self.const(axes[0] if lead == 1 else axes)
                 return self._sum_to_tail(f"np.add.reduce({a}, {axis})", 0, "", x, like)
             return self._sum_to_tail(f"{a}.sum(axis={self.const(axes)}, keepdims=True)", lead, self.const(shape), x, like)

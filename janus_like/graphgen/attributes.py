@@ -31,6 +31,11 @@ def _library_owned(obj) -> bool:
     """A module, class or function of NumPy, the standard library or janus_like itself: held as
     a constant (nothing guards that `np.float32` or `nn.Linear.__call__` stays the same)."""
     module = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None) or ""
+    return library_module(module)
+
+
+def library_module(module: str) -> bool:
+    """`module` (a name) is NumPy's, the standard library's or janus_like's own."""
     return in_packages(module, _LIBRARY_PREFIXES + ("janus_like",)) or module.split(".")[0] in sys.stdlib_module_names
 
 
@@ -66,7 +71,9 @@ class AttributesMixin:
             if isinstance(fallback, types.FunctionType):  # the class's own __getattr__, inlined
                 self.class_member(type(target), "__getattr__")
                 return self.inline(fallback, [obj, name], {})
-            raise AttributeError(name)
+            if mro[0] is type(target):  # eager's own error (a call raising it re-runs eagerly to raise it)
+                raise AttributeError(f"{type(target).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(f"'super' object has no attribute {name!r}")
         if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
             method = input_rng_method(obj, name)
             if method is not None:  # from the generator the input holds at the call (draws.RngMethod)

@@ -128,7 +128,7 @@ class CallsMixin:
             keywords = self.materialize_dict(keywords) if isinstance(keywords, ObjRef) else keywords
             return self.call(self.getattr(func, "func"), list(pargs) + list(args), {**keywords, **kwargs}, node)
         if isinstance(func, ObjRef) and isinstance(func.obj, functools._lru_cache_wrapper):
-            return self.cached_call(func.obj, args, kwargs)
+            return self.cached_call(func, args, kwargs)
         if isinstance(func, ObjRef):
             call = getattr(type(func.obj), "__call__", None)
             if isinstance(call, types.FunctionType):
@@ -192,6 +192,8 @@ class CallsMixin:
             args = self._containers(args, (list, tuple, collections.deque))
             if is_library_of_numbers(func, args, kwargs):
                 return library_of_numbers(self.builder, func, args, self.site)
+        if func is np.isscalar:  # (of a graph value: which kind of value it is, numpy_calls.py)
+            return self.call_numpy(func, args, kwargs)
         if isinstance(func, types.FunctionType):
             if in_packages(module, _LIBRARY_PREFIXES) and not in_packages(module, _INLINE_LIBRARY) \
                     and not getattr(func, "_janus_inline", False):  # (jl.grad(f)'s and jl.value_and_grad(f)'s)
@@ -334,7 +336,12 @@ class CallsMixin:
         if func is setattr:
             raise Unsupported("unsupported-call", "setattr() of this object or name", self.site)
         args = self._containers(args, (list, tuple, dict, collections.deque))
-        if func in (max, min, sum, sorted) and len(args) >= 1 and isinstance(args[0], _VIEWS):
+        if func is sum and len(args) >= 1 and isinstance(args[0], _VIEWS):
+            total, items = self.sum_as_pulled(args)
+            if total is not None:
+                return total
+            args = [items, *args[1:]]  # Python numbers: summed as sum() sums them (py_numbers.py)
+        if func in (max, min, sorted) and len(args) >= 1 and isinstance(args[0], _VIEWS):
             args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
         if func is sum and args and _any_abstract(args[0]):
             total = args[1] if len(args) > 1 else 0
@@ -371,6 +378,23 @@ class CallsMixin:
             if not _any_abstract((args, kwargs)):
                 raise
             raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site) from None
+
+    def sum_as_pulled(self, args):
+        """`sum(enc(k) for k in kids)`: Python's sum adds each item as the generator gives it, so
+        an item a later one writes in place (a shared leaf's `n.x += 0.01`) is added with its
+        value then. (total, items): the running total where an item is an array or an object;
+        (None, the items) for Python numbers, which nothing can write in place."""
+        start = args[1] if len(args) > 1 else 0
+        total, items, numbers = start, [], True
+        for x in args[0]:
+            items.append(x)
+            if numbers and not (type(x) in (int, float, bool) or isinstance(x, Sym) and x.kind == "py"):
+                numbers = False
+                for y in items[:-1]:  # (Python numbers before the first array: the same sums, in order)
+                    total = total + y
+            if not numbers:
+                total = total + x
+        return (None, items) if numbers else (total, items)
 
     def function_frame(self, func, generator=False):
         """(AST, Frame) of a user function to inline: the scope its free names are read from (a

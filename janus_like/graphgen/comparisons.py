@@ -8,10 +8,12 @@ import ast
 import operator
 import types
 
+import numpy as np
+
 from ..ops import api as F
 from .attributes import _library_owned, user_method
 from .support import _CMPOPS, _MISSING, _any_objref, _as_kind, _dict_key, _identity
-from .values import ObjRef, Sym, Unsupported
+from .values import ObjRef, Sym, Unsupported, numpy_scalar
 
 _CMP_DUNDERS = {ast.Eq: ("__eq__", "__eq__"), ast.NotEq: ("__ne__", "__ne__"), ast.Lt: ("__lt__", "__gt__"),
                 ast.LtE: ("__le__", "__ge__"), ast.Gt: ("__gt__", "__lt__"), ast.GtE: ("__ge__", "__le__")}
@@ -20,6 +22,9 @@ _CMP_DUNDERS = {ast.Eq: ("__eq__", "__eq__"), ast.NotEq: ("__ne__", "__ne__"), a
 class ComparisonsMixin:
     def compare(self, op, left, right):
         if isinstance(op, (ast.Is, ast.IsNot)):
+            same = self.singleton_identity(left, right, isinstance(op, ast.Is))
+            if same is not None:
+                return same
             self.pin_compared(left, right)
             same = _identity(left) is _identity(right)
             return same if isinstance(op, ast.Is) else not same
@@ -57,6 +62,22 @@ class ComparisonsMixin:
             l, r = _identity(left), _identity(right)
             return _CMPOPS[type(op)](l, r)
         return self.lift(_CMPOPS[type(op)](left, right))
+
+    def singleton_identity(self, left, right, is_):
+        """`flag is True` where the graph computes `flag` (`bool(x[0] > 0)`, `np.all(m)`, a NumPy
+        bool scalar against `np.True_`): which singleton it is when the graph runs, so the value
+        decides (as a Python bool). None: the objects decide (a graph value is never None)."""
+        sym, other = (left, right) if isinstance(left, Sym) else (right, left)
+        if not isinstance(sym, Sym) or isinstance(other, Sym) and other.kind != sym.kind or sym.kind == "tensor":
+            return None
+        if sym.dtype != np.bool_ or sym.ndim != 0:
+            return None
+        if sym.kind == "py" and (other is True or other is False or isinstance(other, Sym)):
+            return self.builder.py_op(operator.is_ if is_ else operator.is_not, sym, other)
+        if sym.kind == "array" and numpy_scalar(sym) and (other is np.True_ or other is np.False_
+                                                          or isinstance(other, Sym) and numpy_scalar(other)):
+            return self.builder.to_py((F.eq if is_ else F.ne)(sym, other), bool)
+        return None
 
     def user_comparison(self, op, left, right):
         """`a == b`, `a < b`... where a user class defines the comparison: its method inlined, on

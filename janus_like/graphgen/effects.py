@@ -56,13 +56,17 @@ class EffectsMixin:
     def cached_call(self, func, args, kwargs):
         """A `functools.lru_cache` function of constants (`posenc(T, d)` with T a guarded size):
         called now, its result is a constant of the graph, the object eager's calls get from the
-        cache. An in-place write into it (eager's would change the cache) is not staged."""
+        cache (a guard calls it again on every call and checks it gives that object). An in-place
+        write into it (eager's would change the cache) is not staged."""
+        ref, func = func, func.obj
         plain = (int, float, str, bool, bytes, type(None))
         if not all(type(a) in plain or (type(a) is tuple and all(type(e) in plain for e in a))
                    for a in (*args, *kwargs.values())):
             raise Unsupported("unsupported-call", f"the lru_cache function {func.__name__} of graph values or "
                                                   "objects", self.site)
-        out = self.lift(func(*args, **kwargs))
+        value = func(*args, **kwargs)
+        self.prog.check_call_identity(ref.slot, args, kwargs, value, self.site)
+        out = self.lift(value)
         if isinstance(out, Sym):
             out = Sym(out.node, out.kind)
             out.view = (OPAQUE, CACHED)

@@ -233,15 +233,21 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
     def _dynamic(self, slot, ast_key):
         if ("value", relax_text(slot)) in self.relaxed:
             return True
-        if self.profile is not None and slot.parent is not None and slot.step[0] in ("item", "attr") \
-                and self.profile.varies(member_key(slot.parent.value, slot.step)):
-            return True
+        member = None  # the object's own member, profiled by object: its values decide, not the site's
+        if self.profile is not None and slot.parent is not None and slot.step[0] in ("item", "attr"):
+            member = member_key(slot.parent.value, slot.step)
+            if self.profile.varies(member):
+                return True
+            if not self.profile.seen_on_calls(member):
+                member = None
         if (type(slot.value) is float or isinstance(slot.value, np.floating)) and (
                 self.frames and ast_key in self.frames[-1].written_reads or (
                 slot.parent is not None and slot.step[0] == "item"
                 and id(slot.parent.value) in self.written_containers)):
             return True  # a float the function assigns (there, or into this container) may change on any call
-        return self.profile is not None and ast_key is not None and self.profile.varies(ast_key)
+        # (a site reading `self.stride` of layers with strides 2 and 1 varies; each layer's does not,
+        # while a tree node's `word`, a new node each call, is decided by the site)
+        return self.profile is not None and ast_key is not None and member is None and self.profile.varies(ast_key)
 
     def input_node(self, slot, array, python_number=False, numpy_scalar=False):
         arr = array if hasattr(array, "shape") and hasattr(array, "dtype") else np.asarray(array)

@@ -15,6 +15,7 @@ import numpy as np
 from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from ..tensor import Tensor
+from .attributes import library_module
 from .builder import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
@@ -302,7 +303,10 @@ class ExpressionsMixin:
         g = frame.globals
         if name in g or (id(g), name) in self.global_overlay:
             return self.read_global(g, name, key)
-        if hasattr(builtins, name):
+        if hasattr(builtins, name):  # still a builtin while a user's module defines no such global
+            if not library_module(g.get("__name__", "")):
+                slot, _ = self.prog.root_const(g, f"{g.get('__name__', '?')}.__dict__")
+                self.prog.check_builtin(slot, name, self.site)
             return getattr(builtins, name)
         raise Unsupported("user-error", f"name {name!r} is not defined", self.site)
 
@@ -324,7 +328,9 @@ class ExpressionsMixin:
         if name not in g:
             raise Unsupported("user-error", f"name {name!r} is not defined", self.site)
         value = g[name]
-        if isinstance(value, types.ModuleType):
+        if isinstance(value, types.ModuleType):  # (`np`, a config module `C` a user's script may rebind)
+            if not library_module(g.get("__name__", "")):
+                self.prog.check_identity(self.prog.root_global(g, name, value, g.get("__name__", "?"))[0], self.site)
             return value
         slot, _ = self.prog.root_global(g, name, value, g.get("__name__", "?"))
         return self.classify(slot, self.site, key)
@@ -390,6 +396,8 @@ class ExpressionsMixin:
             if obj.kind == "array" and hasattr(np.ndarray, name):
                 raise Unsupported("unsupported-call", f"ndarray.{name} has no graph op", self.site)
             raise Unsupported("user-error", f"an array or Tensor has no attribute {name!r}", self.site)
+        if isinstance(obj, Sym) and obj.kind == "py" and not hasattr(obj.py_type, name):
+            raise AttributeError(f"{obj.py_type.__name__!r} object has no attribute {name!r}")  # (`.dtype`)
         if isinstance(obj, Sym) and obj.kind == "py" and not hasattr(obj, name):  # (i.bit_length(), s.hex())
             raise Unsupported("data-dependent-python", f"`.{name}` of a Python number the graph computes", self.site)
         if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name):

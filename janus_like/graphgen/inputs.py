@@ -62,6 +62,7 @@ class InputProgram:
     def __init__(self):
         self.slots: list[Slot] = []
         self.lines: list[str] = []  # body of the guard function
+        self._absent: dict = {}  # slot index of a globals dict -> the builtin names it must not define
         self.consts: list = []
         self.assumptions: list[Assumption] = []
         self._by_key: dict = {}
@@ -193,6 +194,15 @@ class InputProgram:
         text = code.replace("{v}", slot.text)
         self.check(slot, f"{code} == {self._const(result)}", Assumption("value", site, result, text))
 
+    def check_call_identity(self, slot, args, kwargs, result, site):
+        """`{v}(*args, **kwargs)` still gives the object `result` (an lru_cache function's cached
+        value): called by the guard on every call, as eager calls it (a `cache_clear()` between
+        calls makes it compute a new object, which fails the guard)."""
+        given = [self._const(a) for a in args] + [f"{k}={self._const(a)}" for k, a in kwargs.items()]
+        name = getattr(slot.value, "__qualname__", type(slot.value).__name__)
+        self.check(slot, f"{{v}}({', '.join(given)}) is {self._const(result)}",
+                   Assumption("identity", site, f"{name}'s cached value", slot.text))
+
     def check_writeable(self, slot):
         """A NumPy array the commit writes in place accepts writes: a read-only one fails the
         guard, and the call runs eagerly, raising eager's error where eager writes it, instead of
@@ -225,6 +235,16 @@ class InputProgram:
         if const is None:  # equal lists share one constant, so that a repeated check is seen as one
             const = self._keys[tuple(keys)] = self._const(keys)
         self.check(slot, f"list({{v}}.keys()) == {const}", Assumption("keys", site, keys, slot.text))
+
+    def check_builtin(self, slot, name, site):
+        """The globals dict `slot` still defines no global `name`: the function's `name` is the
+        builtin. One test a dict for all its names (the set grows while the graph is made)."""
+        names = self._absent.get(slot.index)
+        if names is None:
+            names = self._absent[slot.index] = set()
+            self.check(slot, f"{{v}}.keys().isdisjoint({self._const(names)})",
+                       Assumption("contains", site, "no global shadowing a builtin", slot.text))
+        names.add(name)
 
     def check_contains(self, slot, key, expected, site):
         self.check(slot, f"({self._const(key)} in {{v}}) is {expected}",

@@ -13,7 +13,7 @@ from ..ops import api as F
 from ..ops.registry import REGISTRY
 from ..tensor import Tensor
 from .builder import SymbolicTape
-from .values import OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef
+from .values import OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
 
 MAX_DEPTH = 400
 MAX_UNROLL = 20000
@@ -276,7 +276,9 @@ def _concrete_type_probe(v):
             return Tensor.__new__(Tensor)
         if v.kind == "py":
             return np.zeros((), v.dtype).item()
-        return np.zeros(v.shape, v.dtype) if v.shape else np.zeros((), v.dtype)[()]
+        if v.shape or not numpy_scalar(v):  # (a 0-d ndarray: `np.array(s)`, a 0-d Variable's gradient)
+            return np.zeros(v.shape, v.dtype)
+        return np.zeros((), v.dtype)[()]
     return v
 
 

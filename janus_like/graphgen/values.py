@@ -39,6 +39,17 @@ _OPERAND_TYPE_OPS = frozenset({"cast", "reshape", "squeeze", "transpose", "real"
                                "reshape_like", "broadcast_like", "sum_to", "diagonal"})
 
 
+def ndarray_operand(v):
+    """A Tensor given to an ndarray's method that converts its arguments (`x.dot(w)`,
+    `x.take(idx)`): NumPy's array of it, a constant of the tape (eager's method returns an ndarray,
+    and no gradient flows through it). Other values as they are."""
+    from ..tensor import Tensor
+
+    if isinstance(v, Sym) and v.kind == "tensor":
+        return Sym(F.stop_gradient(v).node, "array")
+    return v._data if isinstance(v, Tensor) else v
+
+
 def numpy_scalar(v) -> bool:
     """Whether a 0-d graph array is a NumPy scalar when the graph runs (`x.sum()`, `w[0]`,
     `np.float64(s)`), not a 0-d ndarray (`np.array(s)`, `a[...]`, an input array). The graph runs
@@ -151,6 +162,8 @@ class Sym(ArrayMethods):
     def __pos__(self):  # NumPy's `+x` is a new array (of a 0-d one, as any ufunc's result: a NumPy scalar)
         if self.kind != "array":
             return self
+        if self.dtype == np.bool_:  # NumPy's `positive` has no loop for bools: eager raises
+            raise Unsupported("op-error", "unary + (numpy.positive) of a bool array", _builder().site)
         return self._as_numpy_scalar() if self.ndim == 0 else self.copy()
     def __abs__(self): return _arith(abs, F.abs, self)
     def __lt__(self, o): return _arith(operator.lt, F.lt, self, o)
@@ -188,6 +201,21 @@ class Sym(ArrayMethods):
         if self.kind == "array" and self.ndim == 0 and numpy_scalar(self):  # `x.sum().copy()`: a NumPy scalar
             return self._as_numpy_scalar()
         return array_copy(self)
+
+    def dot(self, o):  # ndarray.dot makes a Tensor argument an array (no gradient): an ndarray
+        return F.dot(self, ndarray_operand(o) if self.kind == "array" else o)
+
+    def ravel(self, order="C"):
+        """A C-ordered array's view, as NumPy's; another array's copy (`x[::2].ravel()`, which a
+        plain reshape would give as a view): reshape of np.ascontiguousarray, x itself if C-ordered."""
+        if self.kind != "array":
+            return super().ravel()
+        if order != "C":  # ("K": a view of a transposed array too)
+            raise Unsupported("unsupported-call", f"ravel(order={order!r}) of a graph array", _builder().site)
+        from ..ops.registry import P, bind
+
+        contiguous = bind(P.ascontiguousarray, self)  # (its view of self, if any, tracked as emit made it)
+        return F.reshape(contiguous if contiguous.kind == "array" else Sym(contiguous.node, "array"), (-1,))
 
     def _as_numpy_scalar(self):
         """A new NumPy scalar of this 0-d value (`np.float64(x)`'s node)."""
@@ -236,7 +264,8 @@ class Sym(ArrayMethods):
         if self.size != 1 or self.dtype.kind not in "biuf":
             raise Unsupported("data-dependent-python", f".item() of a graph value of {self.size} elements "
                                                        f"({self.dtype})")
-        return _builder().to_py(self, self.py_type)
+        flat = self if self.ndim == 0 else F.reshape(self, ())  # (float() of a 1-d array raises)
+        return _builder().to_py(flat, self.py_type)
 
     def __copy__(self):
         """`copy.copy(x)` / `copy.deepcopy(x)` of a graph array (copy.py is inlined, and reaches

@@ -175,6 +175,7 @@ class FailuresMixin:
         try:
             result = self._eager(args)
         except Exception as eager_exc:
+            _forget_context(eager_exc, exc)
             if type(eager_exc) is type(exc) and str(eager_exc) == str(exc):
                 fb = Fallback("user-error", f"generation raised {type(exc).__name__}: {exc}, as eager does",
                               user_site(eager_exc))
@@ -263,3 +264,16 @@ def _size_at(path, args):
         return None if obj is _MISSING else len(obj)
     except Exception:
         return None
+
+
+def _forget_context(error, generation_error):
+    """Eager ran while the generation's exception was being handled, so Python made that one the
+    context of the first exception eager raised: cut it, so that the user's traceback shows
+    eager's chain only ("During handling of the above exception" with janus_like's frames)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if error.__context__ is generation_error:
+            error.__context__ = None
+            return
+        error = error.__context__

@@ -492,9 +492,28 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: 
         >>> all((f(x) == np.tanh(x) * 2).all() for _ in range(5))
         True
     """
+    _check_options(warmup=warmup, max_graphs=max_graphs, regen_after=regen_after, mode=mode, reassociate=reassociate,
+                   native=native, choose=choose)
     make = functools.partial(JitFunction, warmup=warmup, max_graphs=max_graphs, regen_after=regen_after, mode=mode,
                              reassociate=reassociate, native=native, choose=choose)
     return make if fn is None else make(fn)
+
+
+def _check_options(*, warmup, max_graphs, regen_after, mode, reassociate, native, choose):
+    """jit's own options, checked where the user gives them (not at the first call)."""
+    from ..executor.tiering import resolve_policy
+    from .choice import resolve_choice
+
+    resolve_policy(native, True), resolve_choice(choose)
+    for name, value, least in (("warmup", warmup, 0), ("max_graphs", max_graphs, 1), ("regen_after", regen_after, 1)):
+        if type(value) is not int:
+            raise TypeError(f"jit: {name} must be an int, got {type(value).__name__} {value!r}")
+        if value < least:
+            raise ValueError(f"jit: {name} must be at least {least}, got {value}")
+    if mode not in ("plan", "interpret"):
+        raise ValueError(f"jit: mode must be 'plan' or 'interpret', got {mode!r}")
+    if type(reassociate) is not bool:
+        raise TypeError(f"jit: reassociate must be True or False, got {type(reassociate).__name__} {reassociate!r}")
 
 
 __all__ = ["jit", "JitFunction", "REASONS"]

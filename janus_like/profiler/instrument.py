@@ -80,6 +80,8 @@ class Hooks:
         getter = _property_getter(type(obj), name)
         value = getattr(obj, name) if getter is None else profiled_callable(getter, self)(obj)
         self.profile.record_value(key, value)
+        if getter is None and name in getattr(obj, "__dict__", ()):  # (by object too: one site, many layers)
+            self.profile.record_member(member_key(obj, ("attr", name)), value)
         return value
 
     def s(self, key, container, index):

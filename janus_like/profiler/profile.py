@@ -40,6 +40,8 @@ class Profile:
         self.lengths = defaultdict(set)  # key -> lengths of lists/tuples/dicts read there
         self.picks = defaultdict(Counter)  # key of a min()/max() call -> position of the argument it gave -> times
         self.calls = 0
+        self.first_call = {}  # member key -> the call that first saw it
+        self.repeated = set()  # member keys seen on two calls or more (the same object each call)
 
     # ------------------------------------------------------------------ recording
     def record_branch(self, key, outcome: bool):
@@ -88,6 +90,18 @@ class Profile:
 
     def varies(self, key) -> bool:
         return key in self.varying
+
+    def record_member(self, key, value):
+        """A member of an object (member_key): its value, and whether more than one call read it."""
+        self.record_value(key, value)
+        first = self.first_call.setdefault(key, self.calls)
+        if first != self.calls:
+            self.repeated.add(key)
+
+    def seen_on_calls(self, key) -> bool:
+        """Whether the member was read on two calls or more: its object is not a new one each call
+        (a layer of the model, not a node of this call's tree), so its values say whether it varies."""
+        return key in self.repeated
 
     def summary(self) -> dict:
         return {

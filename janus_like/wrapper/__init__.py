@@ -15,6 +15,8 @@ effects, unchanged (same stdout, same final state), plus a `Run` record for repo
 """
 from __future__ import annotations
 
+import builtins
+import importlib.machinery
 import os
 import sys
 import time
@@ -96,7 +98,9 @@ def run_path(path, argv=None, *, report=None, warmup: int = 3, hot_after: int = 
         hook = None
 
     module = types.ModuleType("__main__")
-    module.__dict__.update(__file__=filename, __cached__=None, __loader__=None, __package__=None, __spec__=None)
+    # the globals `python script.py` gives (`__builtins__` the module, not exec's dict of it)
+    module.__dict__.update(__file__=filename, __cached__=None, __package__=None, __spec__=None, __annotations__={},
+                           __builtins__=builtins, __loader__=importlib.machinery.SourceFileLoader("__main__", filename))
     if rt is not None:
         module.__dict__[RT] = rt
     run = Run(path, argv, jit, options, rt, len(_REGISTRY), time.perf_counter())

@@ -429,3 +429,42 @@ def test_classmethods_called_through_the_class_or_an_object_and_swapped(method):
     finally:
         Scaler.scaled, Scaler.factor = saved
     assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
+
+
+REBOUND = """
+import types
+
+import numpy as np
+
+helpers = None  # set by the test
+
+
+def step(x, st):
+    st["w"] = st["w"] - helpers.LR * x
+    return abs(st["w"]).sum() + len(x), np.tanh(x)
+"""
+
+
+def test_module_globals_and_builtins_rebound_between_calls(tmp_path):
+    """A global naming a module (a config module swapped for another, `np` itself) and a builtin
+    shadowed by a module global, then deleted again: a graph made before read each as a constant."""
+    def make():
+        mod = load_with_helpers(tmp_path, REBOUND, HELPERS)
+        return mod.step, {"mod": mod, "st": {"w": np.zeros(3)}}
+
+    def change(s, k):
+        mod = s["mod"]
+        if k == 6:
+            mod.helpers = load_module(tmp_path, "LR = 0.25\n", "helpers2")
+        if k == 9:
+            mod.abs = lambda v: v * 2.0
+        if k == 12:
+            del mod.abs
+        if k == 15:
+            fake = mod.types.ModuleType("fake_numpy")
+            fake.tanh = np.sin
+            mod.np = fake
+        return random_array(k, (3,)), s["st"]
+
+    jf = check(make, [lambda s, k=k: change(s, k) for k in range(20)], min_graph_calls=10)
+    assert {"identity", "contains"} <= fallback_reasons(jf) | {a.kind for g in jf.compiled for a in g.assumptions}

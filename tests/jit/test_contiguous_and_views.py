@@ -2,7 +2,11 @@
 call when the graph runs: eager's objects (x itself when it is C-ordered, a copy of a
 transpose, a new array on x's memory), side by side against eager with results, state, arguments
 and who shares memory with whom compared after every call. A write through such a result (it may
-be the input itself) keeps the step eager, as does a view that reinterprets the bytes."""
+be the input itself) keeps the step eager, as does a view that reinterprets the bytes.
+
+`ravel()` is NumPy's view of a C-ordered array and a copy of any other (of a strided 1-d array
+too, where a reshape would be a view), and `np.einsum` of one array that only permutes its axes
+is a view of it (a later write shows through it)."""
 import numpy as np
 import pytest
 
@@ -18,12 +22,23 @@ BODIES = {
     "state_rebound": "y = np.ascontiguousarray(st['w'])\n    st['w'] = st['w'] * 0.5 + x[0, 0]\n    return y",
     "state_view": "v = st['w'].view()\n    st['w'] = st['w'] * 0.5\n    return v.sum() + x.sum(), v",
     "views": "y = (x * 2).view()\n    return y + 1, x.view(np.float64), x.view(dtype=x.dtype).shape",
+    "ravel": "r = x[0, ::2].ravel()\n    st['keep'] = r\n    return r, np.ravel(x[:, 1]), x.ravel(), x.T.ravel(), "
+             "np.ravel(st['w'])",
+}
+EINSUM = {
+    "permuted": "t = np.einsum('ij->ji', x)\n    return t, np.einsum('ij', m), t @ m, np.einsum('ij,ij->i', x, m)",
+    "state_permuted": "t = np.einsum('ji', st['w'])\n    st['keep'] = t\n    return t.sum() + x.sum()",
 }
 STILL_EAGER = {
     "write_through": "y = np.ascontiguousarray(st['w'])\n    y += x[0, 0]\n    return y",
     "write_through_view": "y = st['w'].view()\n    y[0] = x[0, 0]\n    return y",
     "reinterpret": "return (x * 2).view(np.int64)",
     "read_after_base_written": "v = st['w'].view()\n    st['w'] *= 0.5\n    return v.sum() + x.sum(), v",
+    "einsum_read_after_base_written": "t = np.einsum('ij->ji', st['w'])\n    st['w'] += 1.0\n"
+                                      "    return t.sum() + x.sum()",
+    "einsum_diagonal": "return np.einsum('ii->i', x[:, :3])",
+    "ravel_read_after_base_written": "st['w'][0, 0] = 1.0\n    z = st['w'].ravel()\n    st['w'][0, 1] = x[0, 0]\n"
+                                     "    return z",
 }
 
 
@@ -43,6 +58,12 @@ def test_contiguous_copies_and_views_side_by_side(tmp_path, name):
     assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
     ops = {n.op for g in jf.graphs() for n in g.graph.all_nodes()}
     assert ops & {"ascontiguousarray", "view"}, jf.explain()
+
+
+@pytest.mark.parametrize("name", sorted(EINSUM))
+def test_einsum_permutations_of_one_array_are_views_side_by_side(tmp_path, name):
+    jf = _run(tmp_path, name, EINSUM[name], 4)
+    assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
 
 
 @pytest.mark.parametrize("name", sorted(STILL_EAGER))

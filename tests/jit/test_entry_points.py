@@ -216,6 +216,18 @@ def test_jit_rejects_non_functions():
         jl.jit(3)
 
 
+@pytest.mark.parametrize("options, error", [
+    ({"warmup": "3"}, TypeError), ({"warmup": 2.5}, TypeError), ({"warmup": -1}, ValueError),
+    ({"max_graphs": 0}, ValueError), ({"regen_after": 0}, ValueError), ({"mode": "bad"}, ValueError),
+    ({"reassociate": "no"}, TypeError), ({"native": "sometimes"}, ValueError), ({"choose": "best"}, ValueError)])
+def test_bad_options_are_errors_where_they_are_given(options, error):
+    name = next(iter(options))
+    with pytest.raises(error, match=name):
+        jl.jit(lambda x: x, **options)
+    with pytest.raises(error, match=name):
+        jl.jit(**options)
+
+
 def test_keyword_call_binds_positionally():
     def f(x, scale=2.0):
         return x * scale

@@ -419,3 +419,95 @@ def test_events_are_bounded_on_a_stream_of_one_off_shapes(monkeypatch):
     with contextlib.redirect_stderr(err):
         jf(nest(41))
     assert "[janus_like:assumptions]" in err.getvalue() and "expected" in err.getvalue()
+
+
+def _cholesky_check(A, x):
+    try:
+        np.linalg.cholesky(A)  # (its value unused: only whether it raises)
+        return True
+    except np.linalg.LinAlgError:
+        return False
+
+
+def _dead_inverse(A, x):
+    np.linalg.inv(A)
+    return x.sum()
+
+
+def _dead_index(A, x):
+    x[int(np.argmax(x)) + 2]
+    return x.sum()
+
+
+def _dead_selection_index(A, x):
+    v = x[x > 0]
+    v[0]
+    return x.sum()
+
+
+def _scalar_probe(A, x):
+    try:
+        float(x[:1])
+        return "scalar"
+    except TypeError:
+        return "vector"
+
+
+def _dead_histogram(A, x):
+    np.histogram(x)
+    return x.sum()
+
+
+@pytest.mark.parametrize("step", [_cholesky_check, _dead_inverse, _dead_index, _dead_selection_index, _scalar_probe,
+                                  _dead_histogram], ids=lambda f: f.__name__)
+def test_unused_values_that_raise_raise_as_eager(step):
+    """An op whose value is unused still raises where eager raises (a singular matrix, a
+    computed index out of bounds, float() of a 1-d array, NumPy's own function on a NaN), so a
+    `try` takes eager's path: dead-code elimination keeps what may raise."""
+    def arg(i):
+        bad = i in (6, 9)
+        A = -np.eye(2) if bad and step is _cholesky_check else np.ones((2, 2)) if bad else np.eye(2)
+        x = np.array([0.0, 0.0, 1.0]) if bad else np.array([1.0, -0.5, 0.0]) * (i + 1)
+        if bad and step is _dead_selection_index:
+            x = -np.ones(3)
+        if bad and step is _dead_histogram:
+            x = np.array([np.nan, 1.0, 2.0])
+        return A, x
+
+    # (float() of a 1-d array raises on every call: eager's handler runs, and no graph can)
+    check(lambda: (step, None), [lambda s, i=i: arg(i) for i in range(12)],
+          min_graph_calls=0 if step is _scalar_probe else 4)
+
+
+class _Layer:
+    def __init__(self, bias=True):
+        self.W = np.ones((4, 3))
+        if bias:
+            self.b = np.zeros(3)
+
+
+def _affine(m, x):
+    return x @ m.W + m.b
+
+
+def test_an_input_missing_an_attribute_raises_eagers_error_and_graphs_go_on():
+    """One call gets an object without `.b`: generating its graph raised a bare AttributeError
+    (counted as janus_like's defect, which turned the function's graphs off for good, and chained
+    into the user's traceback); now it is eager's error, raised as eager raises it, and later
+    calls run as graphs again."""
+    good, bad = _Layer(), _Layer(bias=False)
+    jf = check(lambda: (_affine, None), [lambda s, i=i: (bad if i == 6 else good, np.full((2, 4), float(i)))
+                                         for i in range(12)], min_graph_calls=7)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+    with pytest.raises(AttributeError) as info:
+        jl.jit(_affine)(bad, np.ones((2, 4)))
+    assert info.value.__context__ is None
+
+
+def test_an_error_while_generating_is_not_the_context_of_eagers():
+    jf = jl.jit(_affine, choose="graph")
+    for i in range(5):
+        jf(_Layer(), np.ones((2, 4)))
+    with pytest.raises(AttributeError) as info:
+        jf(_Layer(bias=False), np.ones((2, 4)))
+    assert info.value.__context__ is None and "'_Layer' object has no attribute 'b'" in str(info.value)

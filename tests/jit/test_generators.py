@@ -12,7 +12,7 @@ import numpy as np
 
 import janus_like as jl
 
-from .harness import check, fallback_reasons
+from .harness import check, fallback_reasons, random_array
 
 
 class Model:
@@ -204,3 +204,21 @@ def test_a_failed_run_puts_the_global_rng_back_exactly():
         status, _ = speculating.graphs()[0].try_run((calls[7]({"m": m})[0], m, gauss))
         after = np.random.get_state()
         assert status == "assert" and before[2:] == after[2:] and np.array_equal(before[1], after[1])
+
+
+def test_sum_adds_each_item_as_the_generator_gives_it():
+    """`sum(push(v) for v in xs)` where each item is a buffer the next one writes in place: Python's
+    sum adds the first before the second is made (a tree encoder whose shared leaf moves on each
+    visit); collecting the items first added the buffer's last value twice."""
+    def step(st, x):
+        buf = st["buf"]
+
+        def push(v):
+            buf[...] = 0.5 * buf + v
+            return buf
+
+        return sum(push(v) for v in (x, 2 * x)), sum((push(v) for v in (x,)), np.ones(3)), \
+            sum(float(v.sum()) for v in (x, x)), sum(map(push, (x, x)))
+
+    check(lambda: (step, {"buf": np.zeros(3)}), [lambda s, i=i: (s, random_array(i, (3,))) for i in range(10)],
+          min_graph_calls=5)

@@ -66,6 +66,7 @@ def normalize(text: str) -> str:
         return "%" + str(ids.setdefault(m.group(1), len(ids) + 1))
 
     text = re.sub(r"%(\d+)", renumber, text)
+    text = re.sub(r"\bgolden_\d+\.", "prog.", text)  # (a module's global: `golden_3.np`)
     return re.sub(r"\b\w+_\d+\.py:", "prog.py:", text)
 
 
@@ -250,6 +251,7 @@ def test_golden_explain_lists_assumptions(prog):
         "    assume type: arg0 expected 'ndarray' (argument 0)",
         "    assume shape: arg0 expected 'float64[2]' (argument 0)",
         "    assume identity: branchy.__code__ expected 'the code the graph was made from' (branchy's code)",
+        "    assume identity: prog.np expected 'numpy' (prog.py:9)",
         "    assume branch: expected True (prog.py:10)",
     ], text
 

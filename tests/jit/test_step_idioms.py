@@ -169,6 +169,28 @@ def test_a_write_into_a_cached_array_stays_eager():
     assert jf.stats()["graph_calls"] == 0 and "lru_cache" in jf.explain(), jf.explain()
 
 
+def test_an_lru_cache_cleared_between_calls_computes_again():
+    """`cache_clear()` after a global the helper reads changed: eager's next call computes a
+    new table, which the graph (holding the old one as a constant) did not see."""
+    def make():
+        cfg = {"scale": 1.0}
+        mask = functools.lru_cache(maxsize=None)(lambda n: np.ones(n) * cfg["scale"])  # one cache a side
+
+        def step(x):
+            return (x * mask(x.shape[0])).sum()
+
+        return step, {"cfg": cfg, "mask": mask}
+
+    def call(s, i):
+        if i in (6, 9):
+            s["cfg"]["scale"] += 1.0
+            s["mask"].cache_clear()
+        return (random_array(i, (4,)),)
+
+    jf = check(make, [lambda s, i=i: call(s, i) for i in range(12)], min_graph_calls=4)
+    assert "identity" in {a.kind for g in jf.compiled for a in g.assumptions}, jf.explain()
+
+
 State = collections.namedtuple("State", "w m step")
 
 

@@ -20,9 +20,9 @@ import math
 import numpy as np
 
 import janus_like as jl
-from janus_like import F
+from janus_like import F, nn
 
-from .harness import check, fallback_reasons
+from .harness import check, fallback_reasons, random_array
 
 
 # -------------------- a step with a warm-up + cosine learning rate, global-norm clipping, per-parameter ...
@@ -340,3 +340,23 @@ def test_a_schedule_read_through_a_property():
     make = lambda: (scheduled_step, {"sched": WarmupCosine(), "w": np.zeros(3)})  # noqa: E731
     jf = check(make, [lambda s, k=k: (s,) + data[k % 4] for k in range(16)], min_graph_calls=10)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def test_layers_of_one_class_with_different_hyperparameters_run_as_graphs():
+    """A CNN whose convolutions have strides 2 and 1 and whose pools have sizes 2 and 1: one
+    source line (`self.stride` in Conv2D.forward) reads a different int for each layer, and
+    each layer's own stays the same on every call: it is a constant of the graph (guarded),
+    not a value read when the graph runs (which conv2d cannot take)."""
+    def make():
+        rng = np.random.default_rng(0)
+        model = nn.Sequential(nn.Conv2D(1, 2, 3, stride=2, rng=rng), nn.Conv2D(2, 2, 1, rng=rng),
+                              nn.MaxPool2D(2), nn.MaxPool2D(1))
+
+        def step(x):
+            return model(x).sum()
+
+        return step, {"model": model}
+
+    calls = [lambda s, i=i: (random_array(i, (1, 1, 9, 9)).astype(np.float32),) for i in range(10)]
+    jf = check(make, calls, min_graph_calls=5)
+    assert not fallback_reasons(jf), jf.explain()
