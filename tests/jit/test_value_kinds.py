@@ -1,9 +1,10 @@
 """What kind of value a graph value is, where the code asks: `flag is True` of a bool the graph
 computes (which singleton it is), `hasattr`/`getattr`/`np.isscalar` of a Python number the graph
-computes (a float has no `.dtype`), `.item()` of a one-element array that is not 0-d, `+x` of a bool array (NumPy raises), `np.stack` of graph
-arrays and constants (an ndarray, not a Tensor), and ndarray methods given a Tensor (`x.dot(w)`:
-NumPy makes w an array, so the result is an ndarray and no gradient flows through it). Each case
-runs eager and jit side by side and compares results and state after every call."""
+computes (a float has no `.dtype`), `.item()` of a one-element array that is not 0-d, `+x` of a
+bool array (NumPy raises), `np.stack` of graph arrays and constants (an ndarray, not a Tensor),
+and ndarray methods given a Tensor (`x.dot(w)`: NumPy makes w an array, so the result is an
+ndarray and no gradient flows through it). Each case runs eager and jit side by side and
+compares results and state after every call."""
 import numpy as np
 import pytest
 
