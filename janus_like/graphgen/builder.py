@@ -8,6 +8,7 @@ registry's vjp rules — the same rules the eager tape uses.
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -52,6 +53,7 @@ def _broadcast(shapes) -> tuple:
 
 class GraphBuilder:
     def __init__(self, name: str):
+        self.thread = threading.get_ident()  # the thread generating (ops/registry.bind)
         self.graph = ir.Graph(name)
         self.block = self.graph.nodes  # where new nodes go (a cond branch while building one)
         self.prelude: list = []  # constants, placed before everything else

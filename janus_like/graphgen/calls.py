@@ -66,6 +66,27 @@ def _binds(func, n_positional, keywords):
         return False
 
 
+class LoggedAt:
+    """A logging call deferred to the commit, whose record names the user's line and function as
+    eager's does (logging finds its caller by walking the stack: the commit's `finish` here).
+    `caller`: (filename, line, function) at the call in the jitted code."""
+
+    __slots__ = ("fn", "logger", "caller")
+
+    def __init__(self, fn, logger, caller):
+        self.fn, self.logger, self.caller = fn, logger, caller
+
+    def __call__(self, *args, **kwargs):
+        logger = getattr(self.logger, "logger", self.logger)  # (a LoggerAdapter's)
+        filename, line, func = self.caller
+        name = getattr(func, "__name__", None) or getattr(getattr(func, "fn_ast", None), "name", "<lambda>")
+        logger.findCaller = lambda stack_info=False, stacklevel=1: (filename, line, name, None)
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            del logger.findCaller
+
+
 class CallsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -110,7 +131,8 @@ class CallsMixin:
             if isinstance(owner, ObjRef) and isinstance(owner.obj, (logging.Logger, logging.LoggerAdapter)):
                 self.prog.check_identity(owner.slot, self.site)  # log through the same logger
                 if func.func.__name__ in _LOG_FUNCTIONS:
-                    return self.defer(types.MethodType(func.func, owner.obj), args, kwargs)
+                    return self.defer(LoggedAt(types.MethodType(func.func, owner.obj), owner.obj, self.caller),
+                                      args, kwargs)
                 return self.logger_query(owner, func.func.__name__, args, kwargs)
             return self.inline(func.func, [func.self_value] + list(args), kwargs)
         if isinstance(func, ContainerMethod):
@@ -147,9 +169,10 @@ class CallsMixin:
             return ErrState(dict(kwargs))
         if isinstance(func, types.BuiltinFunctionType) and func in CLOCKS and not args and not kwargs:
             return self.clock_read(func)
-        if func is print or (isinstance(func, types.FunctionType) and func.__module__ == "logging"
-                             and func.__name__ in _LOG_FUNCTIONS):
+        if func is print:
             return self.defer(func, args, kwargs)
+        if isinstance(func, types.FunctionType) and func.__module__ == "logging" and func.__name__ in _LOG_FUNCTIONS:
+            return self.defer(LoggedAt(func, logging.root, self.caller), args, kwargs)  # (`logging.info(...)`)
         if isinstance(func, types.MethodType) and isinstance(func.__self__, (Sym, SymbolicTape)):
             # tape.gradient(loss, params) with `params` an input list: hand over its elements
             args = [self.containers_to_python(a) for a in args]

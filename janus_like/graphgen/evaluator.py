@@ -112,6 +112,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.yield_loops: dict = {}  # id of a generator's frame -> the loop its yields go to
         self.comprehensions = 0  # comprehensions being evaluated (a lambda there is not supported)
         self.site = ""
+        self.caller = ("", 0, None)  # (file, line, function) of the statement being generated
         self._unknown = ()
 
     def generate(self, args):

@@ -339,13 +339,11 @@ class NumpyCallsMixin:
             return None
         if not isinstance(out, np.ndarray) or not np.shares_memory(out, sample):
             return None
-        ins, arrow, outs = subscripts.replace(" ", "").partition("->")
-        if not arrow:  # implicit output: the labels seen once, in alphabetical order
-            outs = "".join(sorted(c for c in ins if ins.count(c) == 1))
-        if "." in ins or len(set(ins)) != len(ins) or sorted(outs) != sorted(ins):
+        # a permutation (`'ij->ji'`, `'...ij->...ji'`) moves the sample's strides, which all differ
+        if out.ndim != sample.ndim or sorted(out.strides) != sorted(sample.strides):
             raise Unsupported("unsupported-call", f"numpy.einsum({subscripts!r}) of one array gives a view of its "
                                                   "diagonal", self.site)
-        return x.transpose(tuple(ins.index(c) for c in outs))
+        return x.transpose(tuple(sample.strides.index(s) for s in out.strides))
 
     def array_view(self, name, x, args, kwargs):
         """`x.diagonal(offset, axis1, axis2)`, `np.diagonal(x, ...)`, `x.real`, `np.imag(x)` of a

@@ -44,6 +44,7 @@ class StatementsMixin:
     def set_site(self, node, frame):
         self.site = f"{os.path.basename(frame.filename)}:{node.lineno}"
         self.builder.site = self.site
+        self.caller = (frame.filename, node.lineno, frame.func)  # (a deferred log record's caller)
 
     def exec_stmt(self, node, frame):
         self.set_site(node, frame)

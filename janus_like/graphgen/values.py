@@ -160,6 +160,8 @@ class Sym(ArrayMethods):
     def __rmatmul__(self, o): return F.matmul(o, self)
     def __neg__(self): return _arith(operator.neg, F.neg, self)
     def __pos__(self):  # NumPy's `+x` is a new array (of a 0-d one, as any ufunc's result: a NumPy scalar)
+        if self.kind == "py" and self.dtype == np.bool_:  # `+flag` of a Python bool is an int
+            return _builder().py_op(operator.pos, self)
         if self.kind != "array":
             return self
         if self.dtype == np.bool_:  # NumPy's `positive` has no loop for bools: eager raises

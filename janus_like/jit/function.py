@@ -17,6 +17,7 @@ import functools
 import gc
 import inspect
 import os
+import threading
 import time
 import types
 import weakref
@@ -373,8 +374,13 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
     def _generate(self, entry, args, forced=None):
         """A new graph for this signature, or None (Unsupported: the reason is noted). Any other
         exception propagates: the caller lets eager decide whose error it is."""
-        with _collector_paused():
-            return self._make_graph(entry, args, forced)
+        if not _GENERATING.acquire(blocking=False):  # another thread is generating: this call runs
+            return None  # eagerly (the builder is one a process; the same thread may nest)
+        try:
+            with _collector_paused():
+                return self._make_graph(entry, args, forced)
+        finally:
+            _GENERATING.release()
 
     def _make_graph(self, entry, args, forced):
         self._hot = None
@@ -445,6 +451,9 @@ class _BoundJit:
 
 
 _REGISTRY: list = []
+
+
+_GENERATING = threading.RLock()  # graph generation, one thread at a time
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ calls the implementation and records on active tapes; while the graph generator 
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -96,9 +97,15 @@ def set_builder(builder):
 
 def bind(op: Op, *args, **params):
     builder = _builder[0]
-    if builder is not None and (op.stateful or builder.claims(args)):
+    if builder is not None and (op.stateful or builder.claims(args)) and _generating_here(builder):
         return builder.emit(op, args, params)  # a graph is being generated: emit a node
     return eager_bind(op, args, params)
+
+
+def _generating_here(builder) -> bool:
+    """The builder is this thread's (another thread's eager draw while a graph is generated is
+    not one of its nodes)."""
+    return getattr(builder, "thread", None) in (None, threading.get_ident())
 
 
 def eager_bind(op: Op, args, params):

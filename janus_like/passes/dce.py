@@ -78,8 +78,8 @@ def _raises_on_values(n, sized) -> bool:
     if n.op in _INDEXING:  # (a constant index was tried at generation; a boolean mask's shape is fixed)
         if sized and any(type(i) is int for i in n.params["index"][0]):  # (`x[x > 0][0]`)
             return True
-        return any(isinstance(i, ir.Node) and i.op != ir.CONST and (i.aval is None or np.dtype(i.aval[1]) != np.bool_)
-                   for i in n.inputs[_INDEXING[n.op]:])
+        return any(isinstance(i, ir.Node) and (sized or i.op != ir.CONST)
+                   and (i.aval is None or np.dtype(i.aval[1]) != np.bool_) for i in n.inputs[_INDEXING[n.op]:])
     return False
 
 

@@ -26,7 +26,8 @@ BODIES = {
              "np.ravel(st['w'])",
 }
 EINSUM = {
-    "permuted": "t = np.einsum('ij->ji', x)\n    return t, np.einsum('ij', m), t @ m, np.einsum('ij,ij->i', x, m)",
+    "permuted": "t = np.einsum('ij->ji', x)\n    return t, np.einsum('ij', m), t @ m, np.einsum('ij,ij->i', x, m), "
+                "np.einsum('...ij->...ji', m), np.einsum('i...->...i', x)",
     "state_permuted": "t = np.einsum('ji', st['w'])\n    st['keep'] = t\n    return t.sum() + x.sum()",
 }
 STILL_EAGER = {

@@ -466,3 +466,39 @@ def test_numpys_global_state_set_inside_the_function_stays_eager():
         warnings.simplefilter("error")  # a warning fails the test
         for _ in range(6):
             jf(np.array([0.0, 2.0]))
+
+
+def test_a_logged_record_names_the_users_function_and_line():
+    """Logging from a graph runs at the commit; its record names the line and function of the
+    call in the user's code, as eager's record does (logging finds its caller on the stack, where
+    the graph's commit function was)."""
+    import logging
+
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append((record.funcName, record.lineno, record.pathname, record.getMessage()))
+
+    logger = logging.getLogger("janus_like.tests.caller")
+    logger.addHandler(Keep())
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+    def logged_step(w, i):
+        if i % 4 == 0:
+            logger.info("step %d", i)
+        w -= 0.1 * w
+        return w.sum()
+
+    def run(fn):
+        records.clear()
+        w = np.ones(3)
+        for i in range(12):
+            fn(w, i)
+        return list(records)
+
+    eager = run(logged_step)
+    jf = jl.jit(logged_step, choose="graph")
+    assert run(jf) == eager and eager[0][0] == "logged_step", (eager, run(jf))
+    assert jf.stats()["graph_calls"] > 0, jf.explain()

@@ -24,7 +24,7 @@ def _make(step):
 def identities(st, x):
     st["w"] += 1.0
     a, b = bool(x[0] > 0), bool(x[1] > 0)
-    return (a is True, a is not False, a is b, a is not b, np.all(x > -9) is np.True_,
+    return (+a, -b, a is True, a is not False, a is b, a is not b, np.all(x > -9) is np.True_,
             x.any() is not np.True_, (x > 0).all() is np.False_, x.sum() is None)
 
 
