@@ -22,7 +22,7 @@ from .gpu_plan import compile_gpu_plan
 from .heap import graph_bytes, keep_for
 from .interpreter import AssertFailed, interpret
 from .placement import place
-from .tiering import Tier, fp_errors_raise
+from .tiering import Tier, _nothing, fp_errors_raise
 
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
 INLINE_PLAN_LINES = 200  # plans up to this many lines are pasted into the fused call function
@@ -131,7 +131,7 @@ class CompiledGraph:
                     self.fast = self._fused()
         elif tier.pending:
             if tier.due(self.runs, self.time_s):
-                tier.adopt(self.plan, slots)
+                self._adopt_keeping_rngs(tier, slots)
                 if tier.plan is not None and tier.plan is not self.plan:  # fused elementwise groups from now on
                     self.plan, self.fast = tier.plan, None
                 if tier.run is not None:  # native from now on, called from the fused function
@@ -172,6 +172,21 @@ class CompiledGraph:
         self.last_s = elapsed = time.perf_counter() - start
         self._time_s += elapsed
         return OK, result
+
+    def _adopt_keeping_rngs(self, tier, slots):
+        """The tier runs the plan and its candidates on this call's slots to compare and time
+        them: a graph that draws would advance the user's generators (and NumPy's global one)
+        each time, so the call itself, run after, would draw other numbers than eager. Their
+        states are put back after."""
+        saved = global_state(self.gauss_free) if self.uses_rng else None
+        gens = self.generators + [slots[k] for k in self.generator_slots] if self.generator_slots else self.generators
+        saved_gens = [state_of(g) for g in gens]
+        tier.rewind = lambda: self._restore(saved, gens, saved_gens)
+        try:
+            tier.adopt(self.plan, slots)
+        finally:
+            self._restore(saved, gens, saved_gens)
+            tier.rewind = _nothing
 
     def _restore(self, saved, gens, saved_gens):
         if saved is not None:

@@ -108,6 +108,7 @@ class Tier:
 
     def __init__(self, graph: ir.Graph, policy: str):
         self.graph = graph
+        self.rewind = _nothing  # puts the RNG states back between candidate runs (CompiledGraph)
         self.policy, _, exact = policy.partition("-")
         self.exact = bool(exact)  # bit-exact candidates only (`resolve_policy`)
         policy = self.policy
@@ -222,6 +223,7 @@ class Tier:
             return why.append(f"unsupported: {exc}")
         except Exception as exc:  # Numba's typing errors, a stale cache, an assert on these inputs
             return why.append(f"compile failed: {_first_line(exc)}")
+        self.rewind()  # (the plan draws the numbers the candidate drew)
         convert, problem = _converters(got, plan(slots))
         if problem:
             return why.append(f"disagrees with the plan: {problem}")
@@ -238,6 +240,7 @@ class Tier:
             got = fused(slots)
         except Exception as exc:  # as for the native function: the plan stays
             return why.append(f"fusion failed: {_first_line(exc)}")
+        self.rewind()
         problem = _identical(got, plan(slots))
         if problem:
             return why.append(f"fused plan disagrees with the plan: {problem}")
@@ -297,6 +300,10 @@ class Tier:
 
 def _first_line(exc) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
+def _nothing():
+    pass
 
 
 def _time(fn, slots, reps=5):

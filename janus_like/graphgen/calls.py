@@ -28,7 +28,7 @@ from .conversions import convert
 from .draws import _SEARCHES, RngMethod
 from .early_returns import function_body
 from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
-from .effects import joined_text
+from .effects import LoggedAt, joined_text
 from .recursion import recursion_kind
 from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers,
                          mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick)
@@ -64,27 +64,6 @@ def _binds(func, n_positional, keywords):
         return True
     except TypeError:
         return False
-
-
-class LoggedAt:
-    """A logging call deferred to the commit, whose record names the user's line and function as
-    eager's does (logging finds its caller by walking the stack: the commit's `finish` here).
-    `caller`: (filename, line, function) at the call in the jitted code."""
-
-    __slots__ = ("fn", "logger", "caller")
-
-    def __init__(self, fn, logger, caller):
-        self.fn, self.logger, self.caller = fn, logger, caller
-
-    def __call__(self, *args, **kwargs):
-        logger = getattr(self.logger, "logger", self.logger)  # (a LoggerAdapter's)
-        filename, line, func = self.caller
-        name = getattr(func, "__name__", None) or getattr(getattr(func, "fn_ast", None), "name", "<lambda>")
-        logger.findCaller = lambda stack_info=False, stacklevel=1: (filename, line, name, None)
-        try:
-            return self.fn(*args, **kwargs)
-        finally:
-            del logger.findCaller
 
 
 class CallsMixin:

@@ -10,6 +10,7 @@ import types
 
 import numpy as np
 
+from .attributes import _library_owned
 from .values import ObjRef, Sym, Unsupported
 from .support import _MISSING, _any_abstract, _any_objref, _dict_key, _unwrap_obj
 
@@ -34,6 +35,11 @@ class ContainersMixin:
             self.prog.check_len(ref.slot, site)
             items = [self.classify(self.prog.item(ref.slot, i, v)[0], site, ast_key) for i, v in enumerate(target)]
             return tuple(items) if isinstance(target, tuple) else items
+        method = getattr(type(target), "__iter__", None)
+        if isinstance(method, types.FunctionType) and not _library_owned(type(target)):
+            # a class's own iteration in Python (`for v in G` of a networkx graph: its node dict's keys)
+            self.class_member(type(target), "__iter__")
+            return list(self.iterate_lazily(self.inline(method, [ref], {})))
         raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
 
     def guarded_index(self, index):

@@ -15,6 +15,27 @@ from .support import _any_abstract, _any_objref, _as_kind, _str_parts
 from .values import CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, array_copy
 
 
+class LoggedAt:
+    """A logging call deferred to the commit, whose record names the user's line and function as
+    eager's does (logging finds its caller by walking the stack: the commit's `finish` here).
+    `caller`: (filename, line, function) at the call in the jitted code."""
+
+    __slots__ = ("fn", "logger", "caller")
+
+    def __init__(self, fn, logger, caller):
+        self.fn, self.logger, self.caller = fn, logger, caller
+
+    def __call__(self, *args, **kwargs):
+        logger = getattr(self.logger, "logger", self.logger)  # (a LoggerAdapter's)
+        filename, line, func = self.caller
+        name = getattr(func, "__name__", None) or getattr(getattr(func, "fn_ast", None), "name", "<lambda>")
+        logger.findCaller = lambda stack_info=False, stacklevel=1: (filename, line, name, None)
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            del logger.findCaller
+
+
 class EffectsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -123,7 +144,8 @@ class EffectsMixin:
     @staticmethod
     def formats_graph_values(args, kwargs) -> bool:
         """Whether str.format's arguments hold graph values or text made from them."""
-        return any(isinstance(v, (Sym, ObjRef, DeferredStr)) for v in (*args, *kwargs.values()))
+        values = (*args, *kwargs.values())  # (a list or dict holding one: `"{}".format([loss])`)
+        return any(isinstance(v, DeferredStr) for v in values) or _any_abstract(values) or _any_objref(values)
 
     def str_format(self, template, args, kwargs):
         """`"loss {:.4f} at {step}".format(loss, step=k)` with graph values: a deferred string, as

@@ -271,6 +271,21 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             return self.builder.constant(value, "array")
         return value
 
+    def distinct_objects(self):
+        """Input dicts, lists and objects the call writes into are not one object with another
+        input it reads of their type (`step(src, dst)` called with `src is dst`, tied layers
+        listed twice): the graph read the other one's items before its writes, where eager
+        reads what it just wrote. Objects the same at generation are guarded so already."""
+        written = {w[1].slot.index: w[1].slot for w in self.writes
+                   if w[0] in ("setattr", "setitem", "call") and isinstance(w[1], ObjRef)}
+        if not written:
+            return
+        kinds = {type(s.value) for s in written.values()}
+        for out, slot in self.memo.values():
+            if isinstance(out, ObjRef) and type(slot.value) in kinds:
+                written.setdefault(slot.index, slot)
+        self.prog.check_distinct(list(written.values()), "inputs")
+
     def commit_guards(self, graph, outputs):
         """The NumPy arrays the commit writes in place are writeable, and share no memory with
         another input array the graph reads (an input it never reads, such as the old value of a
@@ -303,6 +318,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             raise Unsupported("device-mismatch", str(exc), exc.node.site) from None
         if any(w[0] == "box" for w in self.writes):  # aliasing only matters when something is written
             self.prog.check_distinct(self.mutable_slots, "inputs")
+        self.distinct_objects()
         outputs = build_outputs(self, result)
         self.commit_guards(graph, outputs)
         guard, guard_src = self.prog.compile()

@@ -15,7 +15,7 @@ from .. import ir
 from ..ops import api as F
 from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
 from . import masks
-from ..tensor import Tensor
+from .numpy_forms import CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, einsum_view
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
 from .loop_grad import OBJECT
@@ -90,13 +90,13 @@ class NumpyCallsMixin:
             if args[0].ndim == 2 and len(args) + len(kwargs) <= 2 and set(kwargs) <= {"k"} and type(k) is int:
                 return self.array_view("diagonal", args[0], (), {"offset": k})  # NumPy's read-only view
             return self.library_node(np.diag, "numpy.diag", args, kwargs)  # a new matrix (or eager's error)
-        if func in _SEQUENCE_FUNCTIONS and args and type(args[0]) in (list, tuple) and out_target is None:
-            args = [self._array_items(args[0]), *args[1:]]
+        if func in SEQUENCE_FUNCTIONS and args and type(args[0]) in (list, tuple) and out_target is None:
+            args = [array_items(self.builder, args[0]), *args[1:]]
         if func is np.isscalar and len(args) == 1 and not kwargs and isinstance(args[0], Sym):
             return args[0].kind == "py" or args[0].kind == "array" and args[0].ndim == 0 and numpy_scalar(args[0])
         if func is np.einsum and out_target is None and len(args) == 2 and type(args[0]) is str \
                 and isinstance(args[1], Sym) and args[1].kind == "array" and not _any_abstract(kwargs):
-            view = self._einsum_view(args[0], args[1], kwargs)
+            view = einsum_view(args[0], args[1], kwargs, self.site)
             if view is not None:
                 return view
         if func in _VIEW_FUNCTIONS and args and isinstance(args[0], Sym) and args[0].kind == "array" \
@@ -252,7 +252,7 @@ class NumpyCallsMixin:
         """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`;
         x.view() (or of x's own dtype): a new array object on x's memory."""
         x = method.array
-        if method.name in _CONVERTING_METHODS:  # (NumPy's C methods: a Tensor argument as an array)
+        if method.name in CONVERTING_METHODS:  # (NumPy's C methods: a Tensor argument as an array)
             args, kwargs = [ndarray_operand(a) for a in args], {k: ndarray_operand(a) for k, a in kwargs.items()}
         func = _METHOD_FUNCTIONS.get(method.name)
         if func is not None:
@@ -316,34 +316,6 @@ class NumpyCallsMixin:
         if size == 1 and len(val.shape) != 0:
             val = self.getitem(val, (0,) * len(val.shape)) if isinstance(val, Sym) else val.reshape(())
         self.setitem(arr, (np.arange(k),) * arr.ndim, val)
-
-    def _array_items(self, items):
-        """np.stack([x.sum(), 1.0]): NumPy makes every item an array first; the graph's constants
-        among graph arrays are array constants (not the eager Tensors its ops make of them)."""
-        if not any(isinstance(v, Sym) and v.kind == "array" for v in items) \
-                or any(isinstance(v, Sym) and v.kind == "tensor" or isinstance(v, (Tensor, ObjRef)) for v in items):
-            return items  # (a tuple from the inputs: as before, the op's own conversion)
-        constant = self.builder.constant
-        return type(items)(v if isinstance(v, Sym) or _any_abstract(v) else constant(np.asarray(v), "array")
-                           for v in items)
-
-    def _einsum_view(self, subscripts, x, kwargs):
-        """`np.einsum("ij->ji", x)` of one NumPy array: NumPy gives a view of x where the
-        subscripts only permute (or take diagonals of) x's axes, and a write to x later shows
-        through it. A permutation is x's transpose (a view in the graph too); a diagonal view is
-        refused (eager). None: NumPy makes a new array (a sum, a broadcast), an einsum op."""
-        sample = np.zeros((2,) * x.ndim, x.dtype)  # 2 in every axis: repeated labels agree
-        try:
-            out = np.einsum(subscripts, sample, **kwargs)
-        except Exception:  # eager's error, from the op
-            return None
-        if not isinstance(out, np.ndarray) or not np.shares_memory(out, sample):
-            return None
-        # a permutation (`'ij->ji'`, `'...ij->...ji'`) moves the sample's strides, which all differ
-        if out.ndim != sample.ndim or sorted(out.strides) != sorted(sample.strides):
-            raise Unsupported("unsupported-call", f"numpy.einsum({subscripts!r}) of one array gives a view of its "
-                                                  "diagonal", self.site)
-        return x.transpose(tuple(sample.strides.index(s) for s in out.strides))
 
     def array_view(self, name, x, args, kwargs):
         """`x.diagonal(offset, axis1, axis2)`, `np.diagonal(x, ...)`, `x.real`, `np.imag(x)` of a
@@ -435,10 +407,6 @@ _METHOD_FUNCTIONS = {name: getattr(np, name) for name in (
     "sum", "mean", "var", "std", "max", "min", "prod", "any", "all", "cumsum", "argmax", "argmin", "round",
     "diagonal")}
 ArrayMethod.NAMES = ArrayMethod.NAMES | frozenset(_METHOD_FUNCTIONS) | {"compress", "conj", "conjugate"}
-# ndarray methods that make their arguments arrays (a Tensor among them gives no Tensor result)
-_CONVERTING_METHODS = frozenset(("take", "repeat", "searchsorted", "choose", "compress"))
-# NumPy functions of a sequence of arrays, each item made an array first
-_SEQUENCE_FUNCTIONS = frozenset((np.stack, np.concatenate, np.hstack, np.vstack, np.column_stack, np.dstack))
 # NumPy functions giving a view of their array (array_view)
 _VIEW_FUNCTIONS = {np.diagonal: "diagonal", np.real: "real", np.imag: "imag",
                    np.lib.stride_tricks.sliding_window_view: "sliding_window_view"}

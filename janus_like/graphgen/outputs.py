@@ -15,6 +15,7 @@ import keyword
 import numpy as np
 
 from .. import ir
+from ..ops.indexing import build_index
 from ..tensor import Tensor, _next_id, _wrap
 from .support import field_values, input_view
 from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
@@ -231,6 +232,9 @@ class Outputs:
             prepared = self.prepare_effects(values, slots, made, owned=True)
         for kind, slot, i, copy in self.commits:
             target = slots[slot]
+            if kind == "index":  # writes at windows (passes/indexed_commits.py)
+                _write_at(target, i, values)
+                continue
             val = values[i]
             if kind == "var":
                 target._data = _array(val.copy() if copy else val)
@@ -321,7 +325,9 @@ class Outputs:
 
         lines = []
         for kind, slot, i, copy in self.commits:
-            if kind == "var":  # a 0-d result may be a NumPy scalar: a Variable holds an array
+            if kind == "index":
+                lines.append(f"_write_at(slots[{slot}], {const(i)}, values)")
+            elif kind == "var":  # a 0-d result may be a NumPy scalar: a Variable holds an array
                 scalar = self.nodes[i].aval is not None and len(self.nodes[i].aval[0]) == 0
                 value = f"values[{i}]{'.copy()' if copy else ''}"
                 lines.append(f"slots[{slot}]._data = {f'_array({value})' if scalar else value}")
@@ -340,7 +346,7 @@ class Outputs:
             [f"_t{token} = _wrap({value[i]})" for token, i in tensors.items()] + containers
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
         env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_next_id": _next_id,
-               "_copyto": np.copyto, "_new_object": _new_object}
+               "_copyto": np.copyto, "_new_object": _new_object, "_write_at": _write_at}
         exec(compile(src, "<janus_like finish>", "exec"), env)
         finish = env["finish"]
         finish.parts = (lines, env)  # for executor/fused.py
@@ -425,6 +431,13 @@ def _root(node):
             and isinstance(node.inputs[0], ir.Node):
         node = node.inputs[0]
     return node
+
+
+def _write_at(target, writes, values):
+    """The commit of an array written at windows: `target[index] = value` for each write, in
+    order (`writes`: (index template, (value position, index operand positions...)))."""
+    for template, (v, *operands) in writes:
+        target[build_index(template, [values[k] for k in operands])] = values[v]
 
 
 def build_outputs(gen, result) -> Outputs:

@@ -277,3 +277,17 @@ def _forget_context(error, generation_error):
             error.__context__ = None
             return
         error = error.__context__
+
+
+def rejected(g, index) -> Fallback:
+    """Why a graph's guards rejected the call it was generated from: which of its checks failed
+    (arrays the commit writes that share memory with other inputs, tied weights `E` and `E.T`;
+    a read-only array the step writes; an input that could not be read again)."""
+    failed = g.assumptions[index] if type(index) is int and 0 <= index < len(g.assumptions) else None
+    if failed is None:
+        return Fallback("unsupported-syntax", "reading the inputs again raised where the graph was made")
+    if failed.kind == "alias":
+        return Fallback("view-write", f"inputs share memory with an array written in place ({failed.describe()})")
+    if failed.kind == "writeable":
+        return Fallback("user-error", f"an array the call writes in place is read-only ({failed.describe()})")
+    return Fallback("unsupported-syntax", f"the graph's own check failed on its inputs ({failed.describe()})")

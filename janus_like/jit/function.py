@@ -28,13 +28,15 @@ from ..graphgen.evaluator import Generator
 from ..graphgen.values import Unsupported
 from ..passes import optimize
 from ..passes.donate import donations
+from ..passes.indexed_commits import indexed_commits
 from ..passes.inplace import inplace_updates
 from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
-from .failures import FailuresMixin
+from .failures import FailuresMixin, rejected
+from .options import check_options
 from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabled as _disabled
 from .polymorphism import UnknownDimsMixin
 from .variants import VariantsMixin, is_split
@@ -318,10 +320,11 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
             if is_split(payload):  # the call takes the other outcome of a split branch: its graph
                 return self._other_outcome(entry, [(g, payload)], args)
             return self._assert_failed(entry, g, payload, args)
-        if status == ex.GUARD_FAILED:  # cannot happen for the call it was generated from, unless a read raised
-            self._note(Fallback("unsupported-syntax", "a freshly generated graph rejected its own inputs"))
+        if status == ex.GUARD_FAILED:  # an input the commit writes overlaps another, is read-only, or a read raised
+            fb = rejected(g, payload)
+            self._note(fb)
             entry.graphs.remove(g)
-            entry.eager_reason = Fallback("unsupported-syntax", "guards reject the generating call")
+            entry.eager_reason = fb
             return self._eager(args)
         return self._raised(entry, g, payload, args)
 
@@ -364,6 +367,7 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         # the guards', then the asserts' the graph runs (a pass may add one: passes/quotient.py)
         gen.assumptions += [n.params["assumption"] for n in gen.graph.asserts]
         gen.outputs.plan_copies()
+        indexed_commits(gen)
         if self.reassociate:
             inplace_updates(gen)
         donations(gen)
@@ -501,28 +505,11 @@ def jit(fn=None, *, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: 
         >>> all((f(x) == np.tanh(x) * 2).all() for _ in range(5))
         True
     """
-    _check_options(warmup=warmup, max_graphs=max_graphs, regen_after=regen_after, mode=mode, reassociate=reassociate,
+    check_options(warmup=warmup, max_graphs=max_graphs, regen_after=regen_after, mode=mode, reassociate=reassociate,
                    native=native, choose=choose)
     make = functools.partial(JitFunction, warmup=warmup, max_graphs=max_graphs, regen_after=regen_after, mode=mode,
                              reassociate=reassociate, native=native, choose=choose)
     return make if fn is None else make(fn)
-
-
-def _check_options(*, warmup, max_graphs, regen_after, mode, reassociate, native, choose):
-    """jit's own options, checked where the user gives them (not at the first call)."""
-    from ..executor.tiering import resolve_policy
-    from .choice import resolve_choice
-
-    resolve_policy(native, True), resolve_choice(choose)
-    for name, value, least in (("warmup", warmup, 0), ("max_graphs", max_graphs, 1), ("regen_after", regen_after, 1)):
-        if type(value) is not int:
-            raise TypeError(f"jit: {name} must be an int, got {type(value).__name__} {value!r}")
-        if value < least:
-            raise ValueError(f"jit: {name} must be at least {least}, got {value}")
-    if mode not in ("plan", "interpret"):
-        raise ValueError(f"jit: mode must be 'plan' or 'interpret', got {mode!r}")
-    if type(reassociate) is not bool:
-        raise TypeError(f"jit: reassociate must be True or False, got {type(reassociate).__name__} {reassociate!r}")
 
 
 __all__ = ["jit", "JitFunction", "REASONS"]

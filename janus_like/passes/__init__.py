@@ -17,6 +17,7 @@ from .constfold import fold_constants, fold_scalar_constants
 from .conv_cols import share_im2col
 from .cse import cse
 from .dce import dce
+from .indexed_commits import forward_window_reads
 from .fold import fold_accumulations
 from .gather import bias_first, gather_rows
 from .hoist import hoist_asserts
@@ -29,7 +30,7 @@ from .scale import scale_smaller_operand
 from .simplify import simplify, sum_to_reshape, unique_scatters
 from .stacks import stack_parts
 
-PIPELINE = [simplify, fold_constants, cse, share_im2col, dce, hoist_asserts]
+PIPELINE = [simplify, fold_constants, cse, forward_window_reads, share_im2col, dce, hoist_asserts]
 # With reassociation, broadcasts of constants are folded after the row-block passes (see
 # fold_scalar_constants): the reassociating pipeline replaces fold_constants by the scalar-only
 # fold and folds the rest at its end.
@@ -61,4 +62,9 @@ def optimize(graph: ir.Graph, reassociate: bool = False, relaxed=frozenset()) ->
     return graph
 
 
-__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants", "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations", "lift_row_blocks", "reduce_blocks", "fold_row_chains", "stack_parts", "gather_rows", "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand", "fold_adam_quotient", "small_products", "contiguous_operands", "hoist_asserts"]
+__all__ = ["PIPELINE", "REASSOCIATING", "optimize", "batch_matmuls", "cse", "dce", "simplify", "fold_constants",
+           "fold_scalar_constants", "share_im2col", "sum_to_reshape", "fold_accumulations",
+           "lift_row_blocks", "reduce_blocks", "fold_row_chains", "stack_parts", "gather_rows",
+           "bias_first", "sparse_onehot_grads", "dense_row_sums", "scale_smaller_operand",
+           "fold_adam_quotient", "small_products", "contiguous_operands", "hoist_asserts",
+           "forward_window_reads"]

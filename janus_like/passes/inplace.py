@@ -50,8 +50,10 @@ def inplace_updates(gen) -> dict:
         if isinstance(o, ir.Node):
             as_output[o.id] = as_output.get(o.id, 0) + 1
     for kind, slot, i, copy in outs.commits:
+        if kind != "var":
+            continue
         n = outs.nodes[i]
-        if kind != "var" or copy or i in outs.copied or outs.sink_count.get(n.id) != 1 \
+        if copy or i in outs.copied or outs.sink_count.get(n.id) != 1 \
                 or as_output.get(n.id) != 1 or users.get(n.id) or n.id not in top:
             continue
         found = _update_product(n, gen.slots, slot, users, top, as_output)

@@ -468,3 +468,29 @@ def test_module_globals_and_builtins_rebound_between_calls(tmp_path):
 
     jf = check(make, [lambda s, k=k: change(s, k) for k in range(20)], min_graph_calls=10)
     assert {"identity", "contains"} <= fallback_reasons(jf) | {a.kind for g in jf.compiled for a in g.assumptions}
+
+
+class _Cell:
+    def __init__(self, w):
+        self.w = w
+
+
+def test_one_dict_or_object_passed_for_two_arguments_on_some_calls():
+    """`step(src, dst)` called with `src is dst` after graphs were made for distinct ones (tied
+    weights, a state dict holding the argument): the graph read src's entry before its write to
+    dst, where eager reads what it just wrote. Distinct written objects are guarded distinct."""
+    def step(src, dst, a, b, x):
+        dst["w"] = src["w"] + x
+        a.w = a.w + x
+        b.w = b.w * 2.0
+        return src["w"].sum(), a.w.sum()
+
+    def make():
+        return step, {"d": [{"w": np.zeros(3)}, {"w": np.ones(3)}], "o": [_Cell(np.zeros(3)), _Cell(np.ones(3))]}
+
+    def call(s, k):
+        (d1, d2), (o1, o2) = s["d"], s["o"]
+        return d1, d1 if k in (5, 8) else d2, o1, o1 if k in (6, 8) else o2, np.ones(3)
+
+    jf = check(make, [lambda s, k=k: call(s, k) for k in range(11)], min_graph_calls=5)
+    assert "alias" in {a.kind for g in jf.compiled for a in g.assumptions}, jf.explain()

@@ -213,3 +213,26 @@ def test_generated_updates_match_eager(tmp_path_factory, program):
     calls = [lambda s, i=i: (random_array(i, (8, 16)),) for i in range(9)]
     with np.errstate(all="ignore"):
         _run_generated(directory, _PRELUDE + program, calls)
+
+
+class _Dropout:
+    def __init__(self):
+        self.rng = np.random.default_rng(5)
+        self.drop = 0.1
+
+
+def _dropout_step(s, x):
+    keep = (s.rng.random(x.shape) >= s.drop) / (1 - s.drop)
+    u = np.random.random(x.shape)  # (NumPy's global generator too)
+    return ((x * keep) * 2.0 + u / 3.0).sum()
+
+
+def test_a_graph_that_draws_is_tiered_without_advancing_the_users_generators():
+    """The tier runs the plan and its fused candidate on a call's inputs to compare and time them:
+    each run drew from the step's Generator and NumPy's global one, so the call run after drew
+    other numbers than eager (a dropout mask after a chain of 2 K elements), and the candidate,
+    drawing its own, never agreed with the plan. Their states are put back between runs."""
+    jf = side_by_side(lambda: (_dropout_step, _Dropout()),
+                      [lambda s, i=i: (s, random_array(i, (64, 32))) for i in range(12)], native="always")
+    g = _fused(jf)
+    assert g.plan.fused >= 1, g.tier.note

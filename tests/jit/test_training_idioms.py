@@ -360,3 +360,27 @@ def test_layers_of_one_class_with_different_hyperparameters_run_as_graphs():
     calls = [lambda s, i=i: (random_array(i, (1, 1, 9, 9)).astype(np.float32),) for i in range(10)]
     jf = check(make, calls, min_graph_calls=5)
     assert not fallback_reasons(jf), jf.explain()
+
+
+def test_message_passing_over_the_nodes_of_a_networkx_graph():
+    """`for v in G` of a networkx graph: its class's own `__iter__` (the node dict's keys) is
+    inlined, where iterating it kept the step eager; node attribute dicts are read and written
+    as the state's dicts are."""
+    import networkx as nx
+
+    def make():
+        G = nx.Graph()
+        for i in range(5):
+            G.add_node(i, h=random_array(i, (3,)))
+        G.add_edges_from([(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)])
+
+        def step(W):
+            new = {v: np.tanh(sum(G.nodes[u]["h"] for u in G.neighbors(v)) @ W) for v in G}
+            for v in G:
+                G.nodes[v]["h"] = new[v]
+            return sum(float(h.sum()) for h in new.values())
+
+        return step, {"G": G}
+
+    jf = check(make, [lambda s, i=i: (random_array(50 + i, (3, 3)),) for i in range(10)], min_graph_calls=5)
+    assert not fallback_reasons(jf), jf.explain()

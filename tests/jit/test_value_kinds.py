@@ -42,12 +42,19 @@ def stacks(st, x):
             np.concatenate([[0.5], x]), np.stack([[1.0, 2.0], x[:2]]), np.column_stack([x, np.ones(4)]))
 
 
+def formatted(st, x, lr):
+    st["w"] += 1.0
+    v = lr * 2
+    return "{}".format([v]), "{}".format({"v": v}), "a={a}".format(a=(v, 1)), "{}".format(v)
+
+
 def items(st, x):
     st["w"] += 1.0
     return (x[:1] * 2).item(), x.reshape(2, 2)[:1, :1].item(), (x[1:2] > 0).item(), x.sum().item()
 
 
 CASES = {"identities": (identities, _calls()), "items": (items, _calls()),
+         "formatted": (formatted, [lambda s, i=i: (s, random_array(i, (4,)), 0.1 * (i + 1)) for i in range(10)]),
          "attributes": (attributes, [lambda s, i=i: (s, random_array(i, (4,)), 0.1 * (i + 1)) for i in range(10)]),
          "stacks": (stacks, _calls())}
 

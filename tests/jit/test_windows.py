@@ -96,3 +96,44 @@ def test_slices_of_containers_by_graph_values_stay_eager():
 
     make = lambda: (step, {"log": [], "k": 0, "names": list("abcdefghijklmn")})  # noqa: E731
     check(make, [lambda s, i=i: (s, random_array(i, (3,))) for i in range(8)], min_graph_calls=0)
+
+
+def _plans(jf):
+    return "\n".join(g.plan.source for g in jf.graphs() if g.plan is not None)
+
+
+def test_a_ring_buffer_is_written_at_its_window_by_the_commit():
+    """`buf[i:i + n] = batch` and the window read back: the plan neither copies the buffer to
+    write it nor gathers the rows it just wrote (they are the batch, cast to the buffer's
+    dtype), and the commit writes the rows into the buffer, in order (a second window into the
+    same buffer, a constant slice), where it copied the whole new buffer. Batches of another
+    dtype, windows that leave the buffer (eager, with nothing committed) and a buffer made
+    read-only between calls (eager's error) included."""
+    def step(st, batch, ret):
+        n, i = len(batch), st["i"]
+        st["obs"][i:i + n] = batch
+        st["ret"][i:i + n] = ret
+        st["ret"][0:1] = ret[:1] * 0.5
+        st["ret"][i + n - 1:i + n] = -1.0 * ret[:1]
+        st["i"] = (i + n) % 14
+        x = st["obs"][i:i + n]
+        err = x @ st["w"] - ret
+        st["w"] -= 0.01 * x.T @ err / n
+        return float((err ** 2).mean())
+
+    def make():
+        return step, {"obs": np.zeros((16, 3), np.float32), "ret": np.zeros(16), "i": 0, "w": np.zeros(3, np.float32)}
+
+    def call(s, k):
+        if k in (8, 9):
+            s["i"] = 14 if k == 8 else 2  # (a window past the end: NumPy's shorter slice fails the write)
+        if k == 11:
+            s["obs"].flags.writeable = False
+        if k == 12:
+            s["obs"].flags.writeable = True
+        return s, random_array(k, (4, 3)), random_array(50 + k, (4,)).astype(np.float32)
+
+    jf = check(make, [lambda s, k=k: call(s, k) for k in range(18)], min_graph_calls=8)
+    plans = _plans(jf)
+    assert ".copy()" not in plans and "[v" in plans, plans
+    assert any(c[0] == "index" for g in jf.graphs() for c in g.outputs.commits), jf.explain()

@@ -1,0 +1,45 @@
+"""How NumPy treats the forms of a few calls, for the graph to do the same: `np.einsum` of one
+array that only permutes its axes returns a view of it, `np.stack`-like functions make every
+item of their sequence an array first, and an ndarray's C methods (`x.dot(w)`, `x.take(t)`) make
+their arguments arrays (a Tensor among them gives an ndarray, through which no gradient flows)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .support import _any_abstract
+from .values import ObjRef, Sym, Unsupported
+
+# ndarray methods that make their arguments arrays (a Tensor among them gives no Tensor result)
+CONVERTING_METHODS = frozenset(("take", "repeat", "searchsorted", "choose", "compress"))
+# NumPy functions of a sequence of arrays, each item made an array first
+SEQUENCE_FUNCTIONS = frozenset((np.stack, np.concatenate, np.hstack, np.vstack, np.column_stack, np.dstack))
+
+
+def array_items(builder, items):
+    """np.stack([x.sum(), 1.0]): NumPy makes every item an array first; the graph's constants
+    among graph arrays are array constants (not the eager Tensors its ops make of them)."""
+    if not any(isinstance(v, Sym) and v.kind == "array" for v in items) \
+            or any(isinstance(v, Sym) and v.kind == "tensor" or isinstance(v, (Tensor, ObjRef)) for v in items):
+        return items  # (a tuple from the inputs: as before, the op's own conversion)
+    return type(items)(v if isinstance(v, Sym) or _any_abstract(v) else builder.constant(np.asarray(v), "array")
+                       for v in items)
+
+
+def einsum_view(subscripts, x, kwargs, site):
+    """`np.einsum("ij->ji", x)` of one NumPy array: NumPy gives a view of x where the
+    subscripts only permute (or take diagonals of) x's axes, and a write to x later shows
+    through it. A permutation is x's transpose (a view in the graph too); a diagonal view is
+    refused (eager). None: NumPy makes a new array (a sum, a broadcast), an einsum op."""
+    sample = np.zeros((2,) * x.ndim, x.dtype)  # 2 in every axis: repeated labels agree
+    try:
+        out = np.einsum(subscripts, sample, **kwargs)
+    except Exception:  # eager's error, from the op
+        return None
+    if not isinstance(out, np.ndarray) or not np.shares_memory(out, sample):
+        return None
+    # a permutation (`'ij->ji'`, `'...ij->...ji'`) moves the sample's strides, which all differ
+    if out.ndim != sample.ndim or sorted(out.strides) != sorted(sample.strides):
+        raise Unsupported("unsupported-call", f"numpy.einsum({subscripts!r}) of one array gives a view of its "
+                                              "diagonal", site)
+    return x.transpose(tuple(sample.strides.index(s) for s in out.strides))

@@ -1,0 +1,140 @@
+"""Writes into the state's arrays at a window, committed as the writes themselves (memory
+planning for index writes, after the elementwise donation of passes/donate.py).
+
+A ring buffer written at its write index and read back (`buf.obs[i:i + n] = obs; x =
+buf.obs[i:i + n]`, graphgen/windows.py: an integer-array window `i + arange(n)` guarded by an
+assert that it lies inside the axis) made the plan copy the whole buffer to write the rows in
+the copy (`v10 = v4.copy(); v10[v9,] = v1`), gather the rows back, and then the commit copied the
+whole new buffer into the old one (`np.copyto`): two passes over a buffer that may hold a
+million transitions, where eager writes n rows in place. Here:
+
+- `forward_window_reads` (a pipeline pass): reading the window just written gives the written
+  values, as a new array of the buffer's dtype (`getitem(index_update(a, w, v), w)` is
+  `cast(v)`), when the window's positions are distinct (`start + arange(n)`, asserted inside
+  the axis) and v has the window's shape.
+- `indexed_commits` (after the passes, with the other memory planning): a state array whose new
+  value is its old one with writes at asserted windows or at constant basic indices, read by
+  nothing else, is committed by making those writes into it (`slots[k][w] = v`), in order,
+  where the commit copied the whole array. A write at the commit must not fail half-way through
+  the commit: the windows are asserted inside their axes by the graph, constant basic indices
+  were checked on the shapes when the graph was generated, and a value of another dtype is cast
+  by the plan first (its casting warnings and errors happen before the commit, as eager's).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ir
+from .dce import dce
+from .simplify import substitute
+
+
+def _window(node, graph_asserts) -> bool:
+    """`start + arange(n)` (either order) whose assert says it lies inside its axis: distinct
+    positions that a write at the commit cannot find out of bounds."""
+    if not isinstance(node, ir.Node) or node.op != "add" or len(node.inputs) != 2:
+        return False
+    const, start = node.inputs if isinstance(node.inputs[0], ir.Node) and node.inputs[0].op == ir.CONST \
+        else node.inputs[::-1]
+    if not (isinstance(const, ir.Node) and const.op == ir.CONST and isinstance(start, ir.Node)):
+        return False
+    v = const.params.get("value")
+    if type(v) is not np.ndarray or v.ndim != 1 or v.dtype != np.int64 or not np.array_equal(v, np.arange(len(v))):
+        return False
+    name = f"window_of_{len(v)}_within_"
+    return any(isinstance(a.inputs[0], ir.Node) and a.inputs[0].op == ir.PY_OP and start in a.inputs[0].inputs
+               and getattr(a.inputs[0].params.get("fn"), "__name__", "").startswith(name) for a in graph_asserts)
+
+
+def _window_index(n, asserts) -> bool:
+    """n (getitem or index_update) indexes with full slices and one asserted window."""
+    items, _single = n.params["index"]
+    first = 1 if n.op == "getitem" else 2
+    operands = n.inputs[first:]
+    slots = [i for i in items if type(i) is tuple and i[0] == "slot"]
+    slices_full = all(i == ("s", None, None, None) for i in items if type(i) is tuple and i[0] == "s")
+    plain = all(type(i) is tuple for i in items)
+    return plain and slices_full and len(slots) == 1 and len(operands) == 1 and _window(operands[0], asserts)
+
+
+def forward_window_reads(graph: ir.Graph) -> ir.Graph:
+    asserts = graph.asserts
+    if not asserts:
+        return graph
+    mapping = {}
+    added = []
+    for g in graph.nodes:  # (top level)
+        if g.op != "getitem" or not isinstance(g.inputs[0], ir.Node) or g.inputs[0].op != "index_update":
+            continue
+        u = g.inputs[0]
+        if u.params["index"] != g.params["index"] or tuple(u.inputs[2:]) != tuple(g.inputs[1:]) \
+                or not _window_index(g, asserts):
+            continue
+        v = u.inputs[1]
+        if not isinstance(v, ir.Node) or v.aval is None or tuple(v.aval[0]) != tuple(g.aval[0]):
+            continue
+        dtype = np.dtype(g.aval[1])
+        op, params = ("copy", {}) if np.dtype(v.aval[1]) == dtype else ("cast", {"dtype": dtype})
+        new = ir.Node(op, (v,), params, g.aval, g.site)
+        added.append((g, new))
+        mapping[g.id] = new
+    if mapping:
+        at = {g.id: k for k, g in enumerate(graph.nodes)}
+        for g, new in sorted(added, key=lambda p: -at[p[0].id]):
+            graph.nodes.insert(at[g.id], new)
+        substitute(graph, mapping)
+    return graph
+
+
+def _basic_constant(n) -> bool:
+    """An index of slices and ints only (checked on the static shapes at generation)."""
+    items, _single = n.params["index"]
+    return not any(type(i) is tuple and i[0] == "slot" for i in items)
+
+
+def indexed_commits(gen) -> None:
+    """Commit the index writes of state arrays (see the module docstring)."""
+    from ..executor.scalars import readers
+
+    graph, out = gen.graph, gen.outputs
+    if graph.polymorphic:
+        return
+    users, _ = readers(graph)
+    asserts = graph.asserts
+    counts: dict = {}
+    for o in out.nodes:
+        counts[o.id] = counts.get(o.id, 0) + 1
+    commits = []
+    for kind, slot, i, copy in out.commits:
+        node = out.nodes[i]
+        chain, n = [], node
+        while isinstance(n, ir.Node) and n.op == "index_update":
+            chain.append(n)
+            n = n.inputs[0]
+        if kind != "array" or not chain or not (isinstance(n, ir.Node) and n.op == ir.INPUT
+                                                and n.params.get("slot") == slot) \
+                or counts.get(node.id) != 1 or users.get(node.id) \
+                or any(len(users.get(c.id, ())) != 1 for c in chain[1:]) \
+                or not all(_basic_constant(c) or _window_index(c, asserts) for c in chain):
+            commits.append((kind, slot, i, copy))
+            continue
+        writes = []
+        for c in reversed(chain):  # the first write first
+            v = c.inputs[1]
+            if isinstance(v, ir.Node) and v.aval is not None and np.dtype(v.aval[1]) != np.dtype(n.aval[1]):
+                v = ir.Node("cast", (v,), {"dtype": np.dtype(n.aval[1])}, (v.aval[0], np.dtype(n.aval[1])), c.site)
+                graph.nodes.append(v)
+            if not isinstance(v, ir.Node):
+                commits.append(None)
+                break
+            positions = [out.node_index(v)] + [out.node_index(o) for o in c.inputs[2:]]
+            writes.append((c.params["index"], tuple(positions)))
+        else:
+            out.nodes[i] = n  # (the array itself: nothing reads this position now)
+            out.copied = [k for k in out.copied if k != i]
+            commits.append(("index", slot, tuple(writes), copy))
+            continue
+        commits[-1] = (kind, slot, i, copy)
+    if commits != out.commits:
+        out.commits = commits
+        dce(graph)  # (the copies written at the windows, now unread)
