@@ -25,13 +25,15 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
+from ..executor.buffers import COPYING
 from .dce import dce
 from .simplify import substitute
 
 
-def _window(node, graph_asserts) -> bool:
-    """`start + arange(n)` (either order) whose assert says it lies inside its axis: distinct
-    positions that a write at the commit cannot find out of bounds."""
+def _window(node, graph_asserts, size) -> bool:
+    """`start + arange(n)` (either order) whose assert says it lies inside an axis of `size`
+    (the indexed array's): distinct positions that a write at the commit cannot find out of
+    bounds."""
     if not isinstance(node, ir.Node) or node.op != "add" or len(node.inputs) != 2:
         return False
     const, start = node.inputs if isinstance(node.inputs[0], ir.Node) and node.inputs[0].op == ir.CONST \
@@ -41,9 +43,9 @@ def _window(node, graph_asserts) -> bool:
     v = const.params.get("value")
     if type(v) is not np.ndarray or v.ndim != 1 or v.dtype != np.int64 or not np.array_equal(v, np.arange(len(v))):
         return False
-    name = f"window_of_{len(v)}_within_"
+    name = f"window_of_{len(v)}_within_{size}"
     return any(isinstance(a.inputs[0], ir.Node) and a.inputs[0].op == ir.PY_OP and start in a.inputs[0].inputs
-               and getattr(a.inputs[0].params.get("fn"), "__name__", "").startswith(name) for a in graph_asserts)
+               and getattr(a.inputs[0].params.get("fn"), "__name__", "") == name for a in graph_asserts)
 
 
 def _window_index(n, asserts) -> bool:
@@ -54,7 +56,12 @@ def _window_index(n, asserts) -> bool:
     slots = [i for i in items if type(i) is tuple and i[0] == "slot"]
     slices_full = all(i == ("s", None, None, None) for i in items if type(i) is tuple and i[0] == "s")
     plain = all(type(i) is tuple for i in items)
-    return plain and slices_full and len(slots) == 1 and len(operands) == 1 and _window(operands[0], asserts)
+    if not (plain and slices_full and len(slots) == 1 and len(operands) == 1):
+        return False
+    array = n.inputs[0]  # (the axis the window indexes: its assert must be of that axis's size)
+    axis = items.index(slots[0])
+    shape = array.aval[0] if isinstance(array, ir.Node) and array.aval is not None else ()
+    return axis < len(shape) and _window(operands[0], asserts, shape[axis])
 
 
 def forward_window_reads(graph: ir.Graph) -> ir.Graph:
@@ -92,6 +99,18 @@ def _basic_constant(n) -> bool:
     return not any(type(i) is tuple and i[0] == "slot" for i in items)
 
 
+def _written_views(graph, slots) -> set:
+    """Ids of the top-level values that may share memory with an input array the commit writes in
+    place (input `slots`): the input, and values an op not in COPYING makes from one (a slice, a
+    transpose, a cast to its own dtype). Other inputs share none with those (the guards' check)."""
+    shared: set = set()
+    for n in graph.nodes:
+        if n.op == ir.INPUT and n.params.get("slot") in slots or n.op != ir.INPUT and n.op not in COPYING \
+                and any(isinstance(i, ir.Node) and i.id in shared for i in n.inputs):
+            shared.add(n.id)
+    return shared
+
+
 def indexed_commits(gen) -> None:
     """Commit the index writes of state arrays (see the module docstring)."""
     from ..executor.scalars import readers
@@ -104,6 +123,7 @@ def indexed_commits(gen) -> None:
     counts: dict = {}
     for o in out.nodes:
         counts[o.id] = counts.get(o.id, 0) + 1
+    shared = _written_views(graph, {slot for kind, slot, _i, _copy in out.commits if kind == "array"})
     commits = []
     for kind, slot, i, copy in out.commits:
         node = out.nodes[i]
@@ -121,12 +141,15 @@ def indexed_commits(gen) -> None:
         writes = []
         for c in reversed(chain):  # the first write first
             v = c.inputs[1]
+            # a value that may be a written array's memory (a slice of this array, or of one an
+            # earlier write of the commit changes) would be read after those writes; a Python
+            # number is cast NumPy's way by the write (not by an op)
+            if not ir.numpy_typed(v) or v.id in shared:
+                commits.append(None)
+                break
             if isinstance(v, ir.Node) and v.aval is not None and np.dtype(v.aval[1]) != np.dtype(n.aval[1]):
                 v = ir.Node("cast", (v,), {"dtype": np.dtype(n.aval[1])}, (v.aval[0], np.dtype(n.aval[1])), c.site)
                 graph.nodes.append(v)
-            if not isinstance(v, ir.Node):
-                commits.append(None)
-                break
             positions = [out.node_index(v)] + [out.node_index(o) for o in c.inputs[2:]]
             writes.append((c.params["index"], tuple(positions)))
         else:

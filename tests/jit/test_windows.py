@@ -137,3 +137,30 @@ def test_a_ring_buffer_is_written_at_its_window_by_the_commit():
     plans = _plans(jf)
     assert ".copy()" not in plans and "[v" in plans, plans
     assert any(c[0] == "index" for g in jf.graphs() for c in g.outputs.commits), jf.explain()
+
+
+def test_writes_committed_in_order_read_their_values_before_any_write():
+    """Writes the commit makes in order: a value that is a slice of the buffer itself (`v =
+    buf[0:3].astype(float)`, the same dtype: no copy in the graph) is read before the first
+    write changes it; a window asserted inside a bigger array than the one written (`i +
+    np.arange(3)` into a small buffer) is not taken for a checked one (its IndexError comes
+    before the commit, nothing half-committed); a Python number written at a window (NumPy casts
+    it its way) keeps the write in the plan."""
+    def step(st, z, t):
+        i = st["i"]
+        a = st["big"][i:i + 3].sum()
+        v = st["buf"][0:3].astype(np.float64)
+        st["buf"][0:3] = z
+        st["buf"][3:6] = v
+        st["small"][0:1] += 1.0
+        st["w"] += 1.0
+        st["small"][i + np.arange(3)] = z
+        st["rew"][i:i + 2] = t
+        st["i"] = i + 1
+        return a
+
+    def make():
+        return step, {"big": np.arange(40.0), "buf": np.arange(12.0), "small": np.zeros(10), "w": np.zeros(2),
+                      "rew": np.zeros(12, np.float32), "i": 0}
+
+    check(make, [lambda s, k=k: (s, random_array(k, (3,)), 0.5 * k) for k in range(12)], min_graph_calls=4)
