@@ -13,14 +13,17 @@ million transitions, where eager writes n rows in place. Here:
   `cast(v)`), when the window's positions are distinct (`start + arange(n)`, asserted inside
   the axis) and v has the window's shape.
 - `indexed_commits` (after the passes, with the other memory planning): a state array whose new
-  value is its old one with writes at asserted windows or at constant basic indices, read by
-  nothing else, is committed by making those writes into it (`slots[k][w] = v`), in order,
-  where the commit copied the whole array. A write at the commit must not fail half-way through
+  value is its old one with writes at asserted windows, at constant basic indices or at integer
+  indices along one axis (`E[ids] -= lr * g`, a hand-written sparse embedding update: an assert
+  added here checks them in bounds), read by nothing else, is committed by making those writes
+  into it (`slots[k][w] = v`), in order, where the commit copied the whole array. A write at the commit must not fail half-way through
   the commit: the windows are asserted inside their axes by the graph, constant basic indices
   were checked on the shapes when the graph was generated, and a value of another dtype is cast
   by the plan first (its casting warnings and errors happen before the commit, as eager's).
 """
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -93,6 +96,45 @@ def forward_window_reads(graph: ir.Graph) -> ir.Graph:
     return graph
 
 
+def _rows(n):
+    """(index operand, axis size, site) of a write at integer indices along one axis, the other
+    axes whole (`E[ids] = rows`, `buf[:, ids] = cols`): a write the commit may make once an
+    assert has checked the indices in bounds (-size <= i < size, as NumPy's write requires;
+    repeated indices are written in order, the last one's value kept, as eager's). None else."""
+    items, _single = n.params["index"]
+    operands = n.inputs[2:]
+    if len(operands) != 1 or not all(type(i) is tuple for i in items) \
+            or any(i[0] == "s" and i != ("s", None, None, None) for i in items):
+        return None
+    ids = operands[0]
+    if not isinstance(ids, ir.Node) or ids.aval is None or np.dtype(ids.aval[1]).kind not in "iu":
+        return None
+    axis = next(k for k, i in enumerate(items) if i[0] == "slot")
+    shape = n.inputs[0].aval[0] if isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval is not None else ()
+    if axis >= len(shape) or type(shape[axis]) is not int:
+        return None
+    return ids, shape[axis], n.site
+
+
+@functools.lru_cache(maxsize=None)
+def _in_bounds(size):
+    def check(ids):
+        return ids.size == 0 or bool(ids.min() >= -size and ids.max() < size)
+    check.__name__ = f"indices_within_{size}"
+    return check
+
+
+def _assert_in_bounds(gen, ids, size, site):
+    from ..jit.assumptions import Assumption
+
+    if ids.op == ir.CONST:  # (tried on the shapes when the graph was generated)
+        return
+    ok = ir.Node(ir.PY_OP, (ids,), {"fn": _in_bounds(size)}, ((), np.dtype(bool)), site)
+    assumption = Assumption("shape", site, f"indices within an axis of {size}", path="index")
+    gen.graph.nodes += [ok, ir.Node(ir.ASSERT, (ok,), {"expect": True, "assumption": assumption}, None, site)]
+    gen.assumptions.append(assumption)
+
+
 def _basic_constant(n) -> bool:
     """An index of slices and ints only (checked on the static shapes at generation)."""
     items, _single = n.params["index"]
@@ -135,10 +177,10 @@ def indexed_commits(gen) -> None:
                                                 and n.params.get("slot") == slot) \
                 or counts.get(node.id) != 1 or users.get(node.id) \
                 or any(len(users.get(c.id, ())) != 1 for c in chain[1:]) \
-                or not all(_basic_constant(c) or _window_index(c, asserts) for c in chain):
+                or not all(_basic_constant(c) or _window_index(c, asserts) or _rows(c) is not None for c in chain):
             commits.append((kind, slot, i, copy))
             continue
-        writes = []
+        writes, checks = [], []
         for c in reversed(chain):  # the first write first
             v = c.inputs[1]
             # a value that may be a written array's memory (a slice of this array, or of one an
@@ -150,9 +192,14 @@ def indexed_commits(gen) -> None:
             if isinstance(v, ir.Node) and v.aval is not None and np.dtype(v.aval[1]) != np.dtype(n.aval[1]):
                 v = ir.Node("cast", (v,), {"dtype": np.dtype(n.aval[1])}, (v.aval[0], np.dtype(n.aval[1])), c.site)
                 graph.nodes.append(v)
+            rows = _rows(c)
+            if rows is not None and not (_basic_constant(c) or _window_index(c, asserts)):
+                checks.append(rows)
             positions = [out.node_index(v)] + [out.node_index(o) for o in c.inputs[2:]]
             writes.append((c.params["index"], tuple(positions)))
         else:
+            for operand, size, site in checks:  # indices from the inputs: in bounds, asserted before the commit
+                _assert_in_bounds(gen, operand, size, site)
             out.nodes[i] = n  # (the array itself: nothing reads this position now)
             out.copied = [k for k in out.copied if k != i]
             commits.append(("index", slot, tuple(writes), copy))

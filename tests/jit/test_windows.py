@@ -164,3 +164,44 @@ def test_writes_committed_in_order_read_their_values_before_any_write():
                       "rew": np.zeros(12, np.float32), "i": 0}
 
     check(make, [lambda s, k=k: (s, random_array(k, (3,)), 0.5 * k) for k in range(12)], min_graph_calls=4)
+
+
+def test_rows_at_indices_from_the_inputs_are_committed_as_writes():
+    """A hand-written sparse update, `E[ids] -= lr * g` (and columns, `C[:, ids] = v`): the plan
+    copied the whole table to write the rows and the commit copied it back; now an assert checks
+    the indices in bounds and the commit writes the rows (repeated indices in order, the last
+    kept, negative ones from the end, as eager's write). Out-of-bounds indices on some calls
+    fail the assert: eager raises, with the state written before the write as eager leaves it."""
+    def step(st, ids, g):
+        st["w"] += 1.0
+        E = st["E"]
+        E[ids] -= 0.1 * g
+        st["C"][:, ids % 3] = g[:, :2].T
+        return float(g.sum())
+
+    def make():
+        return step, {"E": random_array(1, (20, 2)), "C": np.zeros((2, 3)), "w": np.zeros(2)}
+
+    def call(s, k):
+        ids = np.array([k % 20, 3, 3, -1]) if k not in (7, 10) else np.array([0, 25, 1, 2])
+        return s, ids, random_array(k, (4, 2))
+
+    jf = check(make, [lambda s, k=k: call(s, k) for k in range(14)], min_graph_calls=6)
+    plans = _plans(jf)
+    assert ".copy()" not in plans, plans
+    kinds = sorted(c[0] for g in jf.graphs() for c in g.outputs.commits)
+    assert kinds == ["array", "index", "index"], kinds  # (w written whole; E and C at indices)
+
+
+def test_out_of_bounds_indices_fail_the_assert_before_anything_is_committed():
+    def step(st, ids, rows):
+        st["w"] += 1.0
+        st["T"][ids] = rows
+        return st["w"].sum()
+
+    def call(s, k):
+        return s, np.array([k % 6, -2]) if k not in (6, 9) else np.array([1, 7]), random_array(k, (2, 3))
+
+    jf = check(lambda: (step, {"T": np.zeros((6, 3)), "w": np.zeros(2)}),
+               [lambda s, k=k: call(s, k) for k in range(12)], min_graph_calls=5)
+    assert "assumption" in fallback_reasons(jf) or jf.stats()["assert_failures"], jf.explain()
