@@ -16,10 +16,14 @@ million transitions, where eager writes n rows in place. Here:
   value is its old one with writes at asserted windows, at constant basic indices or at integer
   indices along one axis (`E[ids] -= lr * g`, a hand-written sparse embedding update: an assert
   added here checks them in bounds), read by nothing else, is committed by making those writes
-  into it (`slots[k][w] = v`), in order, where the commit copied the whole array. A write at the commit must not fail half-way through
-  the commit: the windows are asserted inside their axes by the graph, constant basic indices
-  were checked on the shapes when the graph was generated, and a value of another dtype is cast
-  by the plan first (its casting warnings and errors happen before the commit, as eager's).
+  into it (`slots[k][w] = v`), in order, where the commit copied the whole array. A write at
+  the commit must not fail half-way through the commit: the windows are asserted inside their
+  axes by the graph, constant basic indices were checked on the shapes when the graph was
+  generated, indices from the inputs by the assert, and a value of another dtype is cast by the
+  plan first (its casting warnings and errors happen before the commit, as eager's). Only values
+  sharing no memory with an array the commit writes are written there (a slice of the buffer
+  itself would be read after an earlier write changed it), and NumPy values (a Python number is
+  cast NumPy's way by the write).
 """
 from __future__ import annotations
 
