@@ -22,7 +22,7 @@ from .gpu_plan import compile_gpu_plan
 from .heap import graph_bytes, keep_for
 from .interpreter import AssertFailed, interpret
 from .placement import place
-from .tiering import Tier, _nothing, fp_errors_raise
+from .tiering import Tier, fp_errors_raise
 
 OK, GUARD_FAILED, ASSERT_FAILED, RAISED = "ok", "guard", "assert", "raised"
 INLINE_PLAN_LINES = 200  # plans up to this many lines are pasted into the fused call function
@@ -181,12 +181,10 @@ class CompiledGraph:
         saved = global_state(self.gauss_free) if self.uses_rng else None
         gens = self.generators + [slots[k] for k in self.generator_slots] if self.generator_slots else self.generators
         saved_gens = [state_of(g) for g in gens]
-        tier.rewind = lambda: self._restore(saved, gens, saved_gens)
         try:
-            tier.adopt(self.plan, slots)
+            tier.adopt(self.plan, slots, rewind=lambda: self._restore(saved, gens, saved_gens))
         finally:
             self._restore(saved, gens, saved_gens)
-            tier.rewind = _nothing
 
     def _restore(self, saved, gens, saved_gens):
         if saved is not None:

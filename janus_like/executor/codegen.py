@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from .. import ir
-from ..ops.indexing import index_source, rows_by_product, scatter_add
+from ..ops.indexing import build_index, index_source, rows_by_product, scatter_add
 from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_to_axes
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
@@ -52,7 +52,8 @@ class _Emitter:
         self.static_shapes = static_shapes  # avals are the run-time shapes (not a polymorphic graph)
         self.lines: list[str] = []
         self.globals: dict = {"np": np, "AF": AssertFailed, "bool": bool, "SUM_TO_AXES": sum_to_axes, "MEAN": _mean,
-                              "SCATTER_ADD": scatter_add, "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP,
+                              "SCATTER_ADD": scatter_add, "BUILD_INDEX": build_index,
+                              "ROWS_BY_PRODUCT": rows_by_product, "CLIP": _CLIP,
                               "BCAST": _broadcast_copy, "OUT": out_buffer, "SIGMOID": _sigmoid}
         self.outputs: set = set()  # ids of the graph's outputs
         self.users: dict = {}  # node id -> its top-level readers (scalars.readers); empty: no copies
@@ -270,8 +271,8 @@ class _Emitter:
             axes = sum_to_axes(g_shape, shape)
             if not axes:
                 return self._sum_to_tail(a, 0, "", x, like)
-            if axes == tuple(range(lead)) and shape:  # leading axes only (a bias gradient): ndarray.sum's own reduce,
-                # without its Python wrapper, keepdims and a reshape (~1.5 us of a 3-5 us call); not to a
+            if axes == tuple(range(lead)) and shape:  # leading axes only (a bias gradient): ndarray.sum's own
+                # reduce, without its Python wrapper, keepdims and a reshape (~1.5 us of a 3-5 us call); not to a
                 # 0-d `like`: the kernel's keepdims sum and reshape give a 0-d array, the reduce a scalar
                 axis = self.const(axes[0] if lead == 1 else axes)
                 return self._sum_to_tail(f"np.add.reduce({a}, {axis})", 0, "", x, like)

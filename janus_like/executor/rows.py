@@ -161,17 +161,8 @@ def scatter_code(em, n) -> str:
         return f"{v} = ROWS_BY_PRODUCT({shape}, {em.arg(n.inputs[2])}, {em.arg(g)})"
     if n.params.get("unique") or is_basic(n.params["index"]):
         return f"{zeros}{v}[{idx}] = {em.arg(g)}"
-    return f"{zeros}SCATTER_ADD({v}, {_index_value(em, n.params['index'], n.inputs[2:])}, {em.arg(g)})"
+    if any(type(i) is tuple and i[0] == "s" for i in n.params["index"][0]):  # (`:` is no expression: the
+        operands = "".join(f"{em.arg(o)}, " for o in n.inputs[2:])  # index built as a value, slices objects)
+        return f"{zeros}SCATTER_ADD({v}, BUILD_INDEX({em.const(n.params['index'])}, ({operands})), {em.arg(g)})"
+    return f"{zeros}SCATTER_ADD({v}, ({idx}), {em.arg(g)})"
 
-
-def _index_value(em, template, operands) -> str:
-    """The index as a value (`(C3, v2)` with C3 = slice(None)), where `index_code` gives what
-    goes between brackets (`:, v2`, not an expression)."""
-    items, single = template
-    parts = []
-    for item in items:
-        if type(item) is tuple:
-            parts.append(em.arg(operands[item[1]]) if item[0] == "slot" else em.const(slice(*item[1:])))
-        else:
-            parts.append("None" if item is None else "..." if item is Ellipsis else em.const(item))
-    return parts[0] if single else "(" + ", ".join(parts) + ",)"

@@ -108,7 +108,6 @@ class Tier:
 
     def __init__(self, graph: ir.Graph, policy: str):
         self.graph = graph
-        self.rewind = _nothing  # puts the RNG states back between candidate runs (CompiledGraph)
         self.policy, _, exact = policy.partition("-")
         self.exact = bool(exact)  # bit-exact candidates only (`resolve_policy`)
         policy = self.policy
@@ -174,10 +173,12 @@ class Tier:
             return None
         return max(0.0, self._budget - plan_s)
 
-    def adopt(self, plan, slots):
+    def adopt(self, plan, slots, rewind=None):
         """Compile the next candidate (`_estimate`), check it against `plan` on `slots`, time
         both, keep the faster: the native function (`run`) or the plan with fused groups
-        (`plan`, which the next candidate is then measured against)."""
+        (`plan`, which the next candidate is then measured against). `rewind()` puts back the
+        RNG states the candidate's run advanced, before the plan's run it is compared with
+        (CompiledGraph: a graph that draws)."""
         if self._budget is None:  # (called before `due`)
             self._budget = self._estimate()
             if self._budget is None:
@@ -185,7 +186,8 @@ class Tier:
         name, _seconds = self._stages.pop(0)
         self.pending = bool(self._stages)
         start = time.perf_counter()
-        found = (self._native_candidate if name == "native" else self._fused_candidate)(plan, slots)
+        candidate = self._native_candidate if name == "native" else self._fused_candidate
+        found = candidate(plan, slots, rewind or _nothing)
         self.compile_s += time.perf_counter() - start
         t_plan = _time(plan, slots)
         if found is not None and found[0] <= MIN_GAIN * t_plan:
@@ -209,7 +211,7 @@ class Tier:
         elif self.plan is not None and self._why:
             self.note += f"; whole-graph native not used ({'; '.join(self._why)})"
 
-    def _native_candidate(self, plan, slots):
+    def _native_candidate(self, plan, slots, rewind):
         """(seconds a run, (function, output converters)), or None with the reason noted."""
         why = self._why
         estimate = estimate_compile_s(len(self.graph.nodes), False)
@@ -223,14 +225,14 @@ class Tier:
             return why.append(f"unsupported: {exc}")
         except Exception as exc:  # Numba's typing errors, a stale cache, an assert on these inputs
             return why.append(f"compile failed: {_first_line(exc)}")
-        self.rewind()  # (the plan draws the numbers the candidate drew)
+        rewind()  # (the plan draws the numbers the candidate drew)
         convert, problem = _converters(got, plan(slots))
         if problem:
             return why.append(f"disagrees with the plan: {problem}")
         run.dispatcher.disable_compile()  # other argument types later: the plan runs those calls
         return _time(run, slots), (run, convert)
 
-    def _fused_candidate(self, plan, slots):
+    def _fused_candidate(self, plan, slots, rewind):
         """(seconds a run, the plan with fused groups), or None with the reason noted."""
         from .codegen import compile_plan
 
@@ -240,7 +242,7 @@ class Tier:
             got = fused(slots)
         except Exception as exc:  # as for the native function: the plan stays
             return why.append(f"fusion failed: {_first_line(exc)}")
-        self.rewind()
+        rewind()
         problem = _identical(got, plan(slots))
         if problem:
             return why.append(f"fused plan disagrees with the plan: {problem}")

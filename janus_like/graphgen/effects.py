@@ -28,7 +28,7 @@ class LoggedAt:
     def __call__(self, *args, **kwargs):
         logger = getattr(self.logger, "logger", self.logger)  # (a LoggerAdapter's)
         filename, line, func = self.caller
-        name = getattr(func, "__name__", None) or getattr(getattr(func, "fn_ast", None), "name", "<lambda>")
+        name = getattr(func, "__name__", "<lambda>")  # (a function, or a LocalFunction: both have one)
         logger.findCaller = lambda stack_info=False, stacklevel=1: (filename, line, name, None)
         try:
             return self.fn(*args, **kwargs)

@@ -327,12 +327,13 @@ class ExpressionsMixin:
             return over
         if name not in g:
             raise Unsupported("user-error", f"name {name!r} is not defined", self.site)
-        value = g[name]
+        value, module = g[name], g.get("__name__", "?")
+        if isinstance(value, types.ModuleType) and library_module(module):
+            return value  # (janus_like's, NumPy's own code: not guarded)
+        slot, _ = self.prog.root_global(g, name, value, module)
         if isinstance(value, types.ModuleType):  # (`np`, a config module `C` a user's script may rebind)
-            if not library_module(g.get("__name__", "")):
-                self.prog.check_identity(self.prog.root_global(g, name, value, g.get("__name__", "?"))[0], self.site)
+            self.prog.check_identity(slot, self.site)
             return value
-        slot, _ = self.prog.root_global(g, name, value, g.get("__name__", "?"))
         return self.classify(slot, self.site, key)
 
     def read_state(self, kind, target, name):

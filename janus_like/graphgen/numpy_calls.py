@@ -15,12 +15,12 @@ from .. import ir
 from ..ops import api as F
 from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
 from . import masks
-from .numpy_forms import CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, einsum_view
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
 from .loop_grad import OBJECT
+from .numpy_forms import CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, einsum_view, ndarray_operand
 from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
-from .values import ObjRef, Sym, Unsupported, VarRef, ndarray_operand, numpy_scalar
+from .values import ObjRef, Sym, Unsupported, VarRef, numpy_scalar
 
 # the ufunc methods `ufunc_method` takes (`np.add.at`, a write, is `add_at`)
 UFUNC_METHODS = frozenset(("reduce", "accumulate", "reduceat", "outer"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ops import api as F
 from ..tensor import Tensor
 from .support import _any_abstract
 from .values import ObjRef, Sym, Unsupported
@@ -14,6 +15,15 @@ from .values import ObjRef, Sym, Unsupported
 CONVERTING_METHODS = frozenset(("take", "repeat", "searchsorted", "choose", "compress"))
 # NumPy functions of a sequence of arrays, each item made an array first
 SEQUENCE_FUNCTIONS = frozenset((np.stack, np.concatenate, np.hstack, np.vstack, np.column_stack, np.dstack))
+
+
+def ndarray_operand(v):
+    """A Tensor given to an ndarray's method that converts its arguments (`x.dot(w)`,
+    `x.take(idx)`): NumPy's array of it, a constant of the tape (eager's method returns an ndarray,
+    and no gradient flows through it). Other values as they are."""
+    if isinstance(v, Sym) and v.kind == "tensor":
+        return Sym(F.stop_gradient(v).node, "array")
+    return v._data if isinstance(v, Tensor) else v
 
 
 def array_items(builder, items):

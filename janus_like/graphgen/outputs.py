@@ -28,7 +28,8 @@ class Outputs:
     def __init__(self):
         self.nodes: list = []
         self._index: dict = {}
-        self.commits: list = []  # (kind, slot, value index, copy)
+        self.commits: list = []  # (kind, slot, value index, copy); kind "index": writes, not an index
+        # (passes/indexed_commits.py: ((template, (value index, operand indices...)), ...))
         self.ops: list = []  # setattr/setitem/call/global/cell with value specs, in program order
         self.effects: list = []
         self.result = None

@@ -8,7 +8,8 @@
 * `VarRef` — a Variable reached from the function's inputs; reads give its current node,
   `assign*` are deferred state writes.
 * `ObjRef` — a Python object reached from the inputs (a module, an optimizer, a tree node, a
-  list): attribute and item reads become guarded inputs.
+  list): attribute and item reads become guarded inputs. It and the generator's other Python-side
+  values (bound methods, `super()`, local functions, deferred text) are in refs.py, imported here.
 
 Operators and NumPy's functions on a Sym go through the op registry exactly like Tensors do.
 """
@@ -22,6 +23,7 @@ from .. import ir
 from ..ops import api as F
 from ..ops.methods import ArrayMethods
 from ..ops.registry import _builder as _BUILDER  # [the builder in charge], a list read per op
+from .refs import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, VarSnapshot  # noqa: F401 (re-exported)
 
 OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
 # the second item of an OPAQUE view that is an ndarray sharing a Tensor's buffer (np.asarray(t),
@@ -37,17 +39,6 @@ _ZERO_D_ARRAY_OPS = frozenset({"copy", "asarray", "ascontiguousarray", "zeros_li
                                "add_at"})
 _OPERAND_TYPE_OPS = frozenset({"cast", "reshape", "squeeze", "transpose", "real", "imag", "view", "flip",
                                "reshape_like", "broadcast_like", "sum_to", "diagonal"})
-
-
-def ndarray_operand(v):
-    """A Tensor given to an ndarray's method that converts its arguments (`x.dot(w)`,
-    `x.take(idx)`): NumPy's array of it, a constant of the tape (eager's method returns an ndarray,
-    and no gradient flows through it). Other values as they are."""
-    from ..tensor import Tensor
-
-    if isinstance(v, Sym) and v.kind == "tensor":
-        return Sym(F.stop_gradient(v).node, "array")
-    return v._data if isinstance(v, Tensor) else v
 
 
 def numpy_scalar(v) -> bool:
@@ -205,6 +196,8 @@ class Sym(ArrayMethods):
         return array_copy(self)
 
     def dot(self, o):  # ndarray.dot makes a Tensor argument an array (no gradient): an ndarray
+        from .numpy_forms import ndarray_operand
+
         return F.dot(self, ndarray_operand(o) if self.kind == "array" else o)
 
     def ravel(self, order="C"):
@@ -430,89 +423,3 @@ def _raw(v):
 
 def _builder():
     return _BUILDER[0]
-
-
-class ObjRef:
-    """A Python object reached from the function's inputs, at input slot `slot`."""
-
-    __slots__ = ("obj", "slot", "path")
-
-    def __init__(self, obj, slot, path):
-        self.obj = obj
-        self.slot = slot
-        self.path = path
-
-    def __repr__(self):
-        return f"ObjRef({type(self.obj).__name__} at {self.path})"
-
-
-class BoundMethod:
-    __slots__ = ("func", "self_value")
-
-    def __init__(self, func, self_value):
-        self.func = func
-        self.self_value = self_value
-
-
-class SuperRef:
-    """`super()` (or `super(cls, obj)`) in inlined code: attributes of `obj` (an ObjRef) looked up
-    in its class's MRO after `cls`."""
-
-    __slots__ = ("obj", "cls")
-
-    def __init__(self, obj, cls):
-        self.obj = obj
-        self.cls = cls
-
-
-class LocalFunction:
-    """A function defined inside the jitted code (`def` or `lambda`): inlined where it is
-    called, reading its free names from the frame that defined it when it runs (Python's late
-    binding). It never becomes a real function: passed to library code, or escaping through the
-    result or the state, it is Unsupported."""
-
-    __slots__ = ("node", "frame", "__defaults__", "__kwdefaults__", "__name__", "__qualname__")
-
-    def __init__(self, node, frame, defaults, kwdefaults):
-        self.node, self.frame = node, frame
-        self.__defaults__, self.__kwdefaults__ = defaults, kwdefaults
-        self.__name__ = self.__qualname__ = node.name
-
-    def __call__(self, *args, **kwargs):  # library code calling it (map, sorted(key=...))
-        b = _builder()
-        raise Unsupported("unsupported-call", f"{self.__name__} (defined inside the jitted function) called by "
-                                              "library code", b.site if b is not None else "")
-
-    def __repr__(self):
-        return f"LocalFunction({self.__name__})"
-
-
-class DeferredStr:
-    """An f-string or str() whose parts include graph values: formatted after the commit."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self, parts):
-        self.parts = parts  # list of str | (value, conversion, format_spec)
-
-    def __str__(self):  # its text exists only after the commit: code that needs it now stays eager
-        raise Unsupported("data-dependent-python", "text formatted from graph values, used as a string")
-
-    def __format__(self, spec):
-        raise Unsupported("data-dependent-python", "text formatted from graph values, formatted again")
-
-    def _read(self, *_):  # len(), `in`, comparisons, indexing, truth: the text is needed now
-        raise Unsupported("data-dependent-python", "text formatted from graph values, read as a string")
-
-    __len__ = __iter__ = __getitem__ = __contains__ = __bool__ = _read
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _read
-    __hash__ = object.__hash__
-
-
-class VarSnapshot:
-    """A Variable as a deferred print saw it: same name, the value at the time of the call."""
-
-    __slots__ = ("value", "var")
-
-    def __init__(self, value, var):
-        self.value, self.var = value, var

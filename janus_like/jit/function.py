@@ -12,30 +12,22 @@ input instead of a baked-in scalar).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import inspect
 import os
-import threading
 import time
 import types
 import weakref
 
 from .. import executor as ex
 from ..executor.fused import MISS as _MISS
-from ..graphgen.evaluator import Generator
-from ..graphgen.values import Unsupported
-from ..passes import optimize
-from ..passes.donate import donations
-from ..passes.indexed_commits import indexed_commits
-from ..passes.inplace import inplace_updates
 from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
 from .assumptions import REASONS, Fallback
 from .failures import FailuresMixin, rejected
+from .generation import GenerationMixin
 from .options import check_options
 from .switches import DISABLE_NAME as _DISABLE_NAME, ENV_GET as _env_get, disabled as _disabled
 from .polymorphism import UnknownDimsMixin
@@ -77,7 +69,7 @@ class _Entry:
         self.regrow = None  # [eager calls left, the next wait, failure key] before a growing log's retry
 
 
-class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin, ChoiceMixin):
+class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin, ChoiceMixin):
     """A function compiled speculatively. Call it like the original; see `stats()`/`explain()`."""
 
     _janus_jit = True
@@ -355,61 +347,6 @@ class JitFunction(FailuresMixin, VariantsMixin, UnknownDimsMixin, ReportingMixin
         self.counters["eager_calls"] += 1
         return self.__wrapped__(*args, **kwargs)
 
-    # ================================================================== generation
-    def _build(self, entry, args, name, dims=None, forced=None, sizes=None):
-        """Generate, optimize and plan the commit copies of one graph for `args` (with `forced`:
-        the outcomes of split branches it takes, see variants.py)."""
-        gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed | self._relaxed_values),
-                        unknown_dims=dims,
-                        reassociate=self.reassociate, split={**entry.split, **(forced or {})},
-                        regions=bool(self._regions), sizes=sizes).generate(args)
-        optimize(gen.graph, self.reassociate, entry.relaxed)
-        # the guards', then the asserts' the graph runs (a pass may add one: passes/quotient.py)
-        gen.assumptions += [n.params["assumption"] for n in gen.graph.asserts]
-        gen.outputs.plan_copies()
-        indexed_commits(gen)
-        if self.reassociate:
-            inplace_updates(gen)
-        donations(gen)
-        for slot in gen.slots:  # the values read at generation: kept, they would pin a weight array
-            slot.value = None  # (and the batch) of that call for the graph's whole life
-        return gen
-
-    def _generate(self, entry, args, forced=None):
-        """A new graph for this signature, or None (Unsupported: the reason is noted). Any other
-        exception propagates: the caller lets eager decide whose error it is."""
-        if not _GENERATING.acquire(blocking=False):  # another thread is generating: this call runs
-            return None  # eagerly (the builder is one a process; the same thread may nest)
-        try:
-            with _collector_paused():
-                return self._make_graph(entry, args, forced)
-        finally:
-            _GENERATING.release()
-
-    def _make_graph(self, entry, args, forced):
-        self._hot = None
-        start = time.perf_counter()
-        name = getattr(self.__wrapped__, "__qualname__", "fn")
-        if self._dims and any(i < len(args) for i in self._dims):
-            return self._make_polymorphic(entry, args, name, start)
-        try:
-            g = ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
-                                 self._fast, self._trial_at)
-        except Unsupported as exc:
-            return self._failed(entry, exc, forced)
-        except RecursionError:
-            entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation")
-            self._note(entry.eager_reason)
-            return None
-        finally:
-            self.times["generate_s"] += time.perf_counter() - start
-        entry.graphs.insert(0, g)
-        self.counters["graphs_generated"] += 1
-        self._log("regen" if entry.relaxed else "graphs",
-                  f"generated graph for {name}: {g.graph.size()} nodes, {len(g.assumptions)} assumptions"
-                  + (f", relaxed {sorted(map(str, entry.relaxed))}" if entry.relaxed else ""))
-        return g
-
     def _positional(self, args, kwargs):
         try:
             bound = inspect.signature(self.__wrapped__).bind(*args, **kwargs)
@@ -455,27 +392,6 @@ class _BoundJit:
 
 
 _REGISTRY: list = []
-
-
-_GENERATING = threading.RLock()  # graph generation, one thread at a time
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Python's cyclic garbage collector off while a graph is generated (and back on after, if
-    it was on). Generation allocates tens of thousands of long-lived objects (nodes, tuples,
-    dicts), enough to trigger a full collection that walks every object in the process: about
-    20 ms of the LSTM step's 0.3 s generation, for garbage that reference counting frees anyway
-    (generation makes few reference cycles). The collection is deferred, not avoided: it runs
-    later when the collector's thresholds say so, once."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def jit(fn=None, *, warmup: int = 3, max_graphs: int = MAX_GRAPHS, regen_after: int = 2, mode: str = "plan",

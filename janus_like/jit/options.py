@@ -8,7 +8,8 @@ def check_options(*, warmup, max_graphs, regen_after, mode, reassociate, native,
     from ..executor.tiering import resolve_policy
     from .choice import resolve_choice
 
-    resolve_policy(native, True), resolve_choice(choose)
+    resolve_policy(native, True)  # (their own errors, as JitFunction's construction raises them)
+    resolve_choice(choose)
     for name, value, least in (("warmup", warmup, 0), ("max_graphs", max_graphs, 1), ("regen_after", regen_after, 1)):
         if type(value) is not int:
             raise TypeError(f"jit: {name} must be an int, got {type(value).__name__} {value!r}")

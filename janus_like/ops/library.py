@@ -94,6 +94,6 @@ def _call(xp, *values, fn, args, kwargs):
     return fn(*fill(args, values), **{k: fill(v, values) for k, v in kwargs.items()})
 
 
-register("numpy_call", _call,
+register("numpy_call", _call, raises=True,
          doc="NumPy function `fn` called with `args`/`kwargs`, each Hole in them filled with the node's inputs in "
              "order (`np.median(x)`, `np.percentile(g, 99)`): its result as NumPy gives it, no gradient")

@@ -153,6 +153,7 @@ def _solve(xp, a, b):
     return xp.linalg.solve(a, b)
 
 
-register("solve", _solve, vjp=_solve_vjp,
+register("solve", _solve, vjp=_solve_vjp, raises=True,
          doc="x with a @ x = b (np.linalg.solve), a square, b a matrix or a vector")
-register("inv", lambda xp, a: xp.linalg.inv(a), vjp=_inv_vjp, doc="the inverse of square a (np.linalg.inv)")
+register("inv", lambda xp, a: xp.linalg.inv(a), vjp=_inv_vjp, raises=True,
+         doc="the inverse of square a (np.linalg.inv)")

@@ -32,6 +32,7 @@ class Op:
     nout: int = 1  # >1: impl returns a tuple
     stateful: bool = False  # consumes hidden state (RNG): never CSE'd or folded
     doc: str = ""
+    raises: bool = False  # may raise on some values (a singular matrix): kept though unused (passes/dce.py)
     kernel: Callable = field(init=False, repr=False)
     # the vjp on NumPy arrays, for an eager backward no tape records (ops/eager_vjp.py)
     eager_vjp: Callable | None = field(default=None, init=False, repr=False)
@@ -62,10 +63,10 @@ class _Ops:
 P = _Ops()
 
 
-def register(name, impl, *, shape=None, vjp=None, elementwise=False, nout=1, stateful=False, doc=""):
+def register(name, impl, *, shape=None, vjp=None, elementwise=False, nout=1, stateful=False, doc="", raises=False):
     if name in REGISTRY:
         raise ValueError(f"op {name!r} registered twice")
-    op = Op(name, impl, shape, vjp, elementwise, nout, stateful, doc)
+    op = Op(name, impl, shape, vjp, elementwise, nout, stateful, doc, raises)
     REGISTRY[name] = op
     P.__dict__[name] = op
     return op

@@ -44,9 +44,6 @@ _SAFE_PY = frozenset((operator.add, operator.sub, operator.mul, operator.neg, op
                       abs, bool, min, max))
 
 
-# ops that raise on some values (a singular matrix, NumPy's own function: np.linalg.cholesky of a
-# matrix that is not positive definite, np.digitize of unsorted bins)
-_DATA_ERRORS = frozenset(("solve", "inv", "numpy_call"))
 # ops indexing with operands after the first `k` inputs: an index the graph computes may be out of
 # bounds (`x[int(np.argmax(x)) + 2]`, `np.take(x, idx + 1)`), as eager's IndexError says
 _INDEXING = {"getitem": 1, "index_update": 2, "index_add": 2}
@@ -73,8 +70,9 @@ def _raises_on_values(n, sized) -> bool:
         x = n.inputs[0]
         shape, dtype = x.aval if isinstance(x, ir.Node) and x.aval is not None else ((), np.float64)
         return len(shape) != 0 or np.dtype(dtype).kind == "c"
-    if n.op in _DATA_ERRORS:
-        return True
+    op = REGISTRY.get(n.op)
+    if op is not None and op.raises:  # (a singular matrix; NumPy's own function: np.linalg.cholesky of a
+        return True  # matrix that is not positive definite, np.digitize of unsorted bins)
     if n.op in _INDEXING:  # (a constant index was tried at generation; a boolean mask's shape is fixed)
         if sized and any(type(i) is int for i in n.params["index"][0]):  # (`x[x > 0][0]`)
             return True

@@ -99,10 +99,12 @@ def donations(gen) -> list:
 
 def view_closure(graph, x_id, copying) -> set:
     """Ids of the top-level values that may be views of the value `x_id` (made from it, or
-    from such a value, by an op not in `copying`: a transpose, a reshape, a slice)."""
+    from such a value, by an op not in `copying`: a transpose, a reshape, a slice); `x_id` may
+    be a set of ids (views of any of them)."""
+    roots = x_id if isinstance(x_id, (set, frozenset)) else {x_id}
     views: set = set()
     for n in graph.nodes:
-        if n.op not in copying and any(isinstance(i, ir.Node) and (i.id == x_id or i.id in views) for i in n.inputs):
+        if n.op not in copying and any(isinstance(i, ir.Node) and (i.id in roots or i.id in views) for i in n.inputs):
             views.add(n.id)
     return views
 

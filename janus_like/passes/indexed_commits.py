@@ -34,6 +34,7 @@ import numpy as np
 from .. import ir
 from ..executor.buffers import COPYING
 from .dce import dce
+from .donate import view_closure
 from .simplify import substitute
 
 
@@ -147,14 +148,10 @@ def _basic_constant(n) -> bool:
 
 def _written_views(graph, slots) -> set:
     """Ids of the top-level values that may share memory with an input array the commit writes in
-    place (input `slots`): the input, and values an op not in COPYING makes from one (a slice, a
-    transpose, a cast to its own dtype). Other inputs share none with those (the guards' check)."""
-    shared: set = set()
-    for n in graph.nodes:
-        if n.op == ir.INPUT and n.params.get("slot") in slots or n.op != ir.INPUT and n.op not in COPYING \
-                and any(isinstance(i, ir.Node) and i.id in shared for i in n.inputs):
-            shared.add(n.id)
-    return shared
+    place (input `slots`): the input, and its views (a slice, a transpose, a cast to its own dtype).
+    Other inputs share none with those (the guards' check)."""
+    written = {n.id for n in graph.nodes if n.op == ir.INPUT and n.params.get("slot") in slots}
+    return written | view_closure(graph, written, COPYING)
 
 
 def indexed_commits(gen) -> None:
@@ -169,6 +166,9 @@ def indexed_commits(gen) -> None:
     counts: dict = {}
     for o in out.nodes:
         counts[o.id] = counts.get(o.id, 0) + 1
+    # a value that may be a written array's memory (a slice of this array, or of one an earlier
+    # write of the commit changes) would be read after those writes; a Python number is cast
+    # NumPy's way by the write (not by an op): neither is written at the commit
     shared = _written_views(graph, {slot for kind, slot, _i, _copy in out.commits if kind == "array"})
     commits = []
     for kind, slot, i, copy in out.commits:
@@ -181,34 +181,28 @@ def indexed_commits(gen) -> None:
                                                 and n.params.get("slot") == slot) \
                 or counts.get(node.id) != 1 or users.get(node.id) \
                 or any(len(users.get(c.id, ())) != 1 for c in chain[1:]) \
-                or not all(_basic_constant(c) or _window_index(c, asserts) or _rows(c) is not None for c in chain):
+                or not all(_basic_constant(c) or _window_index(c, asserts) or _rows(c) is not None for c in chain) \
+                or not all(ir.numpy_typed(c.inputs[1]) and c.inputs[1].id not in shared for c in chain):
             commits.append((kind, slot, i, copy))
             continue
-        writes, checks = [], []
-        for c in reversed(chain):  # the first write first
-            v = c.inputs[1]
-            # a value that may be a written array's memory (a slice of this array, or of one an
-            # earlier write of the commit changes) would be read after those writes; a Python
-            # number is cast NumPy's way by the write (not by an op)
-            if not ir.numpy_typed(v) or v.id in shared:
-                commits.append(None)
-                break
-            if isinstance(v, ir.Node) and v.aval is not None and np.dtype(v.aval[1]) != np.dtype(n.aval[1]):
-                v = ir.Node("cast", (v,), {"dtype": np.dtype(n.aval[1])}, (v.aval[0], np.dtype(n.aval[1])), c.site)
-                graph.nodes.append(v)
-            rows = _rows(c)
-            if rows is not None and not (_basic_constant(c) or _window_index(c, asserts)):
-                checks.append(rows)
-            positions = [out.node_index(v)] + [out.node_index(o) for o in c.inputs[2:]]
-            writes.append((c.params["index"], tuple(positions)))
-        else:
-            for operand, size, site in checks:  # indices from the inputs: in bounds, asserted before the commit
-                _assert_in_bounds(gen, operand, size, site)
-            out.nodes[i] = n  # (the array itself: nothing reads this position now)
-            out.copied = [k for k in out.copied if k != i]
-            commits.append(("index", slot, tuple(writes), copy))
-            continue
-        commits[-1] = (kind, slot, i, copy)
+        writes = tuple(_commit_write(gen, c, n.aval[1], asserts) for c in reversed(chain))  # the first first
+        out.nodes[i] = n  # (the array itself: nothing reads this position now)
+        out.copied = [k for k in out.copied if k != i]
+        commits.append(("index", slot, writes, copy))
     if commits != out.commits:
         out.commits = commits
         dce(graph)  # (the copies written at the windows, now unread)
+
+
+def _commit_write(gen, c, dtype, asserts):
+    """(index template, output positions of the value and the index operands) of the write
+    `c` (an index_update) at the commit: its value cast to the array's `dtype` by the plan, its
+    indices from the inputs asserted in bounds by the plan."""
+    graph, out, v = gen.graph, gen.outputs, c.inputs[1]
+    if np.dtype(v.aval[1]) != np.dtype(dtype):
+        v = ir.Node("cast", (v,), {"dtype": np.dtype(dtype)}, (v.aval[0], np.dtype(dtype)), c.site)
+        graph.nodes.append(v)
+    rows = _rows(c)
+    if rows is not None and not _window_index(c, asserts):
+        _assert_in_bounds(gen, *rows)
+    return c.params["index"], tuple([out.node_index(v)] + [out.node_index(o) for o in c.inputs[2:]])

@@ -377,7 +377,7 @@ def test_fused_calls_while_a_native_tier_waits_then_its_decision_when_due(monkey
     monkeypatch.setattr(tiering, "estimate_compile_s", lambda nodes, cached: budget["s"])
     decided = []
 
-    def adopt(tier, plan, slots):
+    def adopt(tier, plan, slots, rewind=None):
         decided.append(len(slots))
         tier._reject("declined by the test")
 

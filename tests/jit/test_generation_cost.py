@@ -20,7 +20,7 @@ from janus_like import F, passes
 
 from .harness import check, random_array
 
-JF = sys.modules["janus_like.jit.function"]
+JF = sys.modules["janus_like.jit.generation"]  # (where graphs are made: optimize, Generator)
 simplify_mod = importlib.import_module("janus_like.passes.simplify")  # the package's `simplify` is the pass
 
 
