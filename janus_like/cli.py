@@ -8,8 +8,10 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
+import traceback
 
 
 def _parser():
@@ -50,6 +52,21 @@ def _bench(argv) -> int:
     return runner.main(list(argv)) or 0
 
 
+def _run_problem(args) -> str | None:
+    """What is wrong with `janus-like run`'s arguments before the script runs, or None."""
+    if not os.path.exists(args.script):
+        return f"can't open file {args.script!r}: no such file"
+    if os.path.isdir(args.script):
+        return f"can't run {args.script!r}: a directory (give the script file)"
+    if args.report and os.path.exists(args.report) and not os.path.isdir(args.report):
+        return f"--report {args.report!r}: a file is there (the report is a directory)"
+    if args.warmup < 0:
+        return f"--warmup {args.warmup}: must be 0 or more"
+    if args.hot_after is not None and args.hot_after < 1:
+        return f"--hot-after {args.hot_after}: must be 1 or more (calls before a function is hot)"
+    return None
+
+
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "bench":
@@ -65,18 +82,30 @@ def main(argv=None) -> int:
 
         try:
             data = load(args.directory)
+            text = summary_text(data)
         except (OSError, ValueError) as exc:
             print(f"janus-like report: cannot read {args.directory}: {exc}", file=sys.stderr)
             return 2
-        print(summary_text(data))
+        except (KeyError, TypeError, AttributeError) as exc:  # valid JSON, not a report's fields
+            print(f"janus-like report: {args.directory} is not a janus-like report (its {exc} is missing or "
+                  "malformed)", file=sys.stderr)
+            return 2
+        print(text)
         return 0
     if args.command == "run":
         from .wrapper import DEFAULT_HOT_AFTER, run_path
 
-        if not os.path.exists(args.script):
-            print(f"janus-like run: can't open file {args.script!r}", file=sys.stderr)
+        problem = _run_problem(args)
+        if problem:
+            print(f"janus-like run: {problem}", file=sys.stderr)
             return 2
-        options = dict(warmup=args.warmup, hot_after=args.hot_after or DEFAULT_HOT_AFTER,
+        try:  # the script's syntax (and source encoding) as Python reports it, before anything runs
+            with open(args.script, "rb") as f:
+                compile(f.read(), os.path.abspath(args.script), "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            sys.stderr.write("".join(traceback.format_exception_only(type(exc), exc)))
+            return 1
+        options = dict(warmup=args.warmup, hot_after=DEFAULT_HOT_AFTER if args.hot_after is None else args.hot_after,
                        include=args.include or ("*",), exclude=args.exclude)
         try:
             run_path(args.script, args.args, report=args.report, jit=not args.no_jit, **options)

@@ -177,6 +177,9 @@ class Graph:
     # ids of the INPUT nodes (Variable arrays) whose buffers the plan may overwrite once they are
     # dead (passes/donate.py, executor/donation.py)
     donated: list = field(default_factory=list)
+    # (file, module globals, def line) of the user's function: the plan reports its lines
+    # (executor/located.py)
+    origin: tuple | None = None
 
     def __str__(self):
         lines = [f"graph {self.name}({self.n_inputs} inputs) {{"]

@@ -53,6 +53,15 @@ def test_numpy_state_every_hot_function_is_a_graph_and_final_state_matches():
     assert "__janus_like_rt__" not in wrapped
 
 
+def test_keyword_only_parameters_run_as_graphs():
+    """The wrapper forwards keyword-only parameters as keywords: such calls ran eagerly, outside
+    the JIT (which now takes their values after the positional ones)."""
+    plain, _ = run_captured(script("keyword_only.py"), jit=False)
+    wrapped, g = run_captured(script("keyword_only.py"))
+    assert wrapped == plain
+    assert stats_by_name(g)["step"]["graph_calls"] >= 12, stats_by_name(g)
+
+
 def test_python_int_global_keeps_its_type():
     _, wrapped = run_captured(script("numpy_state.py"), ["11"])
     assert type(wrapped["step_count"]) is int
@@ -142,3 +151,31 @@ def test_the_scripts_globals_are_those_python_gives(tmp_path):
     plain = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True).stdout
     wrapped, _ = run_captured(str(path))
     assert wrapped == plain == "2 SourceFileLoader {} __main__\n"
+
+
+def test_command_line_mistakes_are_named_before_the_script_runs(tmp_path, capsys):
+    """A syntax error is Python's report of it (no janus_like frames), a source in another
+    encoding names its file, and bad options or a directory for a script are refused at once."""
+    from janus_like.cli import main
+
+    (tmp_path / "syn.py").write_text("x = 1\ndef f(:\n    pass\n")
+    (tmp_path / "latin.py").write_bytes(b"# coding: ascii\nx = '\xe9'\n")
+    (tmp_path / "ok.py").write_text("print('ran')\n")
+    (tmp_path / "afile").write_text("")
+    assert main(["run", str(tmp_path / "syn.py")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f'  File "{tmp_path / "syn.py"}", line 2') and err.endswith("SyntaxError: invalid syntax\n")
+    assert "janus_like" not in err
+    assert main(["run", str(tmp_path / "latin.py")]) == 1
+    assert str(tmp_path / "latin.py") in capsys.readouterr().err
+    for argv, said in [(["run", str(tmp_path)], "a directory"),
+                       (["run", "--report", str(tmp_path / "afile"), str(tmp_path / "ok.py")], "a file is there"),
+                       (["run", "--hot-after", "0", str(tmp_path / "ok.py")], "must be 1 or more"),
+                       (["run", str(tmp_path / "missing.py")], "no such file")]:
+        assert main(argv) == 2
+        out = capsys.readouterr()
+        assert said in out.err and "ran" not in out.out, (argv, out)
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / "report.json").write_text('{"schema_version": 1}')
+    assert main(["report", str(tmp_path / "rep")]) == 2
+    assert "not a janus-like report" in capsys.readouterr().err

@@ -99,7 +99,8 @@ class CompiledGraph:
             # as its first compile (14 ms of the LSTM step's first call), a frame ~0.1 µs a call
             return fuse(self, ([], "PLAN(S, True)" if self.plan.inplace else "PLAN(S)", {"PLAN": self.plan}),
                         deadline, self.plan.inplace, saves)
-        return fuse(self, self.plan.parts, deadline, self.plan.inplace, saves)
+        return fuse(self, self.plan.parts, deadline, self.plan.inplace, saves,
+                    (getattr(self.plan, "sites", {}), getattr(self.plan, "origin", None)))  # (the GPU plan: none)
 
     def _rng_saves(self):
         """The fused function's lines that save and restore this graph's RNG states (None: it

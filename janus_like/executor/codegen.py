@@ -26,7 +26,7 @@ from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, p
 from .interpreter import AssertFailed
 from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, control_lines,
                            copy_is_exact, draw_call, filled_call, out_buffer)
-from . import blas, donation, floats, fusion, ranked, rows, scalars
+from . import blas, donation, floats, fusion, located, ranked, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
 _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "pow": "power",
@@ -66,6 +66,7 @@ class _Emitter:
         self.region = None  # the write region of donated state arrays (donation.py), or None
         self.groups = {}  # member id -> its fused elementwise group (fusion.py)
         self.floats = None  # float64 scalars held as Python floats (floats.py), or None
+        self.sites: dict = {}  # line index -> the user's "file.py:12" it computes (located.py)
 
     def const(self, value) -> str:
         if value is None or isinstance(value, (bool, str)):
@@ -304,7 +305,10 @@ class _Emitter:
         async_nodes = getattr(self, "async_nodes", {}) if indent == 4 else {}
         region = self.region if indent == 4 else None
         fl = self.floats if indent == 4 else None
+        at = (len(self.lines), None)
         for pos, n in enumerate(nodes):
+            located.mark(self.sites, self.lines, *at)  # the previous node's lines
+            at = (len(self.lines), n.site)
             if fl is not None:  # (before a region's first write)
                 if pos in fl.checks:
                     self.lines.append(floats.check_line(self, fl, fl.checks[pos]))
@@ -333,6 +337,7 @@ class _Emitter:
                 self._emit_one(n, indent + 4, reuse)
             else:
                 self._emit_one(n, indent, reuse)
+        located.mark(self.sites, self.lines, *at)
         for fids in pending.values():  # used only by the outputs
             for fid in fids:
                 self.lines.append(" " * indent + f"v{fid} = F{fid}.result()")
@@ -454,13 +459,15 @@ def compile_plan(graph: ir.Graph, reuse_buffers: bool = True, parallel: bool | N
     outs = ", ".join(em.arg(o) for o in graph.outputs)
     # `_own`: the caller owns the slots (executor/fused.py) and weights may be written in place
     src = "def plan(S, _own=False):\n" + "\n".join(em.lines) + f"\n    return [{outs}]\n"
-    code = compile(src, f"<janus_like plan {graph.name}>", "exec")
+    code = located.compile_at(src, located.sites_of_text(em.lines, em.sites, 1), graph.origin,
+                              f"<janus_like plan {graph.name}>", em.globals)
     exec(code, em.globals)
     plan = em.globals["plan"]
     plan.source = src
     plan.inplace = bool(em.updates) or em.region is not None
     plan.donated = sorted(set(em.region.writers.values())) if em.region is not None else []
     plan.parts = (list(em.lines), f"[{outs}]", em.globals)  # for executor/fused.py
+    plan.sites, plan.origin = em.sites, graph.origin
     plan.fused = len(groups)
     plan.assumption = em.floats.assumption if em.floats is not None else None  # (its finite check's)
     return plan

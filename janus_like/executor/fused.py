@@ -48,6 +48,8 @@ import re
 import time
 import types
 
+from . import located
+
 MISS = object()  # the call did not complete as a graph: take the full path
 
 
@@ -71,7 +73,7 @@ _GUARD_EXIT = re.compile(r": return -?\d+$")
 _NAMES = re.compile(r"s\d+")
 
 
-def fuse(cg, body, deadline=None, own=False, saves=None):
+def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None):
     """The fused call function for CompiledGraph `cg` running `body` (the plan's `parts`, or
     the adopted native function's from `Tier.parts`: lines, result expression, names), or None
     when a piece is missing (a general finish, the interpreter) or the generated namespaces
@@ -81,7 +83,8 @@ def fuse(cg, body, deadline=None, own=False, saves=None):
     against eager is due: jit/choice.py). `own`:
     the body is a plan with weight updates written in place (executor/blas.py), which it may
     write from here. `saves`: (lines that save RNG states after the guards, lines that put them
-    back when the body fails, their names) for a graph that draws (`CompiledGraph._rng_saves`)."""
+    back when the body fails, their names) for a graph that draws (`CompiledGraph._rng_saves`).
+    `located_by`: the plan's (line sites, origin): the body reports the user's lines (located.py)."""
     pieces = [getattr(f, "parts", None) for f in (cg.guard, cg._finish)]
     if None in pieces or body is None:
         return None
@@ -128,6 +131,7 @@ def fuse(cg, body, deadline=None, own=False, saves=None):
     src.append("    try:")
     if own:
         src.append("        _own = True")
+    body_at = len(src)
     src += ["    " + line for line in local(body_lines, "S")]
     src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception:"]
     src += ["        " + line for line in local(restore_lines, "S")]
@@ -143,7 +147,9 @@ def fuse(cg, body, deadline=None, own=False, saves=None):
     # the function is then rebuilt over the owners' cells
     outer = "def _outer():\n    " + " = ".join(cells) + " = None\n" + "".join("    " + line + "\n" for line in src) + \
         "    return call\n"
-    exec(compile(outer, f"<janus_like call {cg.graph.name}>", "exec"), env)
+    sites, origin = located_by or ({}, None)
+    line_sites = located.sites_of_text(src, {body_at + i: site for i, site in sites.items()}, 2)
+    exec(located.compile_at(outer, line_sites, origin, f"<janus_like call {cg.graph.name}>", env), env)
     code = env.pop("_outer")().__code__
     call = types.FunctionType(code, env, "call", None, tuple(cells[name] for name in code.co_freevars))
     call.source = text

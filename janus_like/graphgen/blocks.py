@@ -9,7 +9,7 @@ import ast
 import contextlib
 import types
 
-from ..source import site_key
+from ..source import function_ast, scope_nodes, site_key
 from .builder import SymbolicTape
 from .values import ObjRef, Sym, Unsupported
 from .support import ErrState, _Break, _Continue, _Leave, _Return
@@ -132,6 +132,9 @@ class BlocksMixin:
                 suppressed += ctx._exceptions
                 value = None  # (suppress's __enter__ gives None)
             elif isinstance(ctx, ObjRef) and _python_dunders(type(ctx.obj)):
+                if _may_suppress(type(ctx.obj).__exit__):  # (eager's to swallow an error the graph meets)
+                    raise Unsupported("unsupported-syntax", f"with a {type(ctx.obj).__name__}, whose `__exit__` may "
+                                                            "suppress an exception", self.site)
                 value = self.call(self.getattr(ctx, "__enter__", None), [], {})  # inlined as any method
                 entered.append(_Exit(self.getattr(ctx, "__exit__", None), self.site))
             else:
@@ -195,6 +198,18 @@ class _Exit:
 def _python_dunders(cls) -> bool:
     """Whether a class's `__enter__` and `__exit__` are Python functions (inlined like methods)."""
     return all(isinstance(getattr(cls, name, None), types.FunctionType) for name in ("__enter__", "__exit__"))
+
+
+def _may_suppress(exit_fn) -> bool:
+    """Whether an `__exit__` may return a true value (suppressing the body's exception): a
+    `return` of anything but None or False (its source unknown: it may)."""
+    try:
+        fn_ast = function_ast(exit_fn)
+    except Exception:
+        return True
+    return any(isinstance(n, ast.Return) and n.value is not None
+               and not (isinstance(n.value, ast.Constant) and n.value.value in (None, False))
+               for n in scope_nodes(fn_ast.body))
 
 
 def _classes(value):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 
 import numpy as np
 
 from .. import ir
+from ..quiet import quiet
 from ..errors import GradientError
 from ..ops import api as F
 from ..tensor import Tensor
@@ -80,7 +80,7 @@ class GraphBuilder:
         self.windows_checked: set = set()  # (start node, length, size, block) asserted in range (windows.py)
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
-        self.stand_ins: dict = {}  # mask node id -> its stand-in count
+        self.stand_ins: dict = {}  # a mask's key (masks._same_values) -> its stand-in count
         self.sizes_only = False  # ... and no input dimension is of unknown size
         self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks
         # JANUS_LIKE_VERIFY (the test suite): run every op anyway and compare with the shortcuts
@@ -200,8 +200,7 @@ class GraphBuilder:
         known = DTYPES.get(key)
         try:
             if known is None or self.check_shortcuts:
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with quiet():
                     out = op.impl(np, *reps, **params)
             if op.elementwise:
                 shapes = [i.aval[0] for i in inputs if isinstance(i, ir.Node)]

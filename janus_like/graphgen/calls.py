@@ -73,6 +73,8 @@ class CallsMixin:
         if func is min or func is max or func is np.bincount:  # the profile's key for which argument min/max
             # gives (py_numbers.speculate_pick), how many bins np.bincount gave (masks.bincount)
             self.pick_key = site_key(self.frames[-1].filename, node) if node is not None and self.frames else None
+        if func is next and self.pure_depth:  # (the body is generated once: the iterator would advance once)
+            raise Unsupported("unsupported-syntax", "next() inside a branch or loop on a graph value", self.site)
         if func is copy.copy or func is copy.deepcopy:
             return self.copy_call(func, args, kwargs)
         if func is contextlib.suppress and not _any_abstract((args, kwargs)) and not _any_objref((args, kwargs)):
@@ -234,6 +236,9 @@ class CallsMixin:
             args = self._containers(args, (list, tuple, dict, collections.deque))
             if any(isinstance(a, ObjRef) for a in (*args, *kwargs.values())):
                 raise Unsupported("unsupported-call", f"itertools.{func.__name__} of an input object", self.site)
+            if any(isinstance(a, Sym) and a.kind == "py" for a in (*args, *kwargs.values())):  # (`islice(xs, n)`)
+                raise Unsupported("data-dependent-python", f"itertools.{func.__name__} of a number the graph "
+                                                           "computes", self.site)
             return func(*args, **kwargs)  # (given a user function, `library_callback` above has raised)
         if isinstance(func, type):
             if issubclass(func, BaseException):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import inspect
 import operator
 import types
 
@@ -24,6 +25,8 @@ class ContainersMixin:
     def materialize(self, ref, site, ast_key=None):
         """The elements of an input list/tuple/dict as abstract values (guards its length/keys)."""
         self.flush_appends(ref.obj)
+        if self.collecting:
+            self.iterated.add(id(ref.obj))
         shadow = self.shadows.get(id(ref.obj))
         if shadow is not None:
             return shadow
@@ -39,7 +42,17 @@ class ContainersMixin:
         if isinstance(method, types.FunctionType) and not _library_owned(type(target)):
             # a class's own iteration in Python (`for v in G` of a networkx graph: its node dict's keys)
             self.class_member(type(target), "__iter__")
-            return list(self.iterate_lazily(self.inline(method, [ref], {})))
+            self.collecting += 1  # (its items are taken before the loop's body runs: `resizes`)
+            try:
+                if inspect.isgeneratorfunction(method):  # (networkx's edge views: `for u, v in G.edges()`)
+                    return self.collected_items(method, [ref])
+                it = self.inline(method, [ref], {})
+                if isinstance(it, ObjRef) and it.obj is target:  # an iterator object (its own `__next__`)
+                    raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__} whose "
+                                                            "`__iter__` returns itself", site)
+                return list(self.iterate_lazily(it))
+            finally:
+                self.collecting -= 1
         raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
 
     def guarded_index(self, index):
@@ -226,6 +239,20 @@ class ContainersMixin:
             return out
         return dup(args[0])
 
+    def resizes(self, target, key=_MISSING):
+        """A write that may add or remove items of input container `target` (`key`: the one a
+        `d[key] = v` writes, which adds an item only if new). Refused for a container a class's own
+        iteration read: its items were all taken before the loop's body ran, where eager's loop
+        fails ("dictionary changed size during iteration") on a body that adds an edge to the
+        networkx graph it iterates. (Also after the loop: the graph cannot tell where it ends.)"""
+        if id(target) in self.iterated and (key is _MISSING or key not in self.materialize_known(target)):
+            raise Unsupported("unsupported-syntax", f"items added to or removed from a {type(target).__name__} "
+                                                    "a class's own iteration read", self.site)
+
+    def materialize_known(self, target):
+        shadow = self.shadows.get(id(target))
+        return shadow if shadow is not None else target
+
     def materialize_dict(self, v):
         if isinstance(v, ObjRef):
             return dict(self.materialize(v, self.site))
@@ -277,6 +304,7 @@ class ContainersMixin:
                 self.written_containers.add(id(target))  # a log of floats: each call's items differ
                 self.writes.append(("call", ref, name, list(args), {}))
                 return None
+            self.resizes(target)
             if isinstance(target, collections.deque) and name not in _DEQUE_WRITES:
                 raise Unsupported("unsupported-call", f"deque.{name} on an input deque", self.site)
             shadow = self.shadow(ref)
@@ -326,7 +354,9 @@ def builtin_member(target, name):
     builtin base's own method (what ContainerMethod does as the base does), "data" for the base's
     data attribute (a deque's `maxlen`), None for anything the subclass defines or overrides (a
     `CappedList.append`, a `Counter.update`, an attribute of its own: read as any object's)."""
-    base = next(b for b in type(target).__mro__ if b in _BUILTIN_CONTAINERS)
+    base = next((b for b in type(target).__mro__ if b in _BUILTIN_CONTAINERS), None)
+    if base is None:  # (a class of the user's with its own `__setitem__`)
+        return None
     attr = getattr(type(target), name, None)
     if attr is None or attr is not getattr(base, name, None):
         return None

@@ -11,11 +11,13 @@ JIT then keeps that signature eager.
 """
 from __future__ import annotations
 
+import random
 import types
 
 import numpy as np
 
 from .. import backend, ir
+from ..executor import located
 from ..ops.registry import set_builder
 from ..profiler.profile import member_key
 from ..tensor import Tensor, Variable
@@ -38,7 +40,7 @@ from .patterns import PatternsMixin
 from .recursion import RecursionMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
-from .support import MAX_UNROLL, _is_immutable, _is_jit
+from .support import MAX_UNROLL, _is_immutable, _is_jit, split_call
 from .values import ObjRef, Sym, Unsupported, VarRef  # Unsupported is re-exported
 
 
@@ -47,6 +49,15 @@ class GeneratedGraph:
 
     def __init__(self, **kw):
         self.__dict__.update(kw)
+
+
+def _of_state(method) -> bool:
+    """A built-in method bound to an object whose contents may change between calls (a dict, a
+    list, an array): not to a module, a class, an immutable value or a random generator (their
+    calls are handled as such, calls.py)."""
+    owner = method.__self__
+    return owner is not None and not isinstance(owner, (types.ModuleType, type, random.Random, np.random.RandomState,
+                                                         np.random.Generator)) and not _is_immutable(owner)
 
 
 class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlowMixin, BlocksMixin, LoopMixin,
@@ -84,6 +95,11 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.slot_values: dict = {}  # slot index -> abstract value
         self.overlay: dict = {}  # (id(obj), attr) -> value written by the function
         self.shadows: dict = {}  # id(container) -> list/dict of abstract values (after a mutation)
+        # ids of input containers a class's own `__iter__` read (`for u, v in G.edges()`: the
+        # adjacency dicts), whose items were taken before the loop's body ran; while `collecting`,
+        # such an iteration is being inlined (containers.materialize, `resizes`)
+        self.iterated: set = set()
+        self.collecting = 0
         self.appends: dict = {}  # id(list) -> (ObjRef, values appended before anything read the list)
         self.written_containers: set = set()  # ids of input containers the function writes (containers.shadow)
         self.global_overlay: dict = {}
@@ -120,6 +136,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.builder.polymorphic = self.builder.graph.polymorphic = bool(self.unknown_dims) or self.sizes is not None
         self.builder.sizes = self.sizes
         self.builder.sizes_only = not self.unknown_dims
+        self.builder.graph.origin = located.origin_of(self.fn)  # (the plan reports the user's lines)
         try:
             arg_values = []
             self.prog.check_arity(len(args))
@@ -128,7 +145,8 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
                 self._unknown = self.unknown_dims.get(i, ())
                 arg_values.append(self.classify(slot, f"argument {i}", ("arg", i)))
                 self._unknown = ()
-            result = self.call(self.fn, arg_values, {})
+            pos, kw = split_call(self.fn, arg_values)  # (keyword-only parameters: the last values)
+            result = self.call(self.fn, list(pos), kw)
         except Unsupported as exc:
             exc.forced = dict(self.forced)  # the split branches' outcomes this graph was taking
             raise
@@ -176,6 +194,12 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             else:
                 prog.check_value(slot, site)
                 out = v
+        elif isinstance(v, types.BuiltinMethodType) and _of_state(v):
+            # `st["get"] = d.get`, networkx's `view._nodes_nbrs = adj.items`: the method of that
+            # object as it stands at the call (a call of the held method ran at generation: a constant)
+            prog.check_identity(slot, site)
+            owner = self.classify(prog.attr(slot, "__self__", v.__self__)[0], site, ast_key)
+            out = self.getattr(owner, v.__name__)
         elif isinstance(v, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, np.ufunc,
                             types.MethodType, np.dtype)) or _is_jit(v):
             prog.check_identity(slot, site)

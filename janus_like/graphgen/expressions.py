@@ -8,6 +8,8 @@ import builtins
 import collections
 import functools
 import operator
+import re
+import sys
 import types
 
 import numpy as np
@@ -31,7 +33,12 @@ class ExpressionsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
     def expr_Constant(self, node, frame):
-        return node.value
+        v = node.value
+        if type(v) is str and _NAME_CHARS.fullmatch(v):
+            # the compiler interns such constants: the graph's `{"loss": ...}` shares eager's key
+            # object (a pickled history, memoized by identity, is the same bytes)
+            return sys.intern(v)
+        return v
 
     def expr_Name(self, node, frame):
         return self.load_name(node.id, frame, node)
@@ -479,6 +486,9 @@ class ExpressionsMixin:
                 isinstance(v, DeferredStr) for v in (right if isinstance(right, tuple) else (right,)))):
             return self.percent_format(left, right)
         return self.lift(op(left, right))
+
+# string constants the compiler interns (all characters those of names)
+_NAME_CHARS = re.compile(r"[A-Za-z0-9_]*")
 
 _PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare, ast.UnaryOp,
                ast.BinOp, ast.BoolOp, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)

@@ -139,6 +139,16 @@ class GeneratorLoopsMixin:
         rest = [self.eval(a, frame) for a in node.args[1:]]
         return self.call(func, [items] + rest, {k.arg: self.eval(k.value, frame) for k in node.keywords}, node)
 
+    def collected_items(self, func, args) -> list:
+        """The items a generator function's call yields, run to its end (a class's own
+        `__iter__` written as a generator, as `for u, v in G.edges()` of a networkx graph
+        iterates: materialized like the class's other iterations, containers.materialize)."""
+        items = []
+        loop = _Loop(None, None, None, None, self.pure_depth, None, items=items)
+        self.armed_loops.append(loop)
+        self.inline_generator(loop, func, args, {})
+        return items
+
     def consuming_loop(self, node):
         """The armed loop that consumes call `node`'s generator, or None (expressions.expr_Call)."""
         loops = self.armed_loops

@@ -7,11 +7,11 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
-import warnings
 
 import numpy as np
 
 from .. import ir
+from ..quiet import quiet
 from ..ops import api as F
 from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
 from . import masks
@@ -198,8 +198,7 @@ class NumpyCallsMixin:
         for family in ("ones", "eye"):  # (a Cholesky factor needs a positive definite stand-in)
             stand_ins = [v.py_type(1) if v.kind == "py" else _stand_in(v.shape, v.dtype, family) for v in values]
             try:
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
+                with quiet():
                     sample = P.numpy_call.impl(np, *stand_ins, fn=func, args=t_args, kwargs=t_kwargs)
                 break
             except Exception as exc:

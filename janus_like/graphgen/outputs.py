@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import collections
 import collections.abc
-import keyword
 
 import numpy as np
 
 from .. import ir
 from ..ops.indexing import build_index
 from ..tensor import Tensor, _next_id, _wrap
+from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens
 from .support import field_values, input_view
 from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .windows import WINDOW
@@ -71,7 +71,7 @@ class Outputs:
                 return ("slot", v.origin)
             view = input_view(v) if views else None
             if view is not None:  # one view object per eager one (`st["y"] = x[:]; return y`)
-                return view[:3] + (self._token(v),)
+                return self._view_spec(view)[:3] + (self._token(v),)
             i = self.node_index(v.node)
             self._built.add(i)
             return ("node", i, v.kind, self._token(v) if v.kind == "tensor" else None)
@@ -101,6 +101,17 @@ class Outputs:
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} object made in the function "
                                                     "leaves it (returned or stored)", "")
         return ("const", v)
+
+    def _view_spec(self, view):
+        """An `input_view` spec, its index items the graph computes (`W[k]` with `k` an int from
+        the inputs or computed) as the graph's values: ("dynindex", base, item specs, token)."""
+        if view[0] == "slot":
+            return view
+        base = self._view_spec(view[1])
+        items = view[2] if isinstance(view[2], tuple) else (view[2],)
+        if view[0] == "index" and any(isinstance(i, Sym) for i in items):
+            return ("dynindex", base, [self.spec(i) if isinstance(i, Sym) else ("const", i) for i in items], None)
+        return (view[0], base) + tuple(view[2:])
 
     def _token(self, v) -> int:
         """The same number for every appearance of one object made in the function (a Tensor,
@@ -157,11 +168,14 @@ class Outputs:
             return obj
         if tag == "slot":
             return slots[spec[1]]
-        if tag in ("index", "viewop"):
+        if tag in ("index", "viewop", "dynindex"):
             view = made.get(spec[3])
             if view is None:
                 base = self.build(spec[1], values, slots, made)
-                view = base[spec[2]] if tag == "index" else spec[2](base)
+                if tag == "dynindex":
+                    view = base[tuple(self.build(s, values, slots, made) for s in spec[2])]
+                else:
+                    view = base[spec[2]] if tag == "index" else spec[2](base)
                 if spec[3] is not None:
                     made[spec[3]] = view
             return view
@@ -292,7 +306,7 @@ class Outputs:
                 return f"_v{i}" if i in self.copied else f"values[{i}]"
             if tag == "slot":
                 return f"slots[{spec[1]}]"
-            if tag in ("index", "viewop") and spec[3] in shared:
+            if tag in ("index", "viewop", "dynindex") and spec[3] in shared:
                 name = f"_c{spec[3]}"
                 if shared[spec[3]] is None:
                     shared[spec[3]] = name
@@ -300,6 +314,8 @@ class Outputs:
                 return name
             if tag == "index":
                 return f"{expr(spec[1])}[{const(spec[2])}]"
+            if tag == "dynindex":
+                return f"{expr(spec[1])}[{''.join(expr(s) + ', ' for s in spec[2])}]"
             if tag == "viewop":
                 return f"{const(spec[2])}({expr(spec[1])})"
             if tag == "const":
@@ -352,66 +368,6 @@ class Outputs:
         finish = env["finish"]
         finish.parts = (lines, env)  # for executor/fused.py
         return finish
-
-
-def _new_object(cls, names, values):
-    """A dataclass object as its written `__init__` leaves it (support.plain_dataclass): its
-    fields set as the object's own setattr would not (a frozen class refuses it)."""
-    obj = object.__new__(cls)
-    for name, value in zip(names, values):
-        object.__setattr__(obj, name, value)
-    return obj
-
-
-def _spec_token(spec):
-    """The token of a list, dict, dataclass object or input view spec (one object however often
-    it appears)."""
-    if isinstance(spec, tuple) and spec and spec[0] in ("list", "dict", "object"):
-        return spec[-1]
-    if isinstance(spec, tuple) and spec and spec[0] in ("index", "viewop"):
-        return spec[3]
-    return None
-
-
-def _shared_tokens(specs) -> dict:
-    """{token: None} for each list or dict that appears more than once in `specs`."""
-    counts: dict = {}
-
-    def walk(spec):
-        if isinstance(spec, tuple) and spec and spec[0] in ("const", "fresh"):
-            return
-        token = _spec_token(spec)
-        if token is not None:
-            counts[token] = counts.get(token, 0) + 1
-            if counts[token] > 1:
-                return
-        if isinstance(spec, (list, tuple)):
-            for s in spec:
-                walk(s)
-
-    for s in specs:
-        walk(s)
-    return {t: None for t, n in counts.items() if n > 1}
-
-
-def _op_line(op, expr, const) -> str:
-    """One state write of `Outputs.ops` as a line of the compiled finish (as `finish` does it)."""
-    tag = op[0]
-    if tag == "setattr":
-        name = op[2]
-        if name.isidentifier() and not keyword.iskeyword(name):
-            return f"slots[{op[1]}].{name} = {expr(op[3])}"
-        return f"setattr(slots[{op[1]}], {const(name)}, {expr(op[3])})"
-    if tag == "setitem":
-        return f"slots[{op[1]}][{const(op[2])}] = {expr(op[3])}"
-    if tag == "call":
-        args = [expr(a) for a in op[3]] + [f"{k}={expr(a)}" for k, a in op[4].items()]
-        return f"getattr(slots[{op[1]}], {const(op[2])})({', '.join(args)})"
-    if tag == "global":
-        return f"{const(op[1])}[{const(op[2])}] = {expr(op[3])}"
-    if tag == "cell":
-        return f"{const(op[1])}.cell_contents = {expr(op[3])}"
-    raise LookupError(tag)
 
 
 def _array(val):

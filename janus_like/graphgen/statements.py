@@ -430,8 +430,9 @@ class StatementsMixin:
         if isinstance(obj, ObjRef):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
-            shadow = self.shadow(obj)
             key = _dict_key(index)
+            self.resizes(obj.obj, key)
+            shadow = self.shadow(obj)
             shadow[key] = value
             self.writes.append(("setitem", obj, key, value))
             return

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import functools
+import inspect
 import operator
 import types
 
@@ -112,6 +113,32 @@ class ContainerMethod:
 
     def __init__(self, ref, name):
         self.ref, self.name = ref, name
+
+
+@functools.lru_cache(maxsize=1024)
+def keyword_only(fn):
+    """(the number of positional parameters, the keyword-only parameters' names) of a function
+    with keyword-only parameters and neither `*args` nor `**kwargs`, else None. The JIT takes a
+    call's values as one tuple, those of the keyword-only parameters last (jit/function.py
+    `_positional`), and `split_call` gives them back as keywords."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    kinds = [p.kind for p in params]
+    if inspect.Parameter.KEYWORD_ONLY not in kinds or inspect.Parameter.VAR_POSITIONAL in kinds \
+            or inspect.Parameter.VAR_KEYWORD in kinds:
+        return None
+    names = tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    return len(params) - len(names), names
+
+
+def split_call(fn, args):
+    """(positional arguments, keyword arguments) that call `fn` with the values `args`."""
+    kw = keyword_only(fn)
+    if kw is None or len(args) <= kw[0]:
+        return args, {}
+    return args[:kw[0]], dict(zip(kw[1], args[kw[0]:]))
 
 
 def _truth_value(test):
@@ -253,17 +280,26 @@ def own_attribute(obj, name) -> bool:
     return type(slot).__name__ == "member_descriptor" and hasattr(obj, name)
 
 
+def _integer_index(i) -> bool:
+    """An index item NumPy takes as one integer (a view's axis, not a gather): an int, a NumPy
+    integer, or a graph value that is one (a Python int or a NumPy integer scalar: `E[tok]`,
+    `Q[s]` with `s` from the inputs or computed). Not a bool, nor a 0-d integer ndarray (NumPy
+    indexes with that as an array: a copy)."""
+    if isinstance(i, Sym):
+        return i.ndim == 0 and np.issubdtype(i.dtype, np.integer) and (i.kind == "py" or numpy_scalar(i))
+    return isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+
+
 def _is_basic_index(index):
     items = index if isinstance(index, tuple) else (index,)
-    return all(isinstance(i, (int, np.integer, slice, type(None), type(Ellipsis))) and not isinstance(i, bool)
-               for i in items)
+    return all(_integer_index(i) or isinstance(i, (slice, type(None), type(Ellipsis))) for i in items)
 
 
 def _is_element_index(index, ndim):
     """`w[0]` of a 1-d array, `W[1, 0]`, `a[()]` of a 0-d one: one integer per axis, which NumPy
     answers with a NumPy scalar, a copy of the element (not a view, as `W[0, ...]` is)."""
     items = index if isinstance(index, tuple) else (index,)
-    return len(items) == ndim and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items)
+    return len(items) == ndim and all(_integer_index(i) for i in items)
 
 
 def _concrete_type_probe(v):
@@ -314,7 +350,10 @@ def input_view(v):
         inner = ("slot", index.origin) if index.origin is not None else input_view(index)
         fn = functools.partial(REGISTRY[node.op].impl, np, **node.params)
         return None if inner is None else ("viewop", inner, fn, None)
-    if not isinstance(base, Sym) or base.kind != "array" or _any_abstract(index):
+    items = index if isinstance(index, tuple) else (index,)
+    if not isinstance(base, Sym) or base.kind != "array" \
+            or any(isinstance(i, Sym) and not _integer_index(i) for i in items) or _any_abstract(
+                [i for i in items if not isinstance(i, Sym)]):  # (an int the graph computes: a view, `W[k]`)
         return None
     if base.origin is not None:
         return ("index", ("slot", base.origin), index, None)

@@ -91,7 +91,7 @@ class Trial:
                 return MISS
         else:
             try:
-                result = self.jf.__wrapped__(*args)
+                result = self.jf._plain(args)
             finally:
                 elapsed = _clock() - start
                 self.jf._eager_counted(elapsed)

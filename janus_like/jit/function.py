@@ -25,6 +25,7 @@ from ..profiler import Profile
 from ..profiler.instrument import profiled_callable, Hooks
 from ..ops.registry import _tapes
 from ..executor.tiering import resolve_policy
+from ..graphgen.support import keyword_only, split_call
 from .assumptions import REASONS, Fallback
 from .failures import FailuresMixin, rejected
 from .generation import GenerationMixin
@@ -227,7 +228,7 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         c["calls"] += 1
         if _disabled():
             c["eager_calls"] += 1
-            return self.__wrapped__(*args)
+            return self._plain(args)
         if _tapes:  # an eager GradientTape is recording: a graph would hide the ops from it
             self._note(Fallback("under-tape", "called while an eager GradientTape is recording"))
             return self._eager(args)
@@ -329,8 +330,9 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
             self.profile.record_value(("arg", i), a)
         fn = profiled_callable(self.__wrapped__, self._hooks)
         start = time.perf_counter()
+        pos, kw = split_call(self.__wrapped__, args)
         try:
-            return fn(*args)
+            return fn(*pos, **kw)
         finally:
             self.times["warmup_s"] += time.perf_counter() - start
 
@@ -338,7 +340,7 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         self.counters["eager_calls"] += 1
         start = time.perf_counter()
         try:
-            return self.__wrapped__(*args)
+            return self._plain(args)
         finally:
             self.times["eager_s"] += time.perf_counter() - start
 
@@ -348,14 +350,24 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         return self.__wrapped__(*args, **kwargs)
 
     def _positional(self, args, kwargs):
+        """The call's values as one tuple: the positional parameters', then (with the defaults
+        filled in) the keyword-only ones' (graphgen.support.split_call makes the call again)."""
         try:
             bound = inspect.signature(self.__wrapped__).bind(*args, **kwargs)
         except TypeError:
             return None
-        if bound.kwargs:
-            return None
         bound.apply_defaults()
-        return tuple(bound.args)
+        if not bound.kwargs:
+            return tuple(bound.args)
+        kw = keyword_only(self.__wrapped__)
+        if kw is None or len(bound.args) != kw[0]:
+            return None
+        return tuple(bound.args) + tuple(bound.arguments[name] for name in kw[1])
+
+    def _plain(self, args):
+        """The function's own call on the values `args` (`_positional`)."""
+        pos, kw = split_call(self.__wrapped__, args)
+        return self.__wrapped__(*pos, **kw)
 
     def _total_graphs(self):
         return sum(len(e.graphs) for e in self._entries.values())

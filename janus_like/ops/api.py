@@ -228,7 +228,7 @@ def argsort(x, axis=-1):
 
 
 def argpartition(x, kth, axis=-1):
-    return bind(P.argpartition, x, kth=kth if isinstance(kth, int) else tuple(kth), axis=axis)
+    return bind(P.argpartition, x, kth=_ints(kth), axis=axis)  # (a graph value: int() of it says so)
 
 
 def norm(x, axis=None, keepdims=False):

@@ -17,11 +17,11 @@ view of it.
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from .. import ir
+from ..quiet import strict
 from ..ops.registry import REGISTRY
 from .dce import dce
 
@@ -89,8 +89,7 @@ def _fold(n, users, polymorphic, arrays=True) -> bool:
     if any(a is None for a in args):
         return False
     try:
-        with warnings.catch_warnings(), np.errstate(all="raise"):
-            warnings.simplefilter("error")  # what warns or raises at run time stays at run time
+        with strict():  # what warns or raises at run time stays at run time
             value = op.impl(np, *args, **n.params)
     except Exception:
         return False

@@ -47,7 +47,10 @@ def _key(n):
         hash(inputs)
     except TypeError:
         return None
-    return (n.op, inputs, params)
+    # (an op under another `np.errstate` warns or raises otherwise: `np.log(x)` under
+    # `divide="ignore"` is not the plain `np.log(x)` after it)
+    errstate = tuple(sorted(n.errstate.items())) if n.errstate else None
+    return (n.op, inputs, params, errstate)
 
 
 def cse(graph: ir.Graph) -> ir.Graph:

@@ -73,12 +73,22 @@ def _raises_on_values(n, sized) -> bool:
     op = REGISTRY.get(n.op)
     if op is not None and op.raises:  # (a singular matrix; NumPy's own function: np.linalg.cholesky of a
         return True  # matrix that is not positive definite, np.digitize of unsorted bins)
+    if n.op == "getitem" and _reads_its_write(n):
+        return False
     if n.op in _INDEXING:  # (a constant index was tried at generation; a boolean mask's shape is fixed)
         if sized and any(type(i) is int for i in n.params["index"][0]):  # (`x[x > 0][0]`)
             return True
         return any(isinstance(i, ir.Node) and (sized or i.op != ir.CONST)
                    and (i.aval is None or np.dtype(i.aval[1]) != np.bool_) for i in n.inputs[_INDEXING[n.op]:])
     return False
+
+
+def _reads_its_write(n) -> bool:
+    """`x[i]` of an array just written at `x[i]` (a view's value read again after its write, as
+    statements.refresh_views makes it): the write raised first where the index is out of bounds."""
+    x = n.inputs[0]
+    return isinstance(x, ir.Node) and x.op in ("index_update", "index_add") \
+        and x.params.get("index") == n.params.get("index") and tuple(x.inputs[2:]) == tuple(n.inputs[1:])
 
 
 def _sweep(nodes, live, sized=False, checks=None, found=None):

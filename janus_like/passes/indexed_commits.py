@@ -122,11 +122,16 @@ def _rows(n):
 
 
 @functools.lru_cache(maxsize=None)
-def _in_bounds(size):
+def _in_bounds(size, one=False):
+    """The bounds test of an index array, or of `one` index (a Python int or NumPy integer)."""
     def check(ids):
         return ids.size == 0 or bool(ids.min() >= -size and ids.max() < size)
-    check.__name__ = f"indices_within_{size}"
-    return check
+
+    def check_one(i):
+        return -size <= i < size
+    chosen = check_one if one else check
+    chosen.__name__ = f"{'index' if one else 'indices'}_within_{size}"
+    return chosen
 
 
 def _assert_in_bounds(gen, ids, size, site):
@@ -134,7 +139,7 @@ def _assert_in_bounds(gen, ids, size, site):
 
     if ids.op == ir.CONST:  # (tried on the shapes when the graph was generated)
         return
-    ok = ir.Node(ir.PY_OP, (ids,), {"fn": _in_bounds(size)}, ((), np.dtype(bool)), site)
+    ok = ir.Node(ir.PY_OP, (ids,), {"fn": _in_bounds(size, tuple(ids.aval[0]) == ())}, ((), np.dtype(bool)), site)
     assumption = Assumption("shape", site, f"indices within an axis of {size}", path="index")
     gen.graph.nodes += [ok, ir.Node(ir.ASSERT, (ok,), {"expect": True, "assumption": assumption}, None, site)]
     gen.assumptions.append(assumption)

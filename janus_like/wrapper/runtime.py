@@ -135,12 +135,9 @@ class HotFunction:
         self.calls = 0
         self.check_at = jf.warmup + rt.demote_after
         self.demoted = False
-        self.keyword_calls = 0  # calls with keyword arguments: run eagerly, outside the JIT
 
     def __call__(self, *args, **kwargs):
-        jf = self.jf
-        if kwargs:  # keyword-only / **kwargs parameters: JitFunction binds only positional calls
-            return self._keyword_call(args, kwargs)
+        jf = self.jf  # (keyword arguments too: the JitFunction binds them, jit/function.py `_positional`)
         c = jf.counters
         before = (c["warmup_calls"], c["graph_calls"], c["graphs_generated"], c["fallbacks"])
         gen_before = jf.times["generate_s"]
@@ -150,14 +147,6 @@ class HotFunction:
         finally:
             end = time.perf_counter()
             self._record(start, end, before, jf.times["generate_s"] - gen_before)
-
-    def _keyword_call(self, args, kwargs):
-        self.keyword_calls += 1
-        start = time.perf_counter()
-        try:
-            return self.jf.__wrapped__(*args, **kwargs)
-        finally:
-            self._add(start, time.perf_counter(), "eager", threading.get_ident())
 
     def _record(self, start, end, before, generate_s):
         c = self.jf.counters

@@ -207,7 +207,7 @@ def test_a_call_the_graph_misses_in_a_trial_costs_the_graph_its_whole_path(monke
         return result
 
     times = {"warmup_s": 0.0, "generate_s": 0.0}
-    jf = SimpleNamespace(__wrapped__=lambda hit: advance(5.0, "eager"), _eager_counted=lambda s: None,
+    jf = SimpleNamespace(_plain=lambda args: advance(5.0, "eager"), _eager_counted=lambda s: None,
                          _chosen=lambda g, t: None, times=times)
     trial = choice.Trial(jf, SimpleNamespace(time_s=10.0, runs=1), lambda args: advance(1.0, "graph" if args[0] else MISS),
                          block=2)

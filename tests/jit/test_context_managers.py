@@ -3,6 +3,7 @@
 both inlined, the exit (or the generator's code after its `yield`) run when the body is left,
 also by a `return`, `break` or `continue`. Side by side against eager with results, state and
 arguments compared after every call; generators that yield twice or never keep eager's errors."""
+import numpy as np
 import pytest
 
 from .harness import call_sequence, check, fallback_reasons, load_module, random_array
@@ -104,3 +105,31 @@ def test_context_managers_side_by_side(tmp_path, name):
 def test_generators_contextlib_rejects_keep_eagers_error(tmp_path, name):
     jf = _run(tmp_path, name, ERRORS[name], 0)
     assert jf.stats()["graph_calls"] == 0, jf.explain()
+
+
+class _Swallow:
+    """Its `__exit__` swallows a ZeroDivisionError."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, ev, tb):
+        return et is not None and issubclass(et, ZeroDivisionError)
+
+
+def test_a_context_manager_that_may_suppress_an_error_keeps_the_step_eager():
+    """The graph ran its `__exit__` with no exception: where the body then raised (1 / 0 of a
+    batch), the error surfaced as the graph's own (an internal error), where eager swallowed it."""
+    def make():
+        def step(x, st):
+            y = x
+            with st["s"]:
+                y = x * 2
+                y = y * (1 / int(x[0]))
+            return y
+
+        return step, {"s": _Swallow()}
+
+    jf = check(make, [lambda s, i=i: (np.full(3, float(i + 1) if i != 5 else 0.0), s) for i in range(8)],
+               min_graph_calls=0)
+    assert "may suppress an exception" in jf.explain() and "internal-error" not in fallback_reasons(jf)

@@ -238,6 +238,26 @@ def test_keyword_call_binds_positionally():
     np.testing.assert_array_equal(jf(x=np.ones(2)), f(np.ones(2)))
 
 
+def test_keyword_only_parameters_are_passed_after_the_positional_ones():
+    """`def step(w, g, lr=0.1, *, mom=0.9, clip=None)`: calls with and without the keyword-only
+    arguments run as graphs (their values are the call's last), and eager's state is left."""
+    def step(w, g, lr=0.1, *, mom=0.9, clip=None):
+        w -= lr * mom * g
+        if clip is not None:
+            np.clip(w, -clip, clip, out=w)
+        return float(w.sum())
+
+    jf = jl.jit(step)
+    w_e, w_j = np.ones(3), np.ones(3)
+    kws = [{}, {"mom": 0.5}, {"mom": 0.5}, {"mom": 0.5, "lr": 0.2}] + [{"mom": 0.5}] * 4 + [{}, {"clip": 0.5}]
+    for i, kw in enumerate(kws):
+        assert step(w_e, np.full(3, 0.1 * i), **kw) == jf(w_j, np.full(3, 0.1 * i), **kw)
+        np.testing.assert_array_equal(w_e, w_j)
+    assert jf.stats()["graph_calls"] >= 5, jf.explain()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bad'"):
+        jf(w_j, np.ones(3), bad=1)
+
+
 # ------------------------------------------------------------------ lambdas (source.py finds them in the file)
 RELU = lambda z: np.maximum(z, 0.0)  # noqa: E731  a module-level lambda, called from jitted code
 STEPS = {"tanh": lambda x, w: np.tanh(x @ w), "relu": lambda x, w: RELU(x @ w) * 0.5}  # two on one line

@@ -164,3 +164,67 @@ def test_inputs_overlapping_an_array_written_in_place_are_named():
     jf = check(make, [lambda s, i=i: (s, np.array([i % 4, 1])) for i in range(8)], min_graph_calls=0)
     text = jf.explain()
     assert "view-write" in fallback_reasons(jf) and "share memory" in text and "['E']" in text, text
+
+
+class _Loader:
+    """An iterator object: `__iter__` returns itself, `__next__` steps."""
+
+    def __init__(self, arrs):
+        self.arrs, self.k = arrs, 0
+
+    def __iter__(self):
+        self.k = 0
+        return self
+
+    def __next__(self):
+        if self.k >= len(self.arrs):
+            raise StopIteration
+        self.k += 1
+        return self.arrs[self.k - 1]
+
+
+class _Vec:
+    def __init__(self, a):
+        self.a = a
+
+    def __getitem__(self, k):
+        return self.a[k]
+
+    def __setitem__(self, k, v):
+        self.a[k] = v
+
+
+def _iterates_a_loader(x, P, n, data):
+    return sum(float((p * x[:p.size]).sum()) for p in P)
+
+
+def _writes_a_vec(x, v, n, data):
+    v[0] = x.sum()
+    return v[0]
+
+
+def _top_k(x, v, n, data):
+    return np.sort(x[np.argpartition(-x, n)[:n]])
+
+
+def _islice(x, v, n, data):
+    import itertools
+    for d in itertools.islice(data, n):
+        x = x + d
+    return x
+
+
+@pytest.mark.parametrize("step, reason", [
+    (_iterates_a_loader, "`__iter__` returns itself"), (_writes_a_vec, "its own item methods"),
+    (_top_k, "graph value"), (_islice, "itertools.islice of a number the graph computes")])
+def test_idioms_the_generator_cannot_stage_say_why_and_run_eagerly(step, reason):
+    """Each raised an internal error (a RecursionError, a StopIteration out of a generator
+    expression, `len()` of a graph value, islice's ValueError) where a reason is due."""
+    def make():
+        return step, {"P": _Loader([np.ones(3), np.zeros(2)]), "v": _Vec(np.ones(4)), "d": [1.0, 2.0, 3.0, 4.0]}
+
+    arg = "P" if step is _iterates_a_loader else "v"
+    calls = [lambda s, i=i: (np.arange(6.0) * (i + 1), s[arg], 2 if i < 6 else 3, s["d"]) for i in range(9)]
+    jf = check(make, calls, min_graph_calls=0)
+    text = jf.explain()
+    assert reason in text and "internal-error" not in fallback_reasons(jf), text

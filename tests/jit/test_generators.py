@@ -222,3 +222,23 @@ def test_sum_adds_each_item_as_the_generator_gives_it():
 
     check(lambda: (step, {"buf": np.zeros(3)}), [lambda s, i=i: (s, random_array(i, (3,))) for i in range(10)],
           min_graph_calls=5)
+
+
+def test_next_in_a_loop_whose_count_the_graph_reads_stays_eager():
+    """`for _ in range(accum): W -= lr * next(it)` with `accum` varying: the loop became a loop
+    node, whose body is generated once, and `next(it)` ran once, its item a constant of every
+    trip. Now such a body is refused (the calls run eagerly and agree)."""
+    def make():
+        def step(W, n, data):
+            it = iter(data)
+            for _ in range(n):
+                W -= 0.01 * next(it)
+            g = (k for k in range(10))
+            for _ in range(n):
+                next(g)
+            return W.sum() * len(list(g))
+
+        return step, {"W": np.ones(3), "data": [np.full(3, float(k)) for k in range(10)]}
+
+    check(make, [lambda s, i=i: (s["W"], 2 if i < 6 else 3 + i % 3, s["data"]) for i in range(11)],
+          min_graph_calls=3)

@@ -215,3 +215,19 @@ def test_the_idiom_benchmark_steps_run_as_graphs_and_agree_with_eager():
         jf = check(made, call_sequence(8, call), min_graph_calls=3)
         reasons = {fb.reason for fb in jf.fallbacks() if "one graph per outcome" not in fb.detail}  # (clip_some)
         assert not reasons - {"assumption"}, (name, jf.explain())
+
+
+def test_one_mask_computed_twice_selects_one_count():
+    """`s[~pos] @ X[~pos]`: the two `~pos` are two nodes of the same values, given one stand-in
+    count (their products' shapes agree); the generator reported the product failing."""
+    def make():
+        def step(s, X, y):
+            pos = y == 1
+            return s[~pos] @ X[~pos], (s[pos] * 2.0).sum()
+
+        return step, {}
+
+    ys = [np.array([1, 0, 1, 0, 0]), np.array([0, 0, 1, 1, 1]), np.array([1, 1, 1, 1, 0])]
+    calls = [lambda s, i=i: (random_array(i, (5,)), random_array(i + 50, (5, 3)), ys[i % 3]) for i in range(10)]
+    jf = check(make, calls, min_graph_calls=5)
+    assert not fallback_reasons(jf), jf.explain()

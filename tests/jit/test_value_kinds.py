@@ -126,3 +126,55 @@ def test_a_zero_d_variables_gradient_is_a_zero_d_array():
         return step, {"a": jl.Variable(np.float32(0.5))}
 
     check(make, [lambda s, i=i: (s, random_array(i, (2, 3)).astype(np.float32)) for i in range(10)], min_graph_calls=5)
+
+
+def test_a_builtin_method_held_in_the_state_reads_its_object_at_each_call():
+    """`st["get"] = d.get` (networkx's views hold `adj.items` this way): its call ran when the
+    graph was generated, and every later call got that result while `d` changed."""
+    def make():
+        d = {"a": 1.0, "b": 2.0}
+
+        def step(x, st):
+            t = x * st["get"]("a", 0.0)
+            for _, w in st["items"]():
+                t = t + w * x
+            return t
+
+        return step, {"get": d.get, "items": d.items, "d": d}
+
+    def call(i):
+        def args(s):
+            if i == 5:
+                s["d"]["c"] = 10.0
+            if i == 7:
+                s["d"]["a"] = 5.0
+            return np.full(2, 1.0 + i), s
+        return args
+
+    check(make, [call(i) for i in range(10)], min_graph_calls=4)
+
+
+def test_returned_dicts_with_keys_named_like_the_commits_own_tags():
+    """Keys "const", "index", "list" of a returned dict were read as parts of the commit's own
+    description: a shared list came back as two lists, or the graph failed (an internal error)."""
+    def step(st, x):
+        st["w"] += 1.0
+        hist = [float(x.sum())]
+        return {"const": hist, "b": hist}, {"index": 3, "loss": x.sum()}, {"list": x[:2].tolist()}
+
+    jf = check(_make(step), _calls(), min_graph_calls=5)
+    assert not fallback_reasons(jf), jf.explain()
+
+
+def test_dict_keys_the_graph_builds_are_the_compilers_strings():
+    """A pickled history is the same bytes: pickle memoizes strings by identity, and the graph's
+    keys were the AST's strings, not the interned ones eager's dicts hold."""
+    import pickle
+
+    def step(st, x, blob):
+        st["w"] *= 0.5
+        st["log"].append({"loss": float(x.sum()), "step": len(st["log"])})
+        return len(blob)
+
+    calls = [lambda s, i=i: (s, random_array(i, (4,)), pickle.dumps(s["log"])) for i in range(10)]
+    check(_make(step), calls, min_graph_calls=5)
