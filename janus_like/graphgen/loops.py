@@ -93,6 +93,10 @@ class LoopMixin:
                 raise Unsupported("unsupported-syntax", f"{what} inside a {kind} loop on a graph value"
                                   + (" that is differentiated" if grad is not None else ""), self.site)
             carried, state = self.carried_state(carried, found, gen, kind)
+        # views the body made (`W[k]` at the trip's `k`) are of the body's values: a write after
+        # the loop must not read them again (at the count the loop ended with: out of bounds)
+        self.builder.views.clear()
+        self.builder.views.update((k, list(v)) for k, v in views.items())
         body_names = {n for n, _ in carried}
         self.set_site(node, frame)
         outs = []

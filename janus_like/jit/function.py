@@ -86,6 +86,7 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         if not isinstance(fn, types.FunctionType):
             raise TypeError(f"jit expects a Python function, method or callable object, got {type(fn).__name__}")
         self.__wrapped__ = fn
+        self._kwonly = keyword_only(fn)  # (graphgen.support: keyword-only parameters, or None)
         self.__self__ = bound
         functools.update_wrapper(self, fn)
         self.warmup = warmup
@@ -150,6 +151,12 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
     def __call__(self, *args, **kwargs):
         if self.__self__ is not None:
             args = (self.__self__,) + args
+        if self._kwonly is not None:  # every call's values as one tuple, the keyword-only ones last,
+            positional = self._positional(args, kwargs)  # so that `step(x, st, 0.3)` is not `lr=0.3`
+            if positional is None:
+                self.counters["calls"] += 1
+                return self._eager_with(Fallback("kwargs", "a call its signature does not bind"), args, kwargs)
+            args, kwargs = positional, {}
         hot = self._hot
         if hot is not None and not kwargs and not _tapes and _env_get(_DISABLE_NAME) is None:
             # The steady state: the graph that ran last, tried first, without computing the

@@ -256,6 +256,9 @@ def test_keyword_only_parameters_are_passed_after_the_positional_ones():
     assert jf.stats()["graph_calls"] >= 5, jf.explain()
     with pytest.raises(TypeError, match="unexpected keyword argument 'bad'"):
         jf(w_j, np.ones(3), bad=1)
+    with pytest.raises(TypeError, match="positional arguments but 4 were given"):
+        jf(w_j, np.ones(3), 0.1, 0.5)  # (not `mom=0.5`: the graph took a keyword-only value last)
+    np.testing.assert_array_equal(w_e, w_j)
 
 
 # ------------------------------------------------------------------ lambdas (source.py finds them in the file)

@@ -92,3 +92,20 @@ def test_a_row_update_at_an_index_out_of_bounds_raises_as_eager():
         return step, {"E": np.zeros((5, 2))}
 
     check(make, [lambda s, i=i: args(s, i) for i in range(9)], min_graph_calls=4)
+
+
+def test_rows_written_in_a_loop_whose_count_the_graph_reads():
+    """`for k in range(m): W[k] += 1` as a loop node: the body's view `W[k]` was read again after
+    the loop at the count it ended with (`W[5]` of 5 rows: an internal error, then eager)."""
+    def step(m, st):
+        for k in range(m):
+            st["W"][k] += 1
+        k = 0
+        while k < m:
+            r = st["V"][k]
+            r *= 2.0
+            k += 1
+        return 0
+
+    ms = [2, 3, 2, 5, 1, 5, 4, 3, 5]
+    _run(step, {"W": np.zeros((5, 2)), "V": np.ones((5, 2))}, lambda s, i: (ms[i], s), n=9)
