@@ -152,7 +152,9 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         if self.__self__ is not None:
             args = (self.__self__,) + args
         if self._kwonly is not None:  # every call's values as one tuple, the keyword-only ones last,
-            positional = self._positional(args, kwargs)  # so that `step(x, st, 0.3)` is not `lr=0.3`
+            positional = self._defaults_filled(args) if not kwargs else None  # so that `step(x, st, 0.3)`
+            if positional is None:  # is not `lr=0.3`
+                positional = self._positional(args, kwargs)
             if positional is None:
                 self.counters["calls"] += 1
                 return self._eager_with(Fallback("kwargs", "a call its signature does not bind"), args, kwargs)
@@ -370,6 +372,16 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         if kw is None or len(bound.args) != kw[0]:
             return None
         return tuple(bound.args) + tuple(bound.arguments[name] for name in kw[1])
+
+    def _defaults_filled(self, args):
+        """A positional call's values (`_positional`) from the function's current defaults, without
+        inspect (~20 µs a call); None where that is not enough (a parameter without a default
+        missing, too many arguments: `_positional` decides)."""
+        fn, (n, names) = self.__wrapped__, self._kwonly
+        kwdefaults, defaults = fn.__kwdefaults__, fn.__defaults__ or ()
+        if kwdefaults is None or len(kwdefaults) != len(names) or not n - len(defaults) <= len(args) <= n:
+            return None
+        return args + defaults[len(args) - (n - len(defaults)):] + tuple(kwdefaults[name] for name in names)
 
     def _plain(self, args):
         """The function's own call on the values `args` (`_positional`)."""
