@@ -80,7 +80,7 @@ class GraphBuilder:
         self.windows_checked: set = set()  # (start node, length, size, block) asserted in range (windows.py)
         self.polymorphic = False  # set while generating a graph for unknown dimensions
         self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
-        self.stand_ins: dict = {}  # a mask's key (masks._same_values) -> its stand-in count
+        self.stand_ins: dict = {}  # a mask's key (passes.cse.value_key) -> its stand-in count
         self.sizes_only = False  # ... and no input dimension is of unknown size
         self.errstate: list = []  # stack of np.errstate settings of enclosing `with` blocks
         # JANUS_LIKE_VERIFY (the test suite): run every op anyway and compare with the shortcuts

@@ -245,13 +245,9 @@ class ContainersMixin:
         iteration read: its items were all taken before the loop's body ran, where eager's loop
         fails ("dictionary changed size during iteration") on a body that adds an edge to the
         networkx graph it iterates. (Also after the loop: the graph cannot tell where it ends.)"""
-        if id(target) in self.iterated and (key is _MISSING or key not in self.materialize_known(target)):
+        if id(target) in self.iterated and (key is _MISSING or key not in self.shadows.get(id(target), target)):
             raise Unsupported("unsupported-syntax", f"items added to or removed from a {type(target).__name__} "
                                                     "a class's own iteration read", self.site)
-
-    def materialize_known(self, target):
-        shadow = self.shadows.get(id(target))
-        return shadow if shadow is not None else target
 
     def materialize_dict(self, v):
         if isinstance(v, ObjRef):

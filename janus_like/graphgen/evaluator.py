@@ -40,7 +40,7 @@ from .patterns import PatternsMixin
 from .recursion import RecursionMixin
 from .inputs import InputProgram, relax_text
 from .statements import StatementsMixin
-from .support import MAX_UNROLL, _is_immutable, _is_jit, split_call
+from .support import MAX_UNROLL, _is_immutable, _is_jit, keyword_only, split_call
 from .values import ObjRef, Sym, Unsupported, VarRef  # Unsupported is re-exported
 
 
@@ -145,7 +145,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
                 self._unknown = self.unknown_dims.get(i, ())
                 arg_values.append(self.classify(slot, f"argument {i}", ("arg", i)))
                 self._unknown = ()
-            pos, kw = split_call(self.fn, arg_values)  # (keyword-only parameters: the last values)
+            pos, kw = split_call(keyword_only(self.fn), arg_values)  # (keyword-only parameters: the last values)
             result = self.call(self.fn, list(pos), kw)
         except Unsupported as exc:
             exc.forced = dict(self.forced)  # the split branches' outcomes this graph was taking

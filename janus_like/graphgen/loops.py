@@ -76,8 +76,7 @@ class LoopMixin:
         for attempt in (0, 1):
             grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
             self.unrolled = unrolled  # an unrolled inner loop counts once
-            self.builder.views.clear()  # nor do the first attempt's views count
-            self.builder.views.update((k, list(v)) for k, v in views.items())
+            self._views_back(views)  # nor do the first attempt's views count
             try:
                 gen = self.loop_attempt(node, frame, counter, carried, state, grad, exit_)
             finally:
@@ -95,8 +94,7 @@ class LoopMixin:
             carried, state = self.carried_state(carried, found, gen, kind)
         # views the body made (`W[k]` at the trip's `k`) are of the body's values: a write after
         # the loop must not read them again (at the count the loop ended with: out of bounds)
-        self.builder.views.clear()
-        self.builder.views.update((k, list(v)) for k, v in views.items())
+        self._views_back(views)
         body_names = {n for n, _ in carried}
         self.set_site(node, frame)
         outs = []
@@ -153,6 +151,11 @@ class LoopMixin:
             stale.kind = "stale"
             frame.locals[target] = stale
         frame.locals.pop(_RUNNING, None)
+
+    def _views_back(self, views):
+        """The builder's views as they were before the loop (`views`, a copy of them)."""
+        self.builder.views.clear()
+        self.builder.views.update((k, list(v)) for k, v in views.items())
 
     def maybe_entry(self, out, entry):
         """A loop's result that is its entry value's object when the loop runs zero times (eager

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.indexing import _SLOT
-from ..ops.registry import REGISTRY
+from ..passes.cse import value_key
 from .values import Sym, Unsupported
 
 # The first mask's stand-in count (the probe generation adds one to each), and the gap between
@@ -54,26 +54,12 @@ def stand_in(builder, node) -> int:
     """The stand-in count of mask `node` in this generation (`builder.sizes`: FIRST, or one more
     in the probe generation)."""
     counts = builder.stand_ins
-    key = _same_values(node)
+    # masks of the same values share a count (`s[~pos] @ X[~pos]`: two `~pos` nodes, one count,
+    # so the product's shapes agree)
+    key = value_key(node) or node.id
     if key not in counts:
         counts[key] = builder.sizes + STEP * len(counts)
     return counts[key]
-
-
-def _same_values(node):
-    """A key equal for masks that hold the same values: one node, or one op of the same operands
-    and parameters (`s[~pos] @ X[~pos]`: two `~pos` nodes, one count, so the product's shapes
-    agree; a draw is a node of its own)."""
-    op = REGISTRY.get(node.op)
-    if op is None or op.stateful:  # (an input, a constant, a draw)
-        return node.id
-    try:
-        key = (node.op, tuple(i.id if isinstance(i, ir.Node) else ("v", i) for i in node.inputs),
-               tuple(sorted(node.params.items())))
-        hash(key)
-    except TypeError:
-        return node.id
-    return key
 
 
 def sized_aval(builder, op, reps, inputs, params, at):

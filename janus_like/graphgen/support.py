@@ -115,7 +115,6 @@ class ContainerMethod:
         self.ref, self.name = ref, name
 
 
-@functools.lru_cache(maxsize=1024)
 def keyword_only(fn):
     """(the number of positional parameters, the keyword-only parameters' names) of a function
     with keyword-only parameters and neither `*args` nor `**kwargs`, else None. The JIT takes a
@@ -133,9 +132,9 @@ def keyword_only(fn):
     return len(params) - len(names), names
 
 
-def split_call(fn, args):
-    """(positional arguments, keyword arguments) that call `fn` with the values `args`."""
-    kw = keyword_only(fn)
+def split_call(kw, args):
+    """(positional arguments, keyword arguments) that call a function whose `keyword_only` is
+    `kw` with the values `args`."""
     if kw is None or len(args) <= kw[0]:
         return args, {}
     return args[:kw[0]], dict(zip(kw[1], args[kw[0]:]))
@@ -352,8 +351,7 @@ def input_view(v):
         return None if inner is None else ("viewop", inner, fn, None)
     items = index if isinstance(index, tuple) else (index,)
     if not isinstance(base, Sym) or base.kind != "array" \
-            or any(isinstance(i, Sym) and not _integer_index(i) for i in items) or _any_abstract(
-                [i for i in items if not isinstance(i, Sym)]):  # (an int the graph computes: a view, `W[k]`)
+            or any(_any_abstract(i) and not _integer_index(i) for i in items):  # (an int the graph computes: `W[k]`)
         return None
     if base.origin is not None:
         return ("index", ("slot", base.origin), index, None)

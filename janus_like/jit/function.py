@@ -339,7 +339,7 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
             self.profile.record_value(("arg", i), a)
         fn = profiled_callable(self.__wrapped__, self._hooks)
         start = time.perf_counter()
-        pos, kw = split_call(self.__wrapped__, args)
+        pos, kw = split_call(self._kwonly, args)
         try:
             return fn(*pos, **kw)
         finally:
@@ -368,7 +368,7 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         bound.apply_defaults()
         if not bound.kwargs:
             return tuple(bound.args)
-        kw = keyword_only(self.__wrapped__)
+        kw = self._kwonly
         if kw is None or len(bound.args) != kw[0]:
             return None
         return tuple(bound.args) + tuple(bound.arguments[name] for name in kw[1])
@@ -385,7 +385,9 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
 
     def _plain(self, args):
         """The function's own call on the values `args` (`_positional`)."""
-        pos, kw = split_call(self.__wrapped__, args)
+        if self._kwonly is None:
+            return self.__wrapped__(*args)
+        pos, kw = split_call(self._kwonly, args)
         return self.__wrapped__(*pos, **kw)
 
     def _total_graphs(self):

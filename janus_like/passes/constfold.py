@@ -17,7 +17,6 @@ view of it.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import ir

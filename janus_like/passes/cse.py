@@ -31,7 +31,9 @@ def _const_key(n):
     return (ir.CONST, v.dtype.str, v.shape, v.tobytes())
 
 
-def _key(n):
+def value_key(n):
+    """A key equal for nodes that compute the same values (None: a node of its own: a draw, a
+    fresh copy, unhashable parameters); graphgen/masks.py gives such masks one stand-in count."""
     if n.op == ir.CONST:
         return _const_key(n)
     op = REGISTRY.get(n.op)
@@ -66,7 +68,7 @@ def cse(graph: ir.Graph) -> ir.Graph:
     kept = []
     for n in graph.nodes:  # top level only: a branch's nodes may not run
         n.inputs = tuple(resolve(i) for i in n.inputs)
-        key = _key(n) if n.op != ir.CONST or n.id not in outputs else None
+        key = value_key(n) if n.op != ir.CONST or n.id not in outputs else None
         if key is not None:
             first = seen.get(key)
             if first is not None:
