@@ -19,7 +19,7 @@ import numpy as np
 from ..source import in_packages
 from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit
 from .draws import input_rng_method
-from .values import BoundMethod, ObjRef, Unsupported
+from .values import BoundMethod, ObjRef, SuperRef, Unsupported
 
 # what a default or a class, function or module attribute may hold that is not state: the object itself
 _HELD_AS_IS = (types.BuiltinFunctionType, types.MethodType, np.ufunc, staticmethod, classmethod, property, np.dtype,
@@ -115,6 +115,100 @@ class AttributesMixin:
                 return getattr(target, name)  # (the object's type; an enum member's name and value)
             raise Unsupported("unsupported-syntax", f"{type(target).__name__}.{name} through a descriptor", self.site)
         return self.shared_attribute(owner, name, getattr(owner, name), key)
+
+    def construct(self, cls, args, kwargs):
+        """`cls(...)` of a plain class (support.plain_class): a new object of the generator's,
+        its `__init__` inlined on it, so that its `__dict__` holds graph values as eager's holds
+        arrays; the commit makes one per call from that dict (outputs.spec). Not inside a
+        conditional or loop node, whose body is generated once for either outcome or any number
+        of trips (one object would stand for several or none)."""
+        if self.pure_depth:
+            raise Unsupported("object-construction", f"creating a {cls.__name__} inside a data-dependent branch "
+                                                     "or loop", self.site)
+        obj = object.__new__(cls)
+        self.new_objects[id(obj)] = obj
+        if cls.__init__ is object.__init__:
+            if args or kwargs:  # as eager raises it
+                raise TypeError(f"{cls.__name__}() takes no arguments")
+            return obj
+        self.class_member(cls, "__init__")
+        out = self.inline(cls.__init__, [obj, *args], kwargs)
+        if out is not None:
+            raise TypeError(f"__init__() should return None, not {type(out).__name__!r}")
+        return obj
+
+    def super_ref(self, args):
+        """`super()` in an inlined method (its class from the `__class__` cell Python gives a
+        function that calls super, its object the method's first argument) or `super(cls, obj)`."""
+        if len(args) == 2:
+            cls, obj = args
+        else:
+            fn = self.frames[-1].func if self.frames and not args else None
+            code = getattr(fn, "__code__", None)
+            if code is None or "__class__" not in code.co_freevars or not code.co_varnames:
+                raise Unsupported("unsupported-call", "super() outside a method", self.site)
+            cls = fn.__closure__[code.co_freevars.index("__class__")].cell_contents
+            obj = self.frames[-1].locals.get(code.co_varnames[0])
+        if id(obj) in self.new_objects and isinstance(cls, type) and cls in type(obj).__mro__:
+            return SuperRef(obj, cls)  # (an object the function made: expressions.getattr)
+        if not isinstance(obj, ObjRef) or not isinstance(cls, type) or cls not in type(obj.obj).__mro__:
+            raise Unsupported("unsupported-call", "super() of a value that is not an input object", self.site)
+        return SuperRef(obj, cls)
+
+    def made_attribute(self, obj, name, key, after=None):
+        """`obj.name` of an object the function made (a dataclass's, calls.construct's): its own
+        attribute as the function set it, else its class's member as an input object's is read
+        (a method bound to it, a property inlined on it, a constant through guards). `after`:
+        `super()`'s class (the lookup starts after it in the object's MRO)."""
+        cls = type(obj)
+        if name == "__dict__":  # (outputs.spec builds the object, not this dict)
+            raise Unsupported("object-construction", "the __dict__ of an object made in the function", self.site)
+        if name == "__class__" and after is None:
+            return cls
+        mro = cls.__mro__ if after is None else cls.__mro__[cls.__mro__.index(after) + 1:]
+        attr = next((k.__dict__[name] for k in mro if name in k.__dict__), _MISSING)
+        data_descriptor = hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
+        inst = getattr(obj, "__dict__", {}) if after is None else {}
+        if name in inst and not data_descriptor:
+            return inst[name]
+        if attr is _MISSING:
+            raise AttributeError(f"{cls.__name__!r} object has no attribute {name!r}" if after is None
+                                 else f"'super' object has no attribute {name!r}")
+        if isinstance(attr, (types.FunctionType, property, staticmethod, classmethod)):
+            self.class_member(cls, name)
+        if isinstance(attr, types.FunctionType):
+            return types.MethodType(attr, obj)  # (calls.py inlines it on obj)
+        if isinstance(attr, property):
+            if attr.fget is None:
+                raise AttributeError(f"property {name!r} of {cls.__name__!r} object has no getter")
+            return self.inline(attr.fget, [obj], {})
+        if isinstance(attr, staticmethod):
+            return attr.__func__
+        if isinstance(attr, classmethod):
+            return types.MethodType(attr.__func__, cls)
+        if hasattr(type(attr), "__get__") and not isinstance(attr, type):
+            raise Unsupported("object-construction", f"{cls.__name__}.{name} through a descriptor, of an object "
+                                                     "made in the function", self.site)
+        return self.shared_attribute(cls, name, getattr(cls, name), key)
+
+    def made_setattr(self, obj, name, value):
+        """`obj.name = value` of an object the function made: into its `__dict__` (a conditional
+        node's branches snapshot and merge it as a dict of the function's), or a property's
+        setter inlined."""
+        cls = type(obj)
+        attr = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), _MISSING)
+        if isinstance(attr, property):
+            self.class_member(cls, name)
+            if attr.fset is None:
+                raise AttributeError(f"property {name!r} of {cls.__name__!r} object has no setter")
+            self.inline(attr.fset, [obj, value], {})
+            return
+        if cls.__setattr__ is not object.__setattr__ or not hasattr(obj, "__dict__") \
+                or hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__"):
+            raise Unsupported("object-construction", f"setting attribute {name!r} of a {cls.__name__} made in the "
+                                                     "function (its own __setattr__, a slot or a descriptor)",
+                              self.site)
+        obj.__dict__[name] = value
 
     def default_value(self, func, where, key, value):
         """A parameter's default, `func.<where>[key]`: read through guards like a global, so that
@@ -217,9 +311,11 @@ class AttributesMixin:
         elif isinstance(obj, (type, types.FunctionType)) or isinstance(obj, types.ModuleType) \
                 and not _library_owned(obj):  # (a user's config module: `getattr(cfg, "WD", 0.0)`)
             target, slot = obj, self.owner_ref(obj).slot
+        elif id(obj) in self.new_objects:  # (its own attributes are the function's: its classes' are guarded)
+            target, slot = obj, None
         else:
             return
-        if hasattr(target, "__dict__"):
+        if hasattr(target, "__dict__") and slot is not None:
             inst, _ = self.prog.attr(slot, "__dict__", target.__dict__)
             self.prog.check_contains(inst, name, False, self.site)
         if not isinstance(target, types.ModuleType):  # ... nor set on its class (or a base) since

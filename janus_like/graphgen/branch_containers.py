@@ -9,10 +9,10 @@ and a loop's body counted as one trip. The graph could then return what eager ne
 
 `ContainerSnapshot` records the containers reachable when the node starts (from the frames
 being generated, local functions' frames, and the state overlays) with a shallow copy of their
-contents; `take()` reports which of them a branch changed and puts their contents back. A
-conditional node merges each changed container element by element between its branches (the
-same structure in both: a value that differs becomes an output of the node); a loop node whose
-body changed one is not converted.
+contents (an object the function made: its `__dict__`); `take()` reports which of them a branch
+changed and puts their contents back. A conditional node merges each changed container element
+by element between its branches (the same structure in both: a value that differs becomes an
+output of the node); a loop node whose body changed one is not converted.
 """
 from __future__ import annotations
 
@@ -23,13 +23,17 @@ from .values import LocalFunction, Unsupported
 class ContainerSnapshot:
     """The lists, dicts and sets reachable from `roots`, each with a copy of its contents."""
 
-    def __init__(self, roots):
+    def __init__(self, roots, made=()):
         self.saved = {}  # id -> (container, contents: list of items / of (key, value) / set)
         seen = set()
         stack = list(roots)
         while stack:
             v = stack.pop()
             if id(v) in seen:
+                continue
+            if id(v) in made and hasattr(v, "__dict__"):  # an object the function made: its attributes
+                seen.add(id(v))
+                stack.append(vars(v))
                 continue
             if isinstance(v, (list, dict, set)):
                 seen.add(id(v))

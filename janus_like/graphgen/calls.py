@@ -32,11 +32,12 @@ from .effects import LoggedAt, joined_text
 from .recursion import recursion_kind
 from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers,
                          mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick)
-from .values import BoundMethod, array_copy, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from .values import BoundMethod, array_copy, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
 from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS,
                       _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key,
-                      _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_dataclass)
+                      _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_class,
+                      plain_dataclass)
 
 
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
@@ -249,6 +250,8 @@ class CallsMixin:
                 obj = func(*args, **kwargs)  # eager's object, holding graph values: each call's own (outputs.spec)
                 self.new_objects[id(obj)] = obj
                 return obj
+            if plain_class(func) and not _library_owned(func):
+                return self.construct(func, args, kwargs)
             if in_packages(func.__module__, _INLINE_LIBRARY) or func.__module__ not in ("builtins",):
                 raise Unsupported("object-construction", f"creating a {func.__name__} inside the function", self.site)
         raise Unsupported("unsupported-call", f"call to {getattr(func, '__qualname__', repr(func))}", self.site)
@@ -304,6 +307,9 @@ class CallsMixin:
             if v.size != 1:
                 raise Unsupported("data-dependent-python", f"{func.__name__}() of an array", self.site)
             return self.builder.to_py(v, func)  # bool(np.any(bad)): the truth `if` takes, as a Python bool
+        if func in (id, hash) and len(args) == 1 and id(args[0]) in self.new_objects:
+            raise Unsupported("object-construction", f"{func.__name__}() of an object made in the function (eager's "
+                                                     "is a new object each call)", self.site)
         if func is id and len(args) == 1:
             return id(_identity(args[0]))  # identities are fixed by the type/alias guards
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
@@ -321,8 +327,9 @@ class CallsMixin:
             return isinstance(_concrete_type_probe(args[0]), args[1])
         if func is type and len(args) == 1 and isinstance(args[0], (ObjRef, Sym)):
             return type(_concrete_type_probe(args[0]))
+        made = bool(args) and id(args[0]) in self.new_objects
         if func in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str) and (
-                isinstance(args[0], (ObjRef, Sym, VarRef)) or isinstance(args[0], (type, types.FunctionType,
+                isinstance(args[0], (ObjRef, Sym, VarRef)) or made or isinstance(args[0], (type, types.FunctionType,
                                                                                   types.ModuleType))
                 and not _library_owned(args[0])):
             if func is hasattr:
@@ -336,7 +343,7 @@ class CallsMixin:
                     return True
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
         if func is setattr and len(args) == 3 and not kwargs and isinstance(args[1], str) and (
-                isinstance(args[0], (ObjRef, Sym)) or isinstance(args[0], (type, types.FunctionType))
+                isinstance(args[0], (ObjRef, Sym)) or made or isinstance(args[0], (type, types.FunctionType))
                 and not _library_owned(args[0])):
             self.setattr(*args)  # `setattr(model, name, value)`: as `model.<name> = value`
             return None
@@ -459,22 +466,6 @@ class CallsMixin:
             self.depth -= 1
             self.site = saved_site
             self.builder.site = saved_site
-
-    def super_ref(self, args):
-        """`super()` in an inlined method (its class from the `__class__` cell Python gives a
-        function that calls super, its object the method's first argument) or `super(cls, obj)`."""
-        if len(args) == 2:
-            cls, obj = args
-        else:
-            fn = self.frames[-1].func if self.frames and not args else None
-            code = getattr(fn, "__code__", None)
-            if code is None or "__class__" not in code.co_freevars or not code.co_varnames:
-                raise Unsupported("unsupported-call", "super() outside a method", self.site)
-            cls = fn.__closure__[code.co_freevars.index("__class__")].cell_contents
-            obj = self.frames[-1].locals.get(code.co_varnames[0])
-        if not isinstance(obj, ObjRef) or not isinstance(cls, type) or cls not in type(obj.obj).__mro__:
-            raise Unsupported("unsupported-call", "super() of a value that is not an input object", self.site)
-        return SuperRef(obj, cls)
 
     def located(self, exc):
         """`exc` with the current statement's site when it was raised where no site was at hand."""

@@ -251,7 +251,7 @@ class ControlFlowMixin:
         items (`len`, negative indices) or makes the function's copy then, the same in either
         branch (a copy made before the node would guard the list's length and every item)."""
         return ContainerSnapshot([frame, *self.frames, *self.overlay.values(), *self.global_overlay.values(),
-                                  *self.cell_overlay.values(), *self.shadows.values()])
+                                  *self.cell_overlay.values(), *self.shadows.values()], self.new_objects)
 
     def take_branch_state(self, written):
         """{overlay key: value} of the state written so far in this cond (a key the branch did not

@@ -22,9 +22,8 @@ from .builder import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
 from .values import OPAQUE, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
-from . import windows
 from .containers import builtin_member
-from .windows import WINDOW, DynamicSlice, has_dynamic_slice, window_index
+from .windows import WINDOW, DynamicSlice, has_dynamic_slice, refuse as refuse_window, window_index
 from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key,
                       _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj)
 
@@ -373,6 +372,8 @@ class ExpressionsMixin:
                 slot, _ = self.prog.attr(obj.slot, name, inst[name])
                 return self.classify(slot, self.site, key)
             return self.class_attribute(obj, name, key, type(target).__mro__)
+        if isinstance(obj, SuperRef) and id(obj.obj) in self.new_objects:
+            return self.made_attribute(obj.obj, name, key, obj.cls)
         if isinstance(obj, SuperRef):  # the classes after obj.cls in the object's MRO
             mro = type(obj.obj.obj).__mro__
             return self.class_attribute(obj.obj, name, key, mro[mro.index(obj.cls) + 1:])
@@ -418,9 +419,7 @@ class ExpressionsMixin:
             raise Unsupported("data-dependent-python", "string methods on a formatted graph value", self.site)
         if isinstance(obj, (type, types.FunctionType)):  # `Registry.table`, `fn.cache`
             return self.shared_attribute(obj, name, getattr(obj, name), key)
-        if name == "__dict__" and id(obj) in self.new_objects:  # (outputs.spec builds the object, not this dict)
-            raise Unsupported("object-construction", "the __dict__ of an object made in the function", self.site)
-        return getattr(obj, name)
+        return self.made_attribute(obj, name, key) if id(obj) in self.new_objects else getattr(obj, name)
 
     def array_attribute(self, x, name):
         """`x.nbytes`, `x.itemsize` of a graph array (Python ints of its fixed shape and dtype);
@@ -439,7 +438,7 @@ class ExpressionsMixin:
     def getitem(self, obj, index, ast_key=None):
         if has_dynamic_slice(index):
             if not (isinstance(obj, Sym) and obj.kind == "array"):
-                windows.refuse(self)
+                refuse_window(self)
             out = _as_kind(F.getitem(obj, window_index(self, obj, index)), "array")
             out.view = (OPAQUE, WINDOW)  # a copy where eager's slice is a view (windows.py)
             self.builder.alias(obj, out)

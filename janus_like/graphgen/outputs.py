@@ -17,7 +17,7 @@ from .. import ir
 from ..ops.indexing import build_index
 from ..tensor import Tensor, _next_id, _wrap
 from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens
-from .support import field_values, input_view
+from .support import _any_of, input_view, made_fields
 from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .windows import WINDOW
 
@@ -39,7 +39,8 @@ class Outputs:
         self._built: set = set()  # output positions a spec builds (not only committed)
         self._tokens: dict = {}  # id(object) -> token: one Tensor, list or dict per eager one
         self.escape = lambda v, what: None  # the builder's check that v's type cannot show (builder.escape)
-        self.new_objects: dict = {}  # id -> dataclass object the function made (the generator's)
+        self.new_objects: dict = {}  # id -> dataclass or plain object the function made (the generator's)
+        self._open: set = set()  # ids of the lists, dicts and objects `spec` is building
 
     def node_index(self, node):
         i = self._index.get(node.id)
@@ -84,15 +85,17 @@ class Outputs:
             return ("namedtuple", type(v), [self.spec(x, views) for x in v])
         if isinstance(v, tuple):
             return ("tuple", [self.spec(x, views) for x in v])
-        if isinstance(v, list):
-            return ("list", [self.spec(x, views) for x in v], self._token(v))
-        if isinstance(v, dict):
-            return ("dict", [(k, self.spec(x, views)) for k, x in v.items()], self._token(v))
+        if isinstance(v, (list, dict)) or id(v) in self.new_objects:
+            if id(v) in self._open:  # (`box["self"] = box`, a node's parent pointing back at it)
+                raise Unsupported("object-construction", f"an object made in the function ({type(v).__name__}) that "
+                                                         "contains itself leaves it", "")
+            self._open.add(id(v))
+            try:
+                return self._made_spec(v, views)
+            finally:
+                self._open.discard(id(v))
         if isinstance(v, (Tensor, np.ndarray)):
             return ("fresh", v)
-        if id(v) in self.new_objects:  # a dataclass object the function made (calls.py): one per eager one
-            fields = [(k, self.spec(x, views)) for k, x in field_values(v).items()]
-            return ("object", type(v), fields, self._token(v))
         if type(v).__name__ in ("SymbolicTape", "BoundMethod", "ContainerMethod", "LocalFunction"):
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} escapes the function", "")
         if isinstance(v, _MUTABLE):
@@ -100,6 +103,9 @@ class Outputs:
             # call the same object, and an iterator's items would be computed outside the graph
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} object made in the function "
                                                     "leaves it (returned or stored)", "")
+        if made_fields(v) is not None and _any_of(v, (Sym, ObjRef, DeferredStr)):  # (library code's object)
+            raise Unsupported("object-construction", f"a {type(v).__name__} holding graph values, made outside the "
+                                                     "function's code, leaves it", "")
         return ("const", v)
 
     def _view_spec(self, view):
@@ -112,6 +118,24 @@ class Outputs:
         if view[0] == "index" and any(isinstance(i, Sym) for i in items):
             return ("dynindex", base, [self.spec(i) if isinstance(i, Sym) else ("const", i) for i in items], None)
         return (view[0], base) + tuple(view[2:])
+
+    def _made_spec(self, v, views):
+        """A list, dict or object (a dataclass's, calls.construct's) the function made: one per
+        eager one. An object made in the function is no key (its id would be the generator's)."""
+        if isinstance(v, list):
+            return ("list", [self.spec(x, views) for x in v], self._token(v))
+        if isinstance(v, dict):
+            return ("dict", [(self.key(k), self.spec(x, views)) for k, x in v.items()], self._token(v))
+        fields = [(k, self.spec(x, views)) for k, x in made_fields(v).items()]
+        return ("object", type(v), fields, self._token(v))
+
+    def key(self, k):
+        """A dict key or set element the commit puts in as it is: not an object the function
+        made (eager's is a new one each call)."""
+        if id(k) in self.new_objects or isinstance(k, tuple) and any(id(i) in self.new_objects for i in k):
+            raise Unsupported("object-construction", f"an object made in the function ({type(k).__name__}) is a "
+                                                     "key of a dict that leaves it", "")
+        return k
 
     def _token(self, v) -> int:
         """The same number for every appearance of one object made in the function (a Tensor,
@@ -419,7 +443,7 @@ def build_outputs(gen, result) -> Outputs:
         if tag == "setattr":
             out.ops.append(("setattr", w[1].slot.index, w[2], out.spec(w[3])))
         elif tag == "setitem":
-            out.ops.append(("setitem", w[1].slot.index, w[2], out.spec(w[3])))
+            out.ops.append(("setitem", w[1].slot.index, out.key(w[2]), out.spec(w[3])))
         elif tag == "call":
             out.ops.append(("call", w[1].slot.index, w[2], [out.spec(a) for a in w[3]],
                             {k: out.spec(a) for k, a in w[4].items()}))

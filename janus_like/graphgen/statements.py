@@ -408,6 +408,9 @@ class StatementsMixin:
             return
         if isinstance(obj, types.ModuleType):
             raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of module {obj.__name__}", self.site)
+        if id(obj) in self.new_objects:
+            self.made_setattr(obj, name, value)
+            return
         raise Unsupported("object-construction", f"setting attribute {name!r} on a {type(obj).__name__} "
                                                  "created inside the function", self.site)
 

@@ -177,17 +177,51 @@ def _tensor_fn():
     return tensor
 
 
-def _any_of(x, kinds):
-    """Whether a value, or anything in nested lists/tuples/sets/dicts, is an instance of `kinds`."""
+def _any_of(x, kinds, seen=None):
+    """Whether a value, or anything in nested lists/tuples/sets/dicts or objects the function
+    made (their attributes), is an instance of `kinds`."""
     if isinstance(x, kinds):
         return True
-    if isinstance(x, (list, tuple, set)):
-        return any(_any_of(i, kinds) for i in x)
-    if isinstance(x, dict):
-        return any(_any_of(v, kinds) for v in x.values())
-    if hasattr(type(x), "__dataclass_fields__") and not isinstance(x, type):  # a dataclass object made here
-        return any(_any_of(v, kinds) for v in field_values(x).values())
-    return False
+    fields = None if isinstance(x, (list, tuple, set, dict)) else made_fields(x)
+    if fields is None and not isinstance(x, (list, tuple, set, dict)):
+        return False
+    seen = set() if seen is None else seen
+    if id(x) in seen:  # (objects made here may refer to each other)
+        return False
+    seen.add(id(x))
+    items = x.values() if isinstance(x, dict) else x if fields is None else fields.values()
+    return any(_any_of(i, kinds, seen) for i in items)
+
+
+def made_fields(x):
+    """The attributes of a dataclass object or a plain class's object (`plain_class`) the
+    function may have made, else None."""
+    if isinstance(x, type):
+        return None
+    if hasattr(type(x), "__dataclass_fields__"):
+        return vars(x) if hasattr(x, "__dict__") else field_values(x)
+    return vars(x) if plain_class(type(x)) else None
+
+
+# names a plain class may define among the dunders (everything else changes what the object does;
+# `copy` and `pickle` cache `__slotnames__` on the class)
+_PLAIN_DUNDERS = frozenset({"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__init__",
+                            "__annotations__", "__firstlineno__", "__static_attributes__", "__slotnames__"})
+
+
+def plain_class(cls) -> bool:
+    """A user's class whose objects the function may make in the graph (calls.construct): no
+    metaclass, builtin base, `__slots__` or dunder of its own but `__init__` (a Python
+    function, inlined on the new object), so that the object is its `__dict__`, and nothing
+    the interpreter calls implicitly (`__eq__`, `__hash__`, `__bool__`, `__repr__`,
+    `__setattr__`, `__getattr__`, `__del__`...) runs user code the graph would not."""
+    if type(cls) is not type or cls.__new__ is not object.__new__ or cls.__module__ == "builtins":
+        return False
+    for klass in cls.__mro__[:-1]:
+        if klass.__module__ == "builtins" or "__slots__" in klass.__dict__ or any(
+                n.startswith("__") and n.endswith("__") and n not in _PLAIN_DUNDERS for n in klass.__dict__):
+            return False
+    return cls.__init__ is object.__init__ or isinstance(cls.__init__, types.FunctionType)
 
 
 def plain_dataclass(cls) -> bool:
