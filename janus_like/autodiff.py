@@ -100,14 +100,19 @@ class GradientTape:
         if not self.persistent:
             self._entries = []
 
+        picked = {}
+
         def pick(s):
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient sources must be tensors or variables, got {type(s).__name__}")
+            if s._tid in picked:  # a source listed twice (tied weights): its one Tensor
+                return picked[s._tid]
             g = grads.get(s._tid)
             if type(g) is np.ndarray:
                 g = _wrap(g)
             if g is None and unconnected_gradients == "zero":
-                return F.zeros_like(s)
+                g = F.zeros_like(s)
+            picked[s._tid] = g
             return g
 
         return _map_structure(pick, sources)

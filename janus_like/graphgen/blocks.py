@@ -58,6 +58,10 @@ class BlocksMixin:
         except (_Return, _Break, _Continue, _Leave):  # leaving through `finally`, as Python does
             self.exec_block(node.finalbody, frame)
             raise
+        except Exception as exc:  # a raise the guards decide, for an outer `try`'s handler: `finally` first
+            if node.finalbody and getattr(exc, "decided", None) is not None:
+                self.exec_block(node.finalbody, frame)
+            raise
         self.exec_block(node.finalbody, frame)
 
     def guarded_body(self, body, frame, caught, handlers=()):
@@ -156,6 +160,10 @@ class BlocksMixin:
             left = True
         except (_Return, _Break, _Continue, _Leave):
             left = True  # Python calls __exit__ on the way out
+            raise
+        except Exception as exc:  # a raise the guards decide: eager's `__exit__` gets it (not inlined here),
+            if any(isinstance(item, _Exit) for item in entered):  # so no outer handler runs it in the graph
+                exc.decided = None
             raise
         finally:
             self._leave_with(entered, left)

@@ -392,14 +392,19 @@ class SymbolicTape:
         if not self.persistent:
             self.entries = []
 
+        picked = {}
+
         def pick(s):
             if not isinstance(s, Sym):
                 raise Unsupported("unsupported-call", f"gradient source is a {type(s).__name__}, not a tensor",
                                   self.builder.site)
+            if _key(s) in picked:  # a source listed twice: its one Tensor, as eager's
+                return picked[_key(s)]
             g = grads.get(_key(s))
             if g is None and unconnected_gradients == "zero":
-                return F.zeros_like(s)
-            return Sym(g.node, g.kind) if isinstance(g, Sym) else g  # (one Tensor per source, as eager's)
+                g = F.zeros_like(s)
+            picked[_key(s)] = g = Sym(g.node, g.kind) if isinstance(g, Sym) else g  # (one Tensor per source)
+            return g
 
         return _map_structure(pick, sources)
 

@@ -30,6 +30,7 @@ import numpy as np
 from .. import autodiff, ir
 from ..ops.registry import REGISTRY
 from ..source import in_packages
+from .builder import SymbolicTape
 from .support import OPERATORS, ContainerMethod, Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
 from .values import BoundMethod, LocalFunction, ObjRef, Sym, Unsupported
 from .py_numbers import speculate_pick
@@ -98,6 +99,17 @@ class CallbacksMixin:
                 return result
         raise Unsupported("unsupported-call", f"{_name(func)}() would call the user function {_name(users[0])} "
                                               "from library code", self.site)
+
+    def iterate(self, value):
+        if isinstance(value, ObjRef):
+            return list(self.materialize(value, self.site))
+        if isinstance(value, Sym) and self.builder.polymorphic and not (value.ndim and self.builder.fixed(value, 0)):
+            raise Unsupported("shape-dependent", "iterating over an array whose size is not fixed", self.site)
+        if isinstance(value, Sym):
+            return list(value)
+        if isinstance(value, SymbolicTape):
+            raise Unsupported("unsupported-syntax", "iterating a tape", self.site)
+        return list(value)
 
     def iterate_lazily(self, value):
         """What a `for` loop or a comprehension iterates: an iterator as it is (its items are

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ops import api as F
 from .attributes import _library_owned, user_method
+from .containers import refuse_own_reads
 from .support import _CMPOPS, _MISSING, _any_objref, _as_kind, _dict_key, _identity
 from .values import ObjRef, Sym, Unsupported, numpy_scalar
 
@@ -36,6 +37,7 @@ class ComparisonsMixin:
                 if shadow is not None:
                     found = key in shadow
                 else:
+                    refuse_own_reads(right.obj, self.site)
                     found = key in right.obj
                     self.prog.check_contains(right.slot, key, found, self.site)
             elif isinstance(right, Sym) and right.kind in ("array", "tensor") \

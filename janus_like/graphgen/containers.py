@@ -24,6 +24,7 @@ class ContainersMixin:
 
     def materialize(self, ref, site, ast_key=None):
         """The elements of an input list/tuple/dict as abstract values (guards its length/keys)."""
+        refuse_own_reads(ref.obj, site)
         self.flush_appends(ref.obj)
         if self.collecting:
             self.iterated.add(id(ref.obj))
@@ -87,6 +88,7 @@ class ContainersMixin:
         `if len(history) < n: history.append(loss)`) is read as a graph input instead, plus
         what this call appended so far."""
         obj, pending = ref.obj, self.appends.get(id(ref.obj))
+        refuse_own_reads(obj, self.site)
         if type(obj) is list and _length_key(ref) in self.relaxed and id(obj) not in self.shadows:
             slot, _ = self.prog.length(ref.slot)
             n = self.slot_values.get(slot.index)
@@ -129,6 +131,7 @@ class ContainersMixin:
                 raise Unsupported("unsupported-call", f"indexing a {type(obj.obj).__name__}", self.site)
             self.class_member(type(obj.obj), "__getitem__")
             return self.inline(method, [obj, index], {})
+        refuse_own_reads(obj.obj, self.site)
         key = _dict_key(index)
         pending = self.appends.get(id(obj.obj))
         if pending is not None and type(key) is int and -len(pending[1]) <= key < 0:
@@ -306,6 +309,8 @@ class ContainersMixin:
             shadow = self.shadow(ref)
             if name == "extend":
                 args = [self.iterate(args[0])]
+            if name == "update" and args and isinstance(args[0], ObjRef):  # `p.update(saved)` of another input
+                args = [self.materialize(args[0], self.site), *args[1:]]
             if isinstance(target, dict) and name in ("pop", "setdefault", "__setitem__", "__delitem__") and args:
                 args = [_dict_key(args[0]), *args[1:]]  # (an object key: the object, its identity guarded)
             result = getattr(shadow, name)(*args, **kwargs)
@@ -343,6 +348,7 @@ _BUILTIN_CONTAINERS = (list, dict, tuple, collections.deque)
 # what the graph's shadow of a container (a plain list or dict) does as the container would only
 # where the container's class keeps its builtin base's
 _PROTOCOL = ("__getitem__", "__setitem__", "__contains__", "__iter__", "__len__")
+_READS = ("__getitem__", "__contains__", "__iter__", "__len__")
 
 
 def builtin_member(target, name):
@@ -357,6 +363,24 @@ def builtin_member(target, name):
     if attr is None or attr is not getattr(base, name, None):
         return None
     return "method" if callable(attr) else "data"
+
+
+def plain_reads(target) -> bool:
+    """A container whose class reads its items as its builtin base does (no `__getitem__`,
+    `__contains__`, `__iter__` or `__len__` of the user's, which eager runs on every read: a
+    read counter, a lazy loader)."""
+    if isinstance(target, collections.OrderedDict):
+        return type(target).__mro__.index(collections.OrderedDict) == 0
+    return all(builtin_member(target, name) == "method" for name in _READS if hasattr(type(target), name))
+
+
+def refuse_own_reads(target, site):
+    """Unsupported for a list, dict, tuple or deque of the user's class that reads through its
+    own methods, which the generator would run once, on the real object, and the guards again
+    on every call."""
+    if isinstance(target, _CONTAINERS) and not plain_reads(target):
+        raise Unsupported("unsupported-call", f"reading a {type(target).__name__}, whose class reads its items "
+                                              "through its own methods", site)
 
 
 def plain_protocol(target) -> bool:

@@ -11,8 +11,9 @@ import numpy as np
 from .. import ir
 from ..source import site_key
 from ..jit.assumptions import Assumption
-from .builder import OPAQUE, SymbolicTape
+from .builder import OPAQUE
 from .branch_containers import ContainerSnapshot, put
+from .loop_sources import check_unwritten, iterated_sources
 from .cond_grad import CondGradient
 from .early_returns import RESULT
 from .loop_exits import _leaves_loop, loop_exit
@@ -396,12 +397,14 @@ class ControlFlowMixin:
             items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
         else:
             items = self.iterate_lazily(iterable)  # an iterator's items computed as they are pulled
-        exit_ = loop_exit(node)
-        for item in items:
+        exit_, sources = loop_exit(node), iterated_sources(self, node.iter, frame) if bounds is None else ()
+        for t, item in enumerate(items):
             self.count_unroll()
+            check_unwritten(self, sources, t)
             self.assign(node.target, item, frame)
             if self.iteration(node.body, frame, exit_) == "break":
                 return
+        check_unwritten(self, sources, None)
         self.exec_block(node.orelse, frame)
 
     def exit_body(self, body, exit_, frame):
@@ -435,16 +438,6 @@ class ControlFlowMixin:
         if self.unrolled > self.max_unroll:
             raise Unsupported("recursion-limit", f"more than {self.max_unroll} unrolled iterations", self.site)
 
-    def iterate(self, value):
-        if isinstance(value, ObjRef):
-            return list(self.materialize(value, self.site))
-        if isinstance(value, Sym) and self.builder.polymorphic and not (value.ndim and self.builder.fixed(value, 0)):
-            raise Unsupported("shape-dependent", "iterating over an array whose size is not fixed", self.site)
-        if isinstance(value, Sym):
-            return list(value)
-        if isinstance(value, SymbolicTape):
-            raise Unsupported("unsupported-syntax", "iterating a tape", self.site)
-        return list(value)
 
 
 def _local_label(name):

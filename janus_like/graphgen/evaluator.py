@@ -174,7 +174,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             node = self.input_node(data, v._data)
             self.array_slots.append(data)
             out = VarRef(node, slot.index, v) if isinstance(v, Variable) else Sym(node, "tensor", origin=slot.index)
-            self.mutable_slots.append(slot)
+            self.mutable_slots += [slot, data]  # (its buffer may be another input's array: `v.numpy()`)
         elif type(v) is np.ndarray or backend.device_of(v) == "gpu":  # a NumPy or CuPy array
             prog.check_type(slot, site)
             prog.check_array(slot, site, self._unknown)
@@ -295,6 +295,23 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             return self.builder.constant(value, "array")
         return value
 
+    def distinct_inputs(self):
+        """Input arrays, Tensors and Tensors' buffers distinct at generation stay distinct (those
+        the same object stay the same): the graph took each as its own value, where eager's
+        writes through one show in the other (`step(a, a)` of one Variable, tied weights listed
+        twice, a state array that is a Variable's own buffer), and `a is b`, `id(a)` or a tape's
+        sources were decided by them, written or not."""
+        first, distinct = {}, []
+        for slot in self.mutable_slots:
+            other = first.setdefault(id(slot.value), slot)
+            if other is slot:
+                distinct.append(slot)
+            elif ("data",) in (slot.step, other.step):  # (two input nodes: the graph would not see one's writes)
+                raise Unsupported("view-write", f"{other.text} is the buffer of the Tensor {slot.text}", "")
+            else:
+                self.prog.check_alias(slot, other, "inputs")
+        self.prog.check_distinct(distinct, "inputs")
+
     def distinct_objects(self):
         """Input dicts, lists and objects the call writes into are not one object with another
         input it reads of their type (`step(src, dst)` called with `src is dst`, tied layers
@@ -340,8 +357,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             place(graph)
         except DeviceMismatch as exc:  # eager raises on this op too (CuPy refuses NumPy operands)
             raise Unsupported("device-mismatch", str(exc), exc.node.site) from None
-        if any(w[0] == "box" for w in self.writes):  # aliasing only matters when something is written
-            self.prog.check_distinct(self.mutable_slots, "inputs")
+        self.distinct_inputs()
         self.distinct_objects()
         outputs = build_outputs(self, result)
         self.commit_guards(graph, outputs)

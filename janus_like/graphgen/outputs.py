@@ -103,6 +103,8 @@ class Outputs:
             # call the same object, and an iterator's items would be computed outside the graph
             raise Unsupported("unsupported-syntax", f"a {type(v).__name__} object made in the function "
                                                     "leaves it (returned or stored)", "")
+        if isinstance(v, BaseException):  # (`except KeyError as e: log.append(e)`: the one generation met)
+            raise Unsupported("try", "an exception object leaves the function (eager's is a new one each call)", "")
         if made_fields(v) is not None and _any_of(v, (Sym, ObjRef, DeferredStr)):  # (library code's object)
             raise Unsupported("object-construction", f"a {type(v).__name__} holding graph values, made outside the "
                                                      "function's code, leaves it", "")

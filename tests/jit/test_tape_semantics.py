@@ -87,7 +87,7 @@ def momentum_step(st, x, reset):
 def test_an_optimizer_slot_made_on_a_later_call_and_a_source_listed_twice():
     """An optimizer making a slot while a graph is generated was an internal error, and the
     signature stayed eager; now that call runs eagerly and a later one generates again. A
-    source listed twice gets two Tensors, as eager's."""
+    source listed twice gets one Tensor, as eager's."""
     state = lambda: {"a": jl.Variable(random_array(1, (3, 2))), "opt": optim.SGD(0.1, momentum=0.9)}  # noqa: E731
     calls = [lambda s, i=i: (s, random_array(i, (4, 3)), i == 3) for i in range(10)]
     jf = check(lambda: (momentum_step, state()), calls, min_graph_calls=5)

@@ -372,3 +372,56 @@ def test_state_created_on_first_use_through_handlers():
     after a reset (call 9) and a deleted attribute (call 13)."""
     jf = check(_make_lazy, [lambda s, k=k: _lazy_call(s, k) for k in range(20)], min_graph_calls=12)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def inner_finally(st, x):
+    try:
+        try:
+            v = st["missing"]
+        finally:
+            st["fin"] += 1  # eager's runs on the way to the outer handler
+    except KeyError:
+        v = 0.5
+    return x * v
+
+
+class Entered:
+    def __init__(self):
+        self.log = []
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.log.append("exit" if et is None else "exit-" + et.__name__)
+
+
+def inside_with(st, x):
+    try:
+        with st["ctx"]:
+            v = st["missing"]
+    except KeyError:
+        v = 0.5
+    return x * v
+
+
+def kept_error(st, x):
+    try:
+        aux = st["missing"]
+    except KeyError as e:
+        st["errs"].append(e)  # eager's is a new KeyError each call
+        aux = 0.0
+    return x + aux
+
+
+def test_a_raise_the_guards_decide_on_its_way_through_finally_and_with():
+    """A missing key the guards decide raises inside an inner `try/finally` or a `with` of an
+    object of the user's, and an outer handler catches it: the inner `finally` runs in the graph
+    as in eager (it was skipped), and `__exit__`, which eager calls with the exception, keeps
+    the call eager (it was never called). The exception object a handler keeps is eager's."""
+    calls = [lambda s, k=k: (s, np.random.default_rng(k).standard_normal(3)) for k in range(8)]
+    jf = check(lambda: (inner_finally, {"fin": 0}), calls, min_graph_calls=4)
+    assert "contains" in assumption_kinds(jf), jf.explain()
+    check(lambda: (inside_with, {"ctx": Entered()}), calls, min_graph_calls=0)
+    check(lambda: (kept_error, {"errs": []}), calls, min_graph_calls=0)

@@ -1,0 +1,78 @@
+"""The lists and dicts a `for` loop iterates in their own order (`for p in ps`, `ps.items()`,
+`ps.values()`, `enumerate(ps)`, `zip(ps, gs)`), checked while the loop is unrolled.
+
+Eager's loop reads each item when it gets to it, and sees the items the body appends (a dict
+raises when the body adds or removes a key). The generator took the items when the loop began,
+so a body that writes an item ahead (`ps["out"] = ps["emb"]` in a loop over `ps.items()`, tied
+weights synced) or appends to the list it walks would run differently in the graph: such a
+loop is Unsupported (eager runs it). Writes to the item at hand or to items already passed
+(`ps[name] = p - lr * g`, the usual update) change nothing the loop reads later.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+
+from .values import ObjRef, Unsupported
+
+_VIEWS = ("items", "values", "keys")
+_KINDS = (list, dict, collections.deque)
+
+
+def iterated_sources(gen, expr, frame) -> list:
+    """[(container, its contents now)] for each list, dict or deque `expr` iterates in order
+    (read again here only where reading is free of effects: names, attributes, constant
+    subscripts)."""
+    out = []
+
+    def leaf(e):
+        if isinstance(e, ast.Call) and _pure(e.func) and any(gen.eval(e.func, frame) is f for f in (enumerate, zip)):
+            for a in e.args:
+                leaf(a)
+            return
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEWS and not e.args:
+            e = e.func.value
+        if _pure(e):
+            v = gen.eval(e, frame)
+            if isinstance(v.obj if isinstance(v, ObjRef) else v, _KINDS):
+                out.append((v, _contents(gen, v)))
+
+    leaf(expr)
+    return out
+
+
+def check_unwritten(gen, sources, t):
+    """Before trip `t` (None: after the last one) of a loop over `sources`: the containers have
+    their items and, from position t on, the same values as when the loop began."""
+    for v, before in sources:
+        now = _contents(gen, v)
+        kind = type(v.obj if isinstance(v, ObjRef) else v).__name__
+        if len(now) != len(before) or any(k1 is not k2 and k1 != k2 for (k1, _), (k2, _) in zip(now, before)):
+            raise Unsupported("data-dependent-python", f"a loop adds or removes items of the {kind} it iterates",
+                              gen.site)
+        if t is not None and any(a is not b for (_, a), (_, b) in zip(now[t:], before[t:])):
+            raise Unsupported("data-dependent-python", f"a loop writes an item of the {kind} it iterates before "
+                                                       "it gets to it", gen.site)
+
+
+def _contents(gen, v):
+    """[(key, value)] of a container as the generator holds it: an input's copy once the call
+    wrote it (and the items it appended), else its items as the graph reads them."""
+    if isinstance(v, ObjRef):
+        target = v.obj
+        shadow = gen.shadows.get(id(target))
+        pending = gen.appends.get(id(target))
+        if shadow is None and pending is not None:  # appended to in the loop (its items: not read here)
+            return [(i, None) for i in range(len(target) + len(pending[1]))]
+        items = shadow if shadow is not None else gen.materialize(v, gen.site)
+    else:
+        items = v
+    return list(items.items()) if isinstance(items, dict) else list(enumerate(items))
+
+
+def _pure(e) -> bool:
+    if isinstance(e, ast.Name):
+        return True
+    if isinstance(e, ast.Attribute):
+        return _pure(e.value)
+    return isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Constant) and _pure(e.value)
