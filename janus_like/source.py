@@ -31,10 +31,10 @@ def _parse_cached(filename, firstlineno, code):
 
 def _parse(code):
     if code.co_name == "<lambda>":
-        return _lambda(code)
+        return _mangled(_lambda(code), code)
     found = _from_own_lines(code)
     if found is not None and _matches(found, code):
-        return found
+        return _mangled(found, code)
     try:
         lines, first = inspect.getsourcelines(code)
     except (OSError, TypeError) as exc:
@@ -50,15 +50,100 @@ def _parse(code):
             if not _matches(node, code):  # the file was edited since the function was loaded
                 raise NoSource(f"the source at {os.path.basename(code.co_filename)}:{code.co_firstlineno} is no "
                                f"longer {code.co_name}() (the file changed since it was loaded)")
-            return node
+            return _mangled(node, code)
     raise NoSource("source is not a function definition")
 
 
 def _matches(node, code) -> bool:
     """Whether a parsed definition is the code object's: its name and its parameters."""
     a = node.args
-    params = tuple(p.arg for p in a.posonlyargs + a.args + a.kwonlyargs)
+    cls = _mangling_class(code)
+    params = tuple(mangle(p.arg, cls) for p in a.posonlyargs + a.args + a.kwonlyargs)
     return node.name == code.co_name and params == code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
+def mangle(name: str, cls) -> str:
+    """`name` as Python compiles it in the body of class `cls` (None: outside any class): a
+    private `__x` becomes `_Cls__x`."""
+    if cls is None or not name.startswith("__") or name.endswith("__") or "." in name:
+        return name
+    stripped = cls.lstrip("_")
+    return f"_{stripped}{name}" if stripped else name
+
+
+def _mangling_class(code):
+    """The innermost class whose body the code was written in, by its qualified name (a name
+    followed by `<locals>` is a function's)."""
+    parts = code.co_qualname.split(".")[:-1]
+    cls = None
+    for i, part in enumerate(parts):
+        if part != "<locals>" and (i + 1 == len(parts) or parts[i + 1] != "<locals>"):
+            cls = part
+    return cls
+
+
+class _Mangler(ast.NodeTransformer):
+    """Private names of a function written in a class, as the compiler mangled them in its code
+    (`self.__h` reads `_RNN__h`): the profiler's copy and the generator read what eager reads. A
+    class defined inside keeps its own names (its body mangles them by its own name)."""
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def visit_ClassDef(self, node):
+        node.name = mangle(node.name, self.cls)
+        return node
+
+    def visit_Name(self, node):
+        node.id = mangle(node.id, self.cls)
+        return node
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        node.attr = mangle(node.attr, self.cls)
+        return node
+
+    def visit_arg(self, node):
+        self.generic_visit(node)
+        node.arg = mangle(node.arg, self.cls)
+        return node
+
+    def visit_keyword(self, node):
+        self.generic_visit(node)
+        node.arg = node.arg and mangle(node.arg, self.cls)
+        return node
+
+    def visit_FunctionDef(self, node):
+        self.generic_visit(node)
+        node.name = mangle(node.name, self.cls) if node is not self.top else node.name
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Global(self, node):
+        node.names = [mangle(n, self.cls) for n in node.names]
+        return node
+
+    visit_Nonlocal = visit_Global
+
+    def visit_ExceptHandler(self, node):
+        self.generic_visit(node)
+        node.name = node.name and mangle(node.name, self.cls)
+        return node
+
+
+def _mangled(node, code):
+    cls = _mangling_class(code)
+    if cls is not None and any(mangle(_ident(n), cls) != _ident(n) for n in ast.walk(node) if _ident(n)):
+        mangler = _Mangler(cls)
+        mangler.top = node
+        mangler.visit(node)
+    return node
+
+
+def _ident(node):
+    return getattr(node, "id", None) if isinstance(node, ast.Name) else getattr(node, "attr", None) \
+        if isinstance(node, ast.Attribute) else getattr(node, "arg", None) if isinstance(node, ast.arg) else None
 
 
 def _from_own_lines(code):

@@ -19,6 +19,7 @@ from .builder import OPAQUE, SymbolicTape
 from ..ops.registry import P, bind
 from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
 from .containers import builtin_member, plain_protocol
+from .conversions import convert
 from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
                       _dict_key, _raw, _unwrap_obj)
@@ -427,6 +428,8 @@ class StatementsMixin:
                 self.note_write(obj)
                 return
             self.builder.escape(obj, "written in place (`x[i] = ...`)")
+            if isinstance(value, ObjRef) and isinstance(value.obj, (list, tuple)):  # `ids[i, :len(s)] = s`
+                value = convert(np.asarray, [self.materialize(value, self.site)], {}, self.site)
             new = F.index_update(Sym(obj.node, obj.kind), _unwrap_obj(index), value)
             self.write_box(obj, _as_kind(new, obj.kind))
             return

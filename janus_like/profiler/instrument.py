@@ -84,6 +84,23 @@ class Hooks:
             self.profile.record_member(member_key(obj, ("attr", name)), value)
         return value
 
+    def p(self, obj, name, item):
+        """Whether reading `obj[name]` (`item`) or `obj.name` runs no code of the user's (an
+        augmented assignment's target is read once more, ahead of it, for the profile only): a
+        dict or list without its own item methods or `__missing__`, an ndarray; an attribute in
+        the object's `__dict__` or a plain class value (no property or other descriptor, no
+        `__getattr__`/`__getattribute__` of its own)."""
+        cls = type(obj)
+        if item:
+            return cls is np.ndarray or isinstance(obj, (dict, list)) and not hasattr(cls, "__missing__") and \
+                cls.__getitem__ in (dict.__getitem__, list.__getitem__)
+        if cls.__getattribute__ is not object.__getattribute__ and not isinstance(obj, (type, types.ModuleType)):
+            return False
+        found = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+        if hasattr(type(found), "__get__") and not isinstance(found, (types.FunctionType, type)):
+            return False
+        return name in getattr(obj, "__dict__", ()) or found is not None or isinstance(obj, types.ModuleType)
+
     def s(self, key, container, index):
         value = container[index]
         self.profile.record_value(key, value)
@@ -360,10 +377,19 @@ class _Instrument(ast.NodeTransformer):
         for part in ast.walk(target):
             if hasattr(part, "ctx"):
                 part.ctx = ast.Load()
+        checks = []  # each link of the target read only where reading it runs nothing of the user's
+        link = target
+        while not isinstance(link, ast.Name):
+            key = ast.Constant(link.attr) if isinstance(link, ast.Attribute) else link.slice
+            checks.insert(0, ast.Call(ast.Attribute(ast.Name("__jlp", ast.Load()), "p", ast.Load()),
+                                      [copy.deepcopy(link.value), key, ast.Constant(isinstance(link, ast.Subscript))],
+                                      []))
+            link = link.value
         value = self.read_item(target) if isinstance(target, ast.Subscript) else self.hook("v", target, target)
-        read = ast.Try(body=[ast.Expr(value)],
-                       handlers=[ast.ExceptHandler(ast.Name("Exception", ast.Load()), None, [ast.Pass()])],
-                       orelse=[], finalbody=[])
+        read = ast.If(ast.BoolOp(ast.And(), checks) if len(checks) > 1 else checks[0], [ast.Expr(value)], []) \
+            if checks else ast.Expr(value)
+        read = ast.Try(body=[read], handlers=[ast.ExceptHandler(ast.Name("Exception", ast.Load()), None,
+                                                                [ast.Pass()])], orelse=[], finalbody=[])
         ast.fix_missing_locations(ast.copy_location(read, node))
         return [read, node]
 

@@ -384,3 +384,18 @@ def test_message_passing_over_the_nodes_of_a_networkx_graph():
 
     jf = check(make, [lambda s, i=i: (random_array(50 + i, (3, 3)),) for i in range(10)], min_graph_calls=5)
     assert not fallback_reasons(jf), jf.explain()
+
+
+def _pad_rows(seqs):
+    ids = np.zeros((len(seqs), 4), dtype=np.int64)
+    for i, s in enumerate(seqs):
+        ids[i, :len(s)] = s  # a row written from a Python list of the inputs
+    return ids
+
+
+def test_rows_padded_from_python_lists():
+    """The usual padding loop was an op error (the input list passed to the op as it was): the
+    step stayed eager."""
+    jf = check(lambda: (_pad_rows, None), [lambda s, i=i: ([[1 + i, 2], [3, 4, 5]],) for i in range(8)],
+               min_graph_calls=3)
+    assert "op-error" not in fallback_reasons(jf), jf.explain()
