@@ -421,7 +421,8 @@ class CallsMixin:
             try:
                 fn_ast = function_ast(func)
             except NoSource as exc:
-                raise Unsupported("no-source", f"{func.__qualname__}: {exc}", self.site) from None
+                name = getattr(func, "__qualname__", repr(func))  # (a property's getter may be an attrgetter)
+                raise Unsupported("no-source", f"{name}: {exc}", self.site) from None
             self.code_guard(func)
             frame = Frame(func, func.__globals__, func.__code__.co_filename)
             if func.__closure__:

@@ -25,6 +25,7 @@ class ContainersMixin:
     def materialize(self, ref, site, ast_key=None):
         """The elements of an input list/tuple/dict as abstract values (guards its length/keys)."""
         refuse_own_reads(ref.obj, site)
+        self.materialized.append(ref)
         self.flush_appends(ref.obj)
         if self.collecting:
             self.iterated.add(id(ref.obj))

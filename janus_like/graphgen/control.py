@@ -13,7 +13,7 @@ from ..source import site_key
 from ..jit.assumptions import Assumption
 from .builder import OPAQUE
 from .branch_containers import ContainerSnapshot, put
-from .loop_sources import check_unwritten, iterated_sources
+from .loop_sources import LoopSources
 from .cond_grad import CondGradient
 from .early_returns import RESULT
 from .loop_exits import _leaves_loop, loop_exit
@@ -392,19 +392,21 @@ class ControlFlowMixin:
             start, stop, step = _range_args(bounds)
             if isinstance(stop, int) and isinstance(start, int) and isinstance(step, int) and step > 0:
                 return self.loop(node, frame, counter=(node.target.id, start, stop, step))
+        mark = len(self.materialized)
         iterable = range(*bounds) if bounds is not None else self.eval(node.iter, frame)
         if isinstance(iterable, ObjRef):  # elements the profiler saw vary become graph inputs
             items = list(self.materialize(iterable, self.site, site_key(frame.filename, node)))
         else:
             items = self.iterate_lazily(iterable)  # an iterator's items computed as they are pulled
-        exit_, sources = loop_exit(node), iterated_sources(self, node.iter, frame) if bounds is None else ()
+        exit_ = loop_exit(node)
+        sources = LoopSources(self, node.iter, frame, iterable, mark) if bounds is None else None
         for t, item in enumerate(items):
             self.count_unroll()
-            check_unwritten(self, sources, t)
+            sources and sources.check(t)
             self.assign(node.target, item, frame)
             if self.iteration(node.body, frame, exit_) == "break":
                 return
-        check_unwritten(self, sources, None)
+        sources and sources.check(None)
         self.exec_block(node.orelse, frame)
 
     def exit_body(self, body, exit_, frame):

@@ -99,6 +99,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         # adjacency dicts), whose items were taken before the loop's body ran; while `collecting`,
         # such an iteration is being inlined (containers.materialize, `resizes`)
         self.iterated: set = set()
+        self.materialized: list = []  # every input container read whole, in order (loop_sources.py)
         self.collecting = 0
         self.appends: dict = {}  # id(list) -> (ObjRef, values appended before anything read the list)
         self.written_containers: set = set()  # ids of input containers the function writes (containers.shadow)
@@ -307,7 +308,8 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             if other is slot:
                 distinct.append(slot)
             elif ("data",) in (slot.step, other.step):  # (two input nodes: the graph would not see one's writes)
-                raise Unsupported("view-write", f"{other.text} is the buffer of the Tensor {slot.text}", "")
+                array, tensor = (other, slot) if slot.step == ("data",) else (slot, other)
+                raise Unsupported("view-write", f"{array.text} is the buffer of the Tensor {tensor.text}", "")
             else:
                 self.prog.check_alias(slot, other, "inputs")
         self.prog.check_distinct(distinct, "inputs")

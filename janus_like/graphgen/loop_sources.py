@@ -19,6 +19,32 @@ _VIEWS = ("items", "values", "keys")
 _KINDS = (list, dict, collections.deque)
 
 
+class LoopSources:
+    """What one `for` loop iterates, checked before each trip (`check(t)`) and after the last
+    (`check(None)`): the containers it walks in their own order (`iterated_sources`, or the
+    iterable itself when an expression gives an input's list or dict: `m.parameters()`
+    returning `self.ps`), and, under a lazy iterable (`reversed(ps)`, `iter(ps)`, a generator
+    expression, `map`), every input container read whole for it by the first trip, whose
+    items may then not be written at all during the loop."""
+
+    def __init__(self, gen, expr, frame, iterable, mark):
+        self.gen, self.mark = gen, mark
+        self.natural = iterated_sources(gen, expr, frame)
+        if isinstance(iterable.obj if isinstance(iterable, ObjRef) else iterable, _KINDS) \
+                and not any(v is iterable for v, _ in self.natural):
+            self.natural.append((iterable, _contents(gen, iterable)))
+        self.lazy = None if isinstance(iterable, (ObjRef, list, tuple, dict, range, str)) else []
+
+    def check(self, t):
+        if self.lazy == [] and t == 0:  # (a generator expression reads its list at its first item)
+            seen = {id(v) for v, _ in self.natural} | {id(v.obj) for v, _ in self.natural if isinstance(v, ObjRef)}
+            self.lazy = [(r, _contents(self.gen, r)) for r in self.gen.materialized[self.mark:]
+                         if id(r.obj) not in seen and isinstance(r.obj, _KINDS)]
+        check_unwritten(self.gen, self.natural, t)
+        if self.lazy:
+            check_unwritten(self.gen, self.lazy, None if t is None else 0)
+
+
 def iterated_sources(gen, expr, frame) -> list:
     """[(container, its contents now)] for each list, dict or deque `expr` iterates in order
     (read again here only where reading is free of effects: names, attributes, constant

@@ -91,6 +91,8 @@ class Hooks:
         the object's `__dict__` or a plain class value (no property or other descriptor, no
         `__getattr__`/`__getattribute__` of its own)."""
         cls = type(obj)
+        if isinstance(obj, types.ModuleType):  # (a module's own `__getattr__` runs for a name it lacks)
+            return not item and name in obj.__dict__
         if item:
             return cls is np.ndarray or isinstance(obj, (dict, list)) and not hasattr(cls, "__missing__") and \
                 cls.__getitem__ in (dict.__getitem__, list.__getitem__)
@@ -99,7 +101,7 @@ class Hooks:
         found = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
         if hasattr(type(found), "__get__") and not isinstance(found, (types.FunctionType, type)):
             return False
-        return name in getattr(obj, "__dict__", ()) or found is not None or isinstance(obj, types.ModuleType)
+        return name in getattr(obj, "__dict__", ()) or found is not None
 
     def s(self, key, container, index):
         value = container[index]

@@ -3,6 +3,7 @@ result is always eager's. Also: the kill switch, event logs, whose error a graph
 the interpreter mode. The ways a function reaches `jit` are in test_entry_points.py."""
 import inspect
 import itertools
+import operator
 import zlib
 
 import numpy as np
@@ -424,3 +425,17 @@ def test_events_are_bounded_on_a_stream_of_one_off_shapes(monkeypatch):
     with contextlib.redirect_stderr(err):
         jf(nest(41))
     assert "[janus_like:assumptions]" in err.getvalue() and "expected" in err.getvalue()
+
+
+class _Held:
+    def __init__(self):
+        self._lr = 0.1
+
+    lr = property(operator.attrgetter("_lr"))  # a property whose getter is not a Python function
+
+
+def test_a_property_whose_getter_is_not_a_python_function_stays_eager_with_a_reason():
+    def step(g, o):
+        return g * o.lr
+    jf = side_by_side(lambda: (step, _Held()), call_sequence(6, lambda s, i: (np.ones(2) * i, s)))
+    assert "internal-error" not in fallback_reasons(jf) and "no-source" in fallback_reasons(jf), jf.explain()

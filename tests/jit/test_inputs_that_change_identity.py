@@ -148,13 +148,48 @@ def _update_in_place(ps, gs):
     return sum(float(v.sum()) for v in ps["list"])
 
 
+def _reversed_ahead(ps, g):
+    seen = []
+    for p in reversed(ps):  # a lazy iterator over the list: reads ps[0] last
+        seen.append(float(p.sum()))
+        ps[0] = ps[0] + g
+    return seen
+
+
+class _Model:
+    def __init__(self):
+        self.ps = [np.ones(2), np.ones(2), np.ones(2)]
+
+    def parameters(self):
+        return self.ps
+
+
+def _method_ahead(m, g):
+    seen = []
+    for p in m.parameters():  # the model's own list, through a method
+        seen.append(float(p.sum()))
+        m.ps[-1] = m.ps[-1] + g
+    return seen
+
+
+def _genexp_ahead(ps, g):
+    seen = []
+    for p in (q * 1.0 for q in ps):
+        seen.append(float(p.sum()))
+        ps[-1] = ps[-1] + g
+    return seen
+
+
 @pytest.mark.parametrize("fn,state,args", [
     (_write_ahead, lambda: [np.ones(2), np.ones(2)], lambda s, i: (s, np.full(2, float(i)))),
+    (_reversed_ahead, lambda: [np.ones(2), np.ones(2), np.ones(2)], lambda s, i: (s, np.full(2, float(i)))),
+    (_method_ahead, _Model, lambda s, i: (s, np.full(2, float(i)))),
+    (_genexp_ahead, lambda: [np.ones(2), np.ones(2), np.ones(2)], lambda s, i: (s, np.full(2, float(i)))),
     (_tied_sync, lambda: {"emb": np.ones(3), "out": np.ones(3)},
      lambda s, i: (s, {"emb": np.full(3, float(i)), "out": np.ones(3)})),
     (_append_while_walking, lambda: {"ps": [np.ones(3)]}, lambda s, i: (s, np.full(3, float(i)), i == 6)),
     (_add_keys_while_walking, lambda: {"m": {"a": np.zeros(3)}}, lambda s, i: (s, np.full(3, float(i)), i == 6)),
-], ids=["write-ahead", "tied-sync", "append", "add-keys"])
+], ids=["write-ahead", "reversed", "method", "genexp", "tied-sync", "append", "add-keys"])
 def test_a_loop_that_writes_the_container_it_iterates(fn, state, args):
     check(lambda: (fn, state()), [lambda s, i=i: args(s, i) for i in range(8)], min_graph_calls=0)
 

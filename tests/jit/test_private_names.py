@@ -3,6 +3,9 @@ assignments whose target runs code of the user's when read. The warm-up's instru
 a method and the graph generator read the function's AST, where Python's compiler mangles the
 names only when it compiles the class: `source.function_ast` mangles them as the compiler did.
 Each case runs eager and jit side by side (results, state, aliasing after every call)."""
+import linecache
+import types
+
 import numpy as np
 
 from .harness import check
@@ -87,3 +90,25 @@ def test_augmented_assignments_read_their_target_once():
         return st["m"].reads
     check(lambda: (meter, {"m": Meter()}), [lambda s, i=i: (np.ones(2) * i, s) for i in range(8)],
           min_graph_calls=3)
+
+
+def test_a_module_attribute_read_through_the_modules_own_getattr():
+    """`cfg.steps += 1` of a config module (a global) whose `__getattr__` supplies, and counts,
+    missing names: the warm-up's extra read of the target ran it."""
+    def make():
+        mod = types.ModuleType("lazy_cfg")
+        mod.hits = [0]
+
+        def missing(name):
+            if name == "steps":
+                mod.hits[0] += 1
+                return 0
+            raise AttributeError(name)
+        mod.__getattr__ = missing
+        src = "def step(x):\n    cfg.steps += 1\n    return x * 2, cfg.hits[0]\n"
+        linecache.cache["<lazy_cfg_step>"] = (len(src), None, src.splitlines(True), "<lazy_cfg_step>")
+        ns = {"cfg": mod}
+        exec(compile(src, "<lazy_cfg_step>", "exec"), ns)
+        return ns["step"], {"mod": mod}
+
+    check(make, [lambda s, i=i: (np.ones(2) * i,) for i in range(6)], min_graph_calls=0)
