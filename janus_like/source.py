@@ -134,16 +134,11 @@ class _Mangler(ast.NodeTransformer):
 
 def _mangled(node, code):
     cls = _mangling_class(code)
-    if cls is not None and any(mangle(_ident(n), cls) != _ident(n) for n in ast.walk(node) if _ident(n)):
+    if cls is not None:  # (a no-op on names that are not private)
         mangler = _Mangler(cls)
         mangler.top = node
         mangler.visit(node)
     return node
-
-
-def _ident(node):
-    return getattr(node, "id", None) if isinstance(node, ast.Name) else getattr(node, "attr", None) \
-        if isinstance(node, ast.Attribute) else getattr(node, "arg", None) if isinstance(node, ast.arg) else None
 
 
 def _from_own_lines(code):

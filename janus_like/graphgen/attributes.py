@@ -17,7 +17,7 @@ import types
 import numpy as np
 
 from ..source import in_packages
-from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit
+from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit, class_lookup
 from .draws import input_rng_method
 from .values import BoundMethod, ObjRef, SuperRef, Unsupported
 
@@ -149,9 +149,9 @@ class AttributesMixin:
                 raise Unsupported("unsupported-call", "super() outside a method", self.site)
             cls = fn.__closure__[code.co_freevars.index("__class__")].cell_contents
             obj = self.frames[-1].locals.get(code.co_varnames[0])
-        if id(obj) in self.new_objects and isinstance(cls, type) and cls in type(obj).__mro__:
-            return SuperRef(obj, cls)  # (an object the function made: expressions.getattr)
-        if not isinstance(obj, ObjRef) or not isinstance(cls, type) or cls not in type(obj.obj).__mro__:
+        # (an object the function made, or an input's: expressions.getattr looks names up after cls)
+        target = obj if id(obj) in self.new_objects else obj.obj if isinstance(obj, ObjRef) else None
+        if target is None or not isinstance(cls, type) or cls not in type(target).__mro__:
             raise Unsupported("unsupported-call", "super() of a value that is not an input object", self.site)
         return SuperRef(obj, cls)
 
@@ -165,8 +165,8 @@ class AttributesMixin:
             raise Unsupported("object-construction", "the __dict__ of an object made in the function", self.site)
         if name == "__class__" and after is None:
             return cls
-        mro = cls.__mro__ if after is None else cls.__mro__[cls.__mro__.index(after) + 1:]
-        attr = next((k.__dict__[name] for k in mro if name in k.__dict__), _MISSING)
+        attr = class_lookup(cls.__mro__ if after is None else cls.__mro__[cls.__mro__.index(after) + 1:], name,
+                            _MISSING)
         data_descriptor = hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")
         inst = getattr(obj, "__dict__", {}) if after is None else {}
         if name in inst and not data_descriptor:
@@ -196,7 +196,7 @@ class AttributesMixin:
         node's branches snapshot and merge it as a dict of the function's), or a property's
         setter inlined."""
         cls = type(obj)
-        attr = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), _MISSING)
+        attr = class_lookup(cls.__mro__, name, _MISSING)
         if isinstance(attr, property):
             self.class_member(cls, name)
             if attr.fset is None:

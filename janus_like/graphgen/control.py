@@ -441,7 +441,6 @@ class ControlFlowMixin:
             raise Unsupported("recursion-limit", f"more than {self.max_unroll} unrolled iterations", self.site)
 
 
-
 def _local_label(name):
     """How a message names a local a conditional node merges (the generator's temporaries by
     the expression they hold)."""

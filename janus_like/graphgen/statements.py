@@ -22,7 +22,7 @@ from .containers import builtin_member, plain_protocol
 from .conversions import convert
 from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
-                      _dict_key, _raw, _unwrap_obj)
+                      _dict_key, _raw, _unwrap_obj, class_lookup)
 
 
 # `__setattr__`s that store into the instance's `__dict__` as object's does (SimpleNamespace's
@@ -390,7 +390,7 @@ class StatementsMixin:
     def setattr(self, obj, name, value):
         if isinstance(obj, ObjRef):
             cls = type(obj.obj)
-            attr = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+            attr = class_lookup(cls.__mro__, name)
             if isinstance(attr, property):  # its setter, as eager runs it (it writes what it writes)
                 if attr.fset is None:
                     raise AttributeError(f"property {name!r} of {cls.__name__!r} object has no setter")

@@ -304,12 +304,18 @@ def _as_array_kind(out):
     return _as_kind(out, "array")
 
 
+def class_lookup(mro, name, default=None):
+    """`name` as the first class of `mro` that defines it holds it (a function, a property,
+    a slot, a constant), else `default`: what an instance's attribute falls back to."""
+    return next((k.__dict__[name] for k in mro if name in k.__dict__), default)
+
+
 def own_attribute(obj, name) -> bool:
     """Whether obj holds attribute `name` itself (in its __dict__ or a set slot), not only its
     class (a class attribute read as a default, which the branch not taken leaves in place)."""
     if name in getattr(obj, "__dict__", {}):
         return True
-    slot = next((k.__dict__[name] for k in type(obj).__mro__ if name in k.__dict__), None)
+    slot = class_lookup(type(obj).__mro__, name)
     return type(slot).__name__ == "member_descriptor" and hasattr(obj, name)
 
 
