@@ -285,6 +285,22 @@ def has_yield(fn_node: ast.FunctionDef) -> bool:
         isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in scope_nodes(body))
 
 
+_INNER_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda,
+                 ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@functools.lru_cache(maxsize=4096)
+def nested_super(fn_node: ast.FunctionDef) -> bool:
+    """Whether a zero-argument `super()` is called in a comprehension, lambda or function nested
+    in the function: Python binds it to that scope's first argument (a comprehension's iterator,
+    so it raises), not to the method's."""
+    def zero_super(n):
+        return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "super" \
+            and not n.args and not n.keywords
+    return any(isinstance(n, _INNER_SCOPES) and any(map(zero_super, ast.walk(n)))
+               for n in scope_nodes(fn_node.body, SCOPES + _INNER_SCOPES))
+
+
 @functools.lru_cache(maxsize=4096)
 def state_written_reads(filename: str, fn_node: ast.AST) -> frozenset:
     """Site keys of the function's reads of `obj.attr` and `obj[key]` that the same function

@@ -24,8 +24,8 @@ from ..ops.primitives import _ONE, filled, sigmoid_one_buffer as _sigmoid, sum_t
 from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
-from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, control_lines,
-                           copy_is_exact, draw_call, filled_call, out_buffer)
+from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, c_ordered,
+                           control_lines, copy_is_exact, draw_call, filled_call, out_buffer)
 from . import blas, donation, floats, fusion, located, ranked, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -102,8 +102,10 @@ class _Emitter:
         dt = np.dtype(n.aval[1])
         number = next(i for i in n.inputs if not isinstance(i, ir.Node))
         if n.op in ("maximum", "minimum") and self.static_shapes and _known(arrays[0]) == _known(n) \
-                and _in_dtype(number, dt) is not None and (full := filled(_known(n), dt, number)) is not None:
-            # the number as a full array: maximum/minimum's vector loop (ops/primitives.filled)
+                and _in_dtype(number, dt) is not None and c_ordered(arrays[0]) \
+                and (full := filled(_known(n), dt, number)) is not None:
+            # the number as a full array: maximum/minimum's vector loop (ops/primitives.filled); a
+            # C-ordered one, so only for an operand that is (the result keeps the operands' order)
             return ", ".join(self.arg(i) if isinstance(i, ir.Node) else self.const(full) for i in n.inputs)
         return ", ".join(self.arg(i) if isinstance(i, ir.Node) else self.zero_d(i, dt) for i in n.inputs)
 

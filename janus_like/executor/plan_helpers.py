@@ -153,3 +153,23 @@ def filled_call(em, n, callee) -> str:
 
     parts = [text(a) for a in p["args"]] + [f"{k}={text(v)}" for k, v in p["kwargs"].items()]
     return f"{callee}({', '.join(parts)})"
+
+
+_C_ORDERED_OPS = ("matmul", "dot")
+
+
+def c_ordered(x, depth=6) -> bool:
+    """Whether node x's value is surely C-ordered when the plan runs (or has at most one axis
+    longer than 1, where order does not matter): a product's, a constant's that is, an elementwise op's of such
+    operands. An input or an index's result may be F-ordered (`x[:, idx]` is): a ufunc keeps
+    its operands' order (`np.maximum(x, 0.0)` of an F-ordered x is F-ordered), and a reduction
+    over it sums in that order."""
+    if not isinstance(x, ir.Node) or (x.aval is not None and sum(d != 1 for d in x.aval[0]) <= 1):
+        return True  # (one axis longer than 1: C and F order are one order)
+    if x.op in _C_ORDERED_OPS:
+        return True
+    if x.op == ir.CONST:
+        return bool(np.asarray(x.params["value"]).flags.c_contiguous)
+    op = REGISTRY.get(x.op)
+    return depth > 0 and op is not None and op.elementwise and not x.params \
+        and all(c_ordered(i, depth - 1) for i in x.inputs)

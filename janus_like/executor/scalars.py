@@ -3,12 +3,14 @@
 On such values NumPy's per-call setup is the whole cost, and each form below computes the same
 value in the same dtype without it (NumPy 2.4, one tiny_mlp step):
 
-- `operator`: add, sub, mul, div and neg of rank-0 NumPy values (and Python numbers) as Python
-  operators. On NumPy scalars that is NumPy's scalar math, the same IEEE operation in the same
+- `operator`: add, sub, mul, div, neg and abs of rank-0 NumPy values (and Python numbers) as
+  Python operators. On NumPy scalars that is NumPy's scalar math, the same IEEE operation in the same
   dtype (`np.add(c, 1)` 1.06 us, `c + 1` 0.04 us on an int64 counter); a 0-d array operand
   goes through the ufunc as before. The result dtype is checked at compile time by running both
-  forms on sample values, so a NumPy whose promotion rules differ keeps the ufunc call. One
-  difference remains: integer scalar math warns on overflow where the ufunc wraps silently.
+  forms on sample values, so a NumPy whose promotion rules differ keeps the ufunc call. Integer
+  scalar math warns on overflow where the ufunc wraps silently: eager's `v * v` of an int8
+  element warns, and so does the plan, of every integer dtype; one difference remains, an
+  explicit `np.multiply(v, v)` of NumPy scalars, which the plan computes as `v * v` and warns.
 - `reduce`: sum, mean, max or min over every axis of a float array of one element, as the
   element (`x[0, 0]`, plus a zero of its dtype for sum and mean, whose reduction starts from 0.0
   and so turns -0.0 into 0.0): 1.2 against 0.1 us.
@@ -37,7 +39,9 @@ from .buffers import _known
 _OPERATORS = {"add": (_op.add, "+", np.add), "sub": (_op.sub, "-", np.subtract),
               "mul": (_op.mul, "*", np.multiply), "div": (_op.truediv, "/", np.true_divide)}
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_INTS = (np.dtype(np.int64),)
+_INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                                    np.uint64))
+_ONE_OPERAND = {"neg": (_op.neg, "-", np.negative), "abs": (abs, "abs", np.abs)}
 
 
 def _first(em, x, rank) -> str:
@@ -50,12 +54,12 @@ def _rank0(x) -> bool:
 
 
 def operator(em, n) -> str | None:
-    """`(a + b)` / `(-a)` for an elementwise node of rank-0 NumPy operands, or None."""
-    if n.params or n.aval is None or tuple(n.aval[0]) != () or n.op not in (*_OPERATORS, "neg"):
+    """`(a + b)` / `(-a)` / `abs(a)` for an elementwise node of rank-0 NumPy operands, or None."""
+    if n.params or n.aval is None or tuple(n.aval[0]) != () or n.op not in (*_OPERATORS, *_ONE_OPERAND):
         return None
-    if len(n.inputs) != (1 if n.op == "neg" else 2):
+    if len(n.inputs) != (1 if n.op in _ONE_OPERAND else 2):
         return None
-    py, sym, uf = (_op.neg, "-", np.negative) if n.op == "neg" else _OPERATORS[n.op]
+    py, sym, uf = _ONE_OPERAND[n.op] if n.op in _ONE_OPERAND else _OPERATORS[n.op]
     allowed = _FLOATS + (_INTS if n.op != "div" else ())
     samples = []
     for i in n.inputs:
@@ -76,8 +80,8 @@ def operator(em, n) -> str | None:
         return None
     if type(a) is not type(b) or not isinstance(a, np.generic) or np.dtype(type(a)) != np.dtype(n.aval[1]):
         return None
-    if n.op == "neg":
-        return f"(-{em.arg(n.inputs[0])})"
+    if n.op in _ONE_OPERAND:
+        return f"(-{em.arg(n.inputs[0])})" if n.op == "neg" else f"abs({em.arg(n.inputs[0])})"
     return f"({em.arg(n.inputs[0])} {sym} {em.arg(n.inputs[1])})"
 
 

@@ -16,8 +16,8 @@ import types
 
 import numpy as np
 
-from ..source import in_packages
-from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit, class_lookup
+from ..source import function_ast, in_packages, nested_super
+from .support import _LIBRARY_PREFIXES, _MISSING, _is_immutable, _is_jit, class_lookup, users_jit_attribute
 from .draws import input_rng_method
 from .values import BoundMethod, ObjRef, SuperRef, Unsupported
 
@@ -51,7 +51,9 @@ def user_method(klass, name):
 
 def _changeable(value) -> bool:
     """Whether a value held outside the arguments may be state (a dict, a list, an array, an
-    object): read through guards, written at the commit."""
+    object, or a tuple holding one): read through guards, written at the commit."""
+    if isinstance(value, tuple):  # (`Net.shared = (0, {"k": 1.0})`, a default `state=(buf,)`)
+        return any(_changeable(v) for v in value)
     return not (_is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value))
 
 
@@ -147,6 +149,9 @@ class AttributesMixin:
             code = getattr(fn, "__code__", None)
             if code is None or "__class__" not in code.co_freevars or not code.co_varnames:
                 raise Unsupported("unsupported-call", "super() outside a method", self.site)
+            if nested_super(function_ast(fn)):  # (which super() this is, the frame does not say)
+                raise Unsupported("unsupported-call", "super() in a comprehension, lambda or nested function",
+                                  self.site)
             cls = fn.__closure__[code.co_freevars.index("__class__")].cell_contents
             obj = self.frames[-1].locals.get(code.co_varnames[0])
         # (an object the function made, or an input's: expressions.getattr looks names up after cls)
@@ -309,8 +314,8 @@ class AttributesMixin:
         if isinstance(obj, ObjRef):
             target, slot = obj.obj, obj.slot
         elif isinstance(obj, (type, types.FunctionType)) or isinstance(obj, types.ModuleType) \
-                and not _library_owned(obj):  # (a user's config module: `getattr(cfg, "WD", 0.0)`)
-            target, slot = obj, self.owner_ref(obj).slot
+                and not _library_owned(obj) or users_jit_attribute(obj, name, written=True):  # (a user's config
+            target, slot = obj, self.owner_ref(obj).slot  # module: `getattr(cfg, "WD", 0.0)`; a jitted `train`)
         elif id(obj) in self.new_objects:  # (its own attributes are the function's: its classes' are guarded)
             target, slot = obj, None
         else:

@@ -275,6 +275,8 @@ class CallbacksMixin:
         Python runs them: the first iterable is evaluated now, in `frame`; each step (pulled
         lazily) binds the targets of the next item that passes the `if`s in `scope`, where the
         element (and any lambda made there) reads them."""
+        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):  # (it binds in the function's scope)
+            raise Unsupported("unsupported-syntax", "`:=` inside a comprehension", self.site)
         first = self.iterate_lazily(self.eval(node.generators[0].iter, frame))
         targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
         scope = Frame(frame.func, frame.globals, frame.filename, frame, frozenset(targets))

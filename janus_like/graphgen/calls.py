@@ -37,7 +37,7 @@ from .attributes import _library_owned
 from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS,
                       _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key,
                       _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_class,
-                      plain_dataclass)
+                      plain_dataclass, users_jit_attribute)
 
 
 _ITERTOOLS = frozenset((itertools.islice, itertools.chain, itertools.zip_longest, itertools.product,
@@ -331,7 +331,7 @@ class CallsMixin:
         if func in (getattr, hasattr) and len(args) >= 2 and isinstance(args[1], str) and (
                 isinstance(args[0], (ObjRef, Sym, VarRef)) or made or isinstance(args[0], (type, types.FunctionType,
                                                                                   types.ModuleType))
-                and not _library_owned(args[0])):
+                and not _library_owned(args[0]) or users_jit_attribute(args[0], args[1], written=True)):
             if func is hasattr:
                 try:
                     self.getattr(args[0], args[1])
@@ -344,7 +344,7 @@ class CallsMixin:
             return self.getattr(args[0], args[1]) if len(args) == 2 else self.getattr_default(args[0], args[1], args[2])
         if func is setattr and len(args) == 3 and not kwargs and isinstance(args[1], str) and (
                 isinstance(args[0], (ObjRef, Sym)) or made or isinstance(args[0], (type, types.FunctionType))
-                and not _library_owned(args[0])):
+                and not _library_owned(args[0]) or users_jit_attribute(args[0], args[1], written=True)):
             self.setattr(*args)  # `setattr(model, name, value)`: as `model.<name> = value`
             return None
         if func is setattr:
@@ -371,7 +371,12 @@ class CallsMixin:
             return sorted_numbers(self.builder, args, kwargs, self.site)
         if func in (max, min) and _any_abstract(args):
             return scalar_extreme(self.builder, func, args, kwargs, self.site)
-        if func is divmod and len(args) == 2 and _any_abstract(args):  # Python's and NumPy's alike
+        if func is divmod and len(args) == 2 and _any_abstract(args):
+            if any(isinstance(a, Sym) and a.kind == "tensor" for a in args):  # (a Tensor has no __divmod__)
+                a, b = (type(_concrete_type_probe(v) if isinstance(v, (Sym, ObjRef)) else v).__name__ for v in args)
+                raise TypeError(f"unsupported operand type(s) for divmod(): '{a}' and '{b}'")
+            if any(isinstance(a, Sym) and a.kind == "array" for a in args):  # an array's __divmod__ is np.divmod
+                return self.call(np.divmod, list(args), {})  # (one ufunc: its warnings say "in divmod")
             return args[0] // args[1], args[0] % args[1]
         if func in (str, repr, ascii, format) and len(args) >= 1 and (_any_abstract(args[0]) or _any_objref(args[0])):
             spec = (args[1] if len(args) > 1 else kwargs.get("format_spec", "")) if func is format else ""

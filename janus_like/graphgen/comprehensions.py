@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 
 from .support import _dict_key
-from .values import Unsupported
 
 
 class ComprehensionsMixin:
@@ -57,8 +56,6 @@ class ComprehensionsMixin:
         comprehension (callbacks.scoped_iteration): a lambda made there reads the
         comprehension's names when it is called (late binding: `[lambda: i for i in range(3)]`
         all see the last i)."""
-        if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):
-            raise Unsupported("unsupported-syntax", "`:=` in a comprehension with a lambda", self.site)
         acc = make()
         outer, self.comprehensions = self.comprehensions, 0
         try:

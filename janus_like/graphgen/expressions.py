@@ -25,7 +25,8 @@ from .values import OPAQUE, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, U
 from .containers import builtin_member
 from .windows import WINDOW, DynamicSlice, has_dynamic_slice, refuse as refuse_window, window_index
 from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key,
-                      _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj)
+                      _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj,
+                      users_jit_attribute)
 
 
 class ExpressionsMixin:
@@ -417,8 +418,8 @@ class ExpressionsMixin:
             return getattr(obj, name)
         if isinstance(obj, DeferredStr):
             raise Unsupported("data-dependent-python", "string methods on a formatted graph value", self.site)
-        if isinstance(obj, (type, types.FunctionType)):  # `Registry.table`, `fn.cache`
-            return self.shared_attribute(obj, name, getattr(obj, name), key)
+        if isinstance(obj, (type, types.FunctionType)) or users_jit_attribute(obj, name):  # `Registry.table`,
+            return self.shared_attribute(obj, name, getattr(obj, name), key)  # `fn.cache`, a jitted `train.lr`
         return self.made_attribute(obj, name, key) if id(obj) in self.new_objects else getattr(obj, name)
 
     def array_attribute(self, x, name):

@@ -16,6 +16,8 @@ It returns all slot values, or the index of the first failed assumption (-1 if a
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import backend
@@ -175,7 +177,10 @@ class InputProgram:
             self.check(slot, f"{{v}} is {v}", Assumption("value", site, v, slot.text))
             return
         relax = ("value", relax_text(slot)) if t in (int, float) or isinstance(v, (np.floating, np.integer)) else None
-        self.check(slot, f"type({{v}}) is {self._const(t)} and {{v}} == {self._const(v)}",
+        sign = ""
+        if isinstance(v, (float, np.floating)) and v == 0:  # (-0.0 == 0.0, and 1 / -0.0 is -inf)
+            sign = f" and {self._const(math.copysign)}(1.0, {{v}}) == {math.copysign(1.0, v)}"
+        self.check(slot, f"type({{v}}) is {self._const(t)} and {{v}} == {self._const(v)}{sign}",
                    Assumption("value", site, v, slot.text, relax=relax))
 
     def check_identity(self, slot, site):

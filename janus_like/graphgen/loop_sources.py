@@ -6,7 +6,8 @@ raises when the body adds or removes a key). The generator took the items when t
 so a body that writes an item ahead (`ps["out"] = ps["emb"]` in a loop over `ps.items()`, tied
 weights synced) or appends to the list it walks would run differently in the graph: such a
 loop is Unsupported (eager runs it). Writes to the item at hand or to items already passed
-(`ps[name] = p - lr * g`, the usual update) change nothing the loop reads later.
+(`ps[name] = p - lr * g`, the usual update) change nothing the loop reads later, nor do writes
+to the values of a dict whose keys alone the loop takes (`for k in ps`, `ps.keys()`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .values import ObjRef, Unsupported
 
 _VIEWS = ("items", "values", "keys")
 _KINDS = (list, dict, collections.deque)
+_REMOVALS = ("pop", "popitem", "clear", "__delitem__")
 
 
 class LoopSources:
@@ -31,24 +33,33 @@ class LoopSources:
         self.gen, self.mark = gen, mark
         self.natural = iterated_sources(gen, expr, frame)
         if isinstance(iterable.obj if isinstance(iterable, ObjRef) else iterable, _KINDS) \
-                and not any(v is iterable for v, _ in self.natural):
-            self.natural.append((iterable, _contents(gen, iterable)))
+                and not any(v is iterable for v, _, _ in self.natural):
+            keys = isinstance(iterable.obj if isinstance(iterable, ObjRef) else iterable, dict)  # (a dict: its keys)
+            self.natural.append((iterable, _contents(gen, iterable), keys))
         self.lazy = None if isinstance(iterable, (ObjRef, list, tuple, dict, range, str)) else []
+        self.first_write = len(gen.writes)  # (keys removed since: `ps.pop(k)` and put back, which eager's
+        # iterator notices though the keys and values read the same)
 
     def check(self, t):
         if self.lazy == [] and t == 0:  # (a generator expression reads its list at its first item)
-            seen = {id(v) for v, _ in self.natural} | {id(v.obj) for v, _ in self.natural if isinstance(v, ObjRef)}
-            self.lazy = [(r, _contents(self.gen, r)) for r in self.gen.materialized[self.mark:]
+            seen = {id(v) for v, _, _ in self.natural} | {id(v.obj) for v, _, _ in self.natural
+                                                         if isinstance(v, ObjRef)}
+            self.lazy = [(r, _contents(self.gen, r), False) for r in self.gen.materialized[self.mark:]
                          if id(r.obj) not in seen and isinstance(r.obj, _KINDS)]
         check_unwritten(self.gen, self.natural, t)
+        keyed = {id(v.obj if isinstance(v, ObjRef) else v) for v, _, _ in self.natural}
+        if keyed and any(w[0] == "call" and w[2] in _REMOVALS and id(w[1].obj) in keyed
+                         for w in self.gen.writes[self.first_write:]):
+            raise Unsupported("data-dependent-python", "a loop removes items of the container it iterates",
+                              self.gen.site)
         if self.lazy:
             check_unwritten(self.gen, self.lazy, None if t is None else 0)
 
 
 def iterated_sources(gen, expr, frame) -> list:
-    """[(container, its contents now)] for each list, dict or deque `expr` iterates in order
-    (read again here only where reading is free of effects: names, attributes, constant
-    subscripts)."""
+    """[(container, its contents now, whether only its keys are taken)] for each list, dict or
+    deque `expr` iterates in order (read again here only where reading is free of effects:
+    names, attributes, constant subscripts)."""
     out = []
 
     def leaf(e):
@@ -56,12 +67,14 @@ def iterated_sources(gen, expr, frame) -> list:
             for a in e.args:
                 leaf(a)
             return
+        keys = True
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _VIEWS and not e.args:
-            e = e.func.value
+            e, keys = e.func.value, e.func.attr == "keys"
         if _pure(e):
             v = gen.eval(e, frame)
-            if isinstance(v.obj if isinstance(v, ObjRef) else v, _KINDS):
-                out.append((v, _contents(gen, v)))
+            obj = v.obj if isinstance(v, ObjRef) else v
+            if isinstance(obj, _KINDS):
+                out.append((v, _contents(gen, v), keys and isinstance(obj, dict)))
 
     leaf(expr)
     return out
@@ -70,13 +83,13 @@ def iterated_sources(gen, expr, frame) -> list:
 def check_unwritten(gen, sources, t):
     """Before trip `t` (None: after the last one) of a loop over `sources`: the containers have
     their items and, from position t on, the same values as when the loop began."""
-    for v, before in sources:
+    for v, before, keys_only in sources:
         now = _contents(gen, v)
         kind = type(v.obj if isinstance(v, ObjRef) else v).__name__
         if len(now) != len(before) or any(k1 is not k2 and k1 != k2 for (k1, _), (k2, _) in zip(now, before)):
             raise Unsupported("data-dependent-python", f"a loop adds or removes items of the {kind} it iterates",
                               gen.site)
-        if t is not None and any(a is not b for (_, a), (_, b) in zip(now[t:], before[t:])):
+        if t is not None and not keys_only and any(a is not b for (_, a), (_, b) in zip(now[t:], before[t:])):
             raise Unsupported("data-dependent-python", f"a loop writes an item of the {kind} it iterates before "
                                                        "it gets to it", gen.site)
 

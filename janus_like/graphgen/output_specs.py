@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import keyword
 
+import numpy as np
+
+from .. import ir
+
 
 def new_object(cls, names, values):
     """A dataclass object as its written `__init__` leaves it (support.plain_dataclass): its
@@ -83,3 +87,24 @@ def op_line(op, expr, const) -> str:
     if tag == "cell":
         return f"{const(op[1])}.cell_contents = {expr(op[3])}"
     raise LookupError(tag)
+
+
+_VIEW_OPS = frozenset({"transpose", "expand_dims", "squeeze", "broadcast_to", "diagonal", "real", "imag"})
+
+
+def view_base(node):
+    """The id of the node whose array `node`'s value is surely a view of (through basic
+    indexing with ints and slices, transposes, ...), or None where it may be a new array (an
+    index by arrays, a reshape that copies) or is no view. Two outputs merged into one node
+    (`st["v"] = h[0]` in each trip of a loop) that view one eager array are two views of it."""
+    base = None
+    while isinstance(node, ir.Node) and node.inputs and isinstance(node.inputs[0], ir.Node) and (
+            node.op in _VIEW_OPS or node.op == "getitem" and all(type(i) is int for i in node.inputs[1:])):
+        # (an index the graph computes may be a 0-d array, which NumPy reads as an array index: a copy)
+        node = base = node.inputs[0]
+    return None if base is None else base.id
+
+
+def view(val):
+    """Another view of the array `val` views (eager's second `h[0]`), as a new object."""
+    return val.view() if isinstance(val, np.ndarray) else val

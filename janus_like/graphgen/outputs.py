@@ -16,7 +16,8 @@ import numpy as np
 from .. import ir
 from ..ops.indexing import build_index
 from ..tensor import Tensor, _next_id, _wrap
-from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens
+from .output_specs import (new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens,
+                           view as _view, view_base)
 from .support import _any_of, input_view, made_fields
 from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .windows import WINDOW
@@ -35,7 +36,9 @@ class Outputs:
         self.result = None
         self.sink_count: dict = {}
         self.copied: list = []  # output positions copied before the commit (plan_copies)
+        self.viewed: set = set()  # ... of those, the ones taken as another view of the same array
         self.made: list = []  # per output position: a new array in eager code (set before the passes)
+        self.bases: list = []  # per output position: output_specs.view_base (set before the passes)
         self._built: set = set()  # output positions a spec builds (not only committed)
         self._tokens: dict = {}  # id(object) -> token: one Tensor, list or dict per eager one
         self.escape = lambda v, what: None  # the builder's check that v's type cannot show (builder.escape)
@@ -154,11 +157,15 @@ class Outputs:
         seen: dict = {}
         if not self.made:  # the first call, before the passes: what eager code makes anew
             self.made = [_root(node).op != ir.INPUT for node in self.nodes]
-        copied = set()
+            self.bases = [view_base(node) for node in self.nodes]  # (two views of one array: two views)
+        copied, first, self.viewed = set(), {}, set()
         for i, node in enumerate(self.nodes):
             if node.id in seen or self.made[i] and _root(node).op in (ir.INPUT, ir.CONST):
                 copied.add(i)
+                if node.id in first and self.bases[i] is not None and self.bases[i] == self.bases[first[node.id]]:
+                    self.viewed.add(i)
             seen[node.id] = seen.get(node.id, 0) + 1
+            first.setdefault(node.id, i)
         self.copied = sorted(copied & self._built)
         # arrays another output is a view of (`u = c[1:3]; c.assign(c); return u`): eager's assign
         # copied, so the Variable's new array is not the one the view shows
@@ -246,7 +253,7 @@ class Outputs:
             return values
         values = list(values)
         for i in self.copied:
-            values[i] = _copy(values[i])
+            values[i] = _view(values[i]) if i in self.viewed else _copy(values[i])
         return values
 
     def prepare_effects(self, values, slots, made=None, owned=False):
@@ -385,10 +392,10 @@ class Outputs:
             return None
         # copies before the commit, which may write an input array in place
         value = {i: f"_v{i}" if i in self.copied else f"values[{i}]" for i in tensors.values()}
-        lines[:0] = [f"_v{i} = _copy(values[{i}])" for i in self.copied] + \
+        lines[:0] = [f"_v{i} = {'_view' if i in self.viewed else '_copy'}(values[{i}])" for i in self.copied] + \
             [f"_t{token} = _wrap({value[i]})" for token, i in tensors.items()] + containers
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
-        env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_next_id": _next_id,
+        env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_view": _view, "_next_id": _next_id,
                "_copyto": np.copyto, "_new_object": _new_object, "_write_at": _write_at}
         exec(compile(src, "<janus_like finish>", "exec"), env)
         finish = env["finish"]

@@ -22,7 +22,7 @@ from .containers import builtin_member, plain_protocol
 from .conversions import convert
 from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
-                      _dict_key, _raw, _unwrap_obj, class_lookup)
+                      _dict_key, _raw, _unwrap_obj, class_lookup, users_jit_attribute)
 
 
 # `__setattr__`s that store into the instance's `__dict__` as object's does (SimpleNamespace's
@@ -404,7 +404,7 @@ class StatementsMixin:
             return
         if isinstance(obj, (Sym, SymbolicTape)):
             raise Unsupported("unsupported-syntax", f"setting attribute {name!r} on an array", self.site)
-        if isinstance(obj, (type, types.FunctionType)):
+        if isinstance(obj, (type, types.FunctionType)) or users_jit_attribute(obj, name, written=True):
             self.shared_setattr(obj, name, value)
             return
         if isinstance(obj, types.ModuleType):

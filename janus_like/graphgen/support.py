@@ -165,6 +165,14 @@ def _is_jit(v):
     return getattr(type(v), "_janus_jit", False)
 
 
+def users_jit_attribute(v, name, written=False) -> bool:
+    """Whether `v.name` is (`written`: would be) an attribute the user gave a jitted function
+    (`train.lr = 0.1`), not one of the JIT's own: read and written through guards and the
+    commit, as a function's are."""
+    internal = getattr(v, "_internal", None) if _is_jit(v) else None
+    return internal is not None and name not in internal and (written or name in v.__dict__)
+
+
 def _is_tape_class(v):
     from ..autodiff import GradientTape
 

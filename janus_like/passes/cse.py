@@ -31,6 +31,18 @@ def _const_key(n):
     return (ir.CONST, v.dtype.str, v.shape, v.tobytes())
 
 
+def exact(v):
+    """`v` as a key that tells apart values Python calls equal but that compute differently: `0`,
+    `0.0`, `True` and `np.float32(0)` (the result's dtype), `0.0` and `-0.0` (the sign of what
+    they make: `1 / (x * -0.0)`); tuples item by item. Unhashable values raise TypeError."""
+    if type(v) is tuple:
+        return ("tuple",) + tuple(exact(x) for x in v)
+    hash(v)
+    if isinstance(v, (float, np.floating, complex, np.complexfloating)):
+        return (type(v).__name__, repr(v))
+    return (type(v).__name__, v)
+
+
 def value_key(n):
     """A key equal for nodes that compute the same values (None: a node of its own: a draw, a
     fresh copy, unhashable parameters); graphgen/masks.py gives such masks one stand-in count."""
@@ -40,13 +52,8 @@ def value_key(n):
     if op is None or op.stateful or n.op in _FRESH:
         return None
     try:
-        params = tuple(sorted(n.params.items()))
-        hash(params)
-    except TypeError:
-        return None
-    inputs = tuple(("n", i.id) if isinstance(i, ir.Node) else ("v", type(i).__name__, i) for i in n.inputs)
-    try:
-        hash(inputs)
+        params = tuple(sorted((k, exact(v)) for k, v in n.params.items()))
+        inputs = tuple(("n", i.id) if isinstance(i, ir.Node) else ("v", exact(i)) for i in n.inputs)
     except TypeError:
         return None
     # (an op under another `np.errstate` warns or raises otherwise: `np.log(x)` under

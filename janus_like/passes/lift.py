@@ -31,6 +31,7 @@ from ..ops.registry import REGISTRY
 from .order import refs as _refs
 from .order import stable_topological_order
 from .dce import dce
+from .cse import exact
 from .families import _FULL, _find_families, _shape
 from .simplify import substitute
 from .whole_blocks import permuted_products, sum_over_blocks, whole_concatenations
@@ -40,8 +41,7 @@ _REDUCTIONS = {"sum", "mean", "max", "min"}
 
 def _key(v):
     try:
-        hash(v)
-        return v
+        return exact(v)  # (`0` and `0.0`, `0.0` and `-0.0` compute differently)
     except TypeError:
         return ("unhashable", id(v))
 

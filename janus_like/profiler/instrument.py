@@ -20,7 +20,7 @@ import weakref
 
 import numpy as np
 
-from ..source import function_ast, in_packages
+from ..source import function_ast, in_packages, nested_super
 from .profile import member_key, picked_position
 
 _SKIP_MODULES = ("numpy", "janus_like.ops", "janus_like.tensor", "janus_like.autodiff", "janus_like.backend",
@@ -109,6 +109,13 @@ class Hooks:
         if isinstance(container, (dict, list)) and type(index) in (int, str):
             self.profile.record_value(member_key(container, ("item", index)), value)
         return value
+
+    @staticmethod
+    def own(names):
+        """`locals()` / `vars()` of the instrumented copy, without the copy's own `__jlp` (the
+        frame's dict itself, as eager returns it)."""
+        names.pop("__jlp", None)
+        return names
 
     def c(self, key, fn):
         self.profile.record_callee(key, fn)
@@ -235,7 +242,10 @@ def instrumented(fn, hooks):
 
 
 def _compile(fn):
-    fn_ast = copy.deepcopy(function_ast(fn))
+    fn_ast = function_ast(fn)
+    if nested_super(fn_ast):  # the copy has no class cell to give such a super(): left as it is
+        raise ValueError("super() in a nested scope")
+    fn_ast = copy.deepcopy(fn_ast)
     fn_ast.decorator_list = []
     fn_ast.name = "__jl_inner"  # so a recursive reference to the original name stays a global
     # Defaults and annotations are evaluated when the factory runs the `def`, where the names
@@ -432,4 +442,7 @@ class _Instrument(ast.NodeTransformer):
             node.args = [ast.Name("__class__", ast.Load()), ast.Name(self.first_arg, ast.Load())]
             return node
         node.func = self.hook("c", node, node.func)
+        if isinstance(func, ast.Name) and func.id in ("locals", "vars") and func.id not in self.locals \
+                and not node.args and not node.keywords:
+            return ast.Call(ast.Attribute(ast.Name("__jlp", ast.Load()), "own", ast.Load()), [node], [])
         return node

@@ -140,6 +140,13 @@ def _add_keys_while_walking(st, g, add):
     return len(st["m"])
 
 
+def _pop_and_put_back(ps, gs):
+    for name in ps:  # the same keys and values after each trip, but eager's iterator sees the move
+        ps[name] = ps[name] - 0.1 * gs[name]
+        ps["out"] = ps.pop("out")
+    return ps["out"].sum()
+
+
 def _update_in_place(ps, gs):
     for name, p in ps.items():  # the usual update: the item at hand is replaced
         ps[name] = p - 0.1 * gs[name]
@@ -189,7 +196,9 @@ def _genexp_ahead(ps, g):
      lambda s, i: (s, {"emb": np.full(3, float(i)), "out": np.ones(3)})),
     (_append_while_walking, lambda: {"ps": [np.ones(3)]}, lambda s, i: (s, np.full(3, float(i)), i == 6)),
     (_add_keys_while_walking, lambda: {"m": {"a": np.zeros(3)}}, lambda s, i: (s, np.full(3, float(i)), i == 6)),
-], ids=["write-ahead", "reversed", "method", "genexp", "tied-sync", "append", "add-keys"])
+    (_pop_and_put_back, lambda: {"emb": np.ones(3), "out": np.ones(3)},
+     lambda s, i: (s, {"emb": np.full(3, float(i)), "out": np.ones(3)})),
+], ids=["write-ahead", "reversed", "method", "genexp", "tied-sync", "append", "add-keys", "pop-put-back"])
 def test_a_loop_that_writes_the_container_it_iterates(fn, state, args):
     check(lambda: (fn, state()), [lambda s, i=i: args(s, i) for i in range(8)], min_graph_calls=0)
 
@@ -198,6 +207,24 @@ def test_writes_to_the_item_at_hand_still_run_as_graphs():
     st = lambda: {"a": np.ones(3), "b": np.full(3, 2.0), "list": [np.ones(2), np.ones(2)]}  # noqa: E731
     gs = {"a": np.full(3, 0.5), "b": np.ones(3), "list": np.zeros(2)}
     jf = check(lambda: (_update_in_place, st()), [lambda s: (s, gs)] * 8, min_graph_calls=5)
+    assert not fallback_reasons(jf), jf.explain()
+
+
+def _tied_by_keys(ps, gs):
+    for name in ps:  # the keys alone: the body reads each value when it gets to it, as eager does
+        ps[name] = ps[name] - 0.1 * gs[name]
+        if name == "emb":
+            ps["out"] = ps["emb"]
+    for name in ps.keys():
+        ps[name] = ps[name] * 0.5
+        ps["emb"] = ps["emb"] + 1.0
+    return ps["out"].sum()
+
+
+def test_a_loop_over_a_dicts_keys_writing_values_ahead_runs_as_a_graph():
+    gs = lambda i: {"emb": np.full(3, float(i)), "out": np.ones(3)}  # noqa: E731
+    jf = check(lambda: (_tied_by_keys, {"emb": np.ones(3), "out": np.ones(3)}),
+               [lambda s, i=i: (s, gs(i)) for i in range(8)], min_graph_calls=5)
     assert not fallback_reasons(jf), jf.explain()
 
 
