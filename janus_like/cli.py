@@ -108,7 +108,8 @@ def main(argv=None) -> int:
         options = dict(warmup=args.warmup, hot_after=DEFAULT_HOT_AFTER if args.hot_after is None else args.hot_after,
                        include=args.include or ("*",), exclude=args.exclude)
         try:
-            run_path(args.script, args.args, report=args.report, jit=not args.no_jit, **options)
+            report = os.path.abspath(args.report) if args.report else None  # (before the script's own chdir)
+            run_path(args.script, args.args, report=report, jit=not args.no_jit, **options)
         finally:
             sys.stdout.flush()
             if args.report:

@@ -48,6 +48,18 @@ def test_validator_reports_violations():
         ["$.a: -1 < minimum 0"]
 
 
+def test_every_assumption_kind_the_jit_makes_is_in_the_schema():
+    import pathlib
+    import re
+
+    import janus_like
+
+    source = pathlib.Path(janus_like.__file__).parent
+    kinds = {m for f in source.rglob("*.py") for m in re.findall(r'Assumption\("(\w+)"', f.read_text())}
+    enum = load_schema()["definitions"]["assumption"]["properties"]["kind"]["enum"]
+    assert kinds and kinds <= set(enum), kinds - set(enum)
+
+
 def test_json_validates_with_jsonschema_when_installed(report_dir):
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed (not a dependency)")
     jsonschema.validate(load(str(report_dir)), load_schema())
@@ -132,3 +144,13 @@ def test_html_renders_in_headless_chromium(report_dir):
     dom = subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", url],
                          capture_output=True, text=True, timeout=60).stdout
     assert "janus_like report" in dom and "<svg" in dom
+
+
+def test_a_relative_report_directory_is_the_callers_though_the_script_changes_directory(tmp_path, monkeypatch):
+    script, away = tmp_path / "train.py", tmp_path / "elsewhere"
+    away.mkdir()
+    script.write_text(f"import os\nos.chdir({str(away)!r})\nprint('ran')\n")
+    monkeypatch.chdir(tmp_path)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(["run", "--report", "rep", str(script)]) == 0
+    assert (tmp_path / "rep" / "report.json").exists() and not (away / "rep").exists()
