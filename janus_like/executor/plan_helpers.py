@@ -160,8 +160,8 @@ _C_ORDERED_OPS = ("matmul", "dot")
 
 def c_ordered(x, depth=6) -> bool:
     """Whether node x's value is surely C-ordered when the plan runs (or has at most one axis
-    longer than 1, where order does not matter): a product's, a constant's that is, an elementwise op's of such
-    operands. An input or an index's result may be F-ordered (`x[:, idx]` is): a ufunc keeps
+    longer than 1, where order does not matter): a product's, a constant's that is, an
+    elementwise op's of such operands. An input or an index's result may be F-ordered (`x[:, idx]` is): a ufunc keeps
     its operands' order (`np.maximum(x, 0.0)` of an F-ordered x is F-ordered), and a reduction
     over it sums in that order."""
     if not isinstance(x, ir.Node) or (x.aval is not None and sum(d != 1 for d in x.aval[0]) <= 1):

@@ -10,7 +10,8 @@ value in the same dtype without it (NumPy 2.4, one tiny_mlp step):
   forms on sample values, so a NumPy whose promotion rules differ keeps the ufunc call. Integer
   scalar math warns on overflow where the ufunc wraps silently: eager's `v * v` of an int8
   element warns, and so does the plan, of every integer dtype; one difference remains, an
-  explicit `np.multiply(v, v)` of NumPy scalars, which the plan computes as `v * v` and warns.
+  explicit ufunc call on NumPy integer scalars (`np.multiply(v, v)`, `np.negative(v)`), which
+  the plan computes as the operator, with the warning.
 - `reduce`: sum, mean, max or min over every axis of a float array of one element, as the
   element (`x[0, 0]`, plus a zero of its dtype for sum and mean, whose reduction starts from 0.0
   and so turns -0.0 into 0.0): 1.2 against 0.1 us.
@@ -41,7 +42,7 @@ _OPERATORS = {"add": (_op.add, "+", np.add), "sub": (_op.sub, "-", np.subtract),
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
                                     np.uint64))
-_ONE_OPERAND = {"neg": (_op.neg, "-", np.negative), "abs": (abs, "abs", np.abs)}
+_ONE_OPERAND = {"neg": (_op.neg, "(-{})", np.negative), "abs": (abs, "abs({})", np.abs)}  # (its form's text)
 
 
 def _first(em, x, rank) -> str:
@@ -81,7 +82,7 @@ def operator(em, n) -> str | None:
     if type(a) is not type(b) or not isinstance(a, np.generic) or np.dtype(type(a)) != np.dtype(n.aval[1]):
         return None
     if n.op in _ONE_OPERAND:
-        return f"(-{em.arg(n.inputs[0])})" if n.op == "neg" else f"abs({em.arg(n.inputs[0])})"
+        return sym.format(em.arg(n.inputs[0]))
     return f"({em.arg(n.inputs[0])} {sym} {em.arg(n.inputs[1])})"
 
 

@@ -32,24 +32,25 @@ class LoopSources:
     def __init__(self, gen, expr, frame, iterable, mark):
         self.gen, self.mark = gen, mark
         self.natural = iterated_sources(gen, expr, frame)
-        if isinstance(iterable.obj if isinstance(iterable, ObjRef) else iterable, _KINDS) \
-                and not any(v is iterable for v, _, _ in self.natural):
-            keys = isinstance(iterable.obj if isinstance(iterable, ObjRef) else iterable, dict)  # (a dict: its keys)
-            self.natural.append((iterable, _contents(gen, iterable), keys))
+        obj = _raw(iterable)
+        if isinstance(obj, _KINDS) and not any(v is iterable for v, _, _ in self.natural):
+            self.natural.append((iterable, _contents(gen, iterable), isinstance(obj, dict)))  # (a dict: its keys)
         self.lazy = None if isinstance(iterable, (ObjRef, list, tuple, dict, range, str)) else []
-        self.first_write = len(gen.writes)  # (keys removed since: `ps.pop(k)` and put back, which eager's
-        # iterator notices though the keys and values read the same)
+        # an item removed from a container walked in order (`ps.pop(k)`, put back or not), which
+        # eager's iterator notices though the keys and values may read the same: the writes are
+        # scanned from where the last check left off
+        self.walked = {id(_raw(v)) for v, _, _ in self.natural}
+        self.scanned = len(gen.writes)
 
     def check(self, t):
         if self.lazy == [] and t == 0:  # (a generator expression reads its list at its first item)
-            seen = {id(v) for v, _, _ in self.natural} | {id(v.obj) for v, _, _ in self.natural
-                                                         if isinstance(v, ObjRef)}
+            seen = {id(v) for v, _, _ in self.natural} | self.walked
             self.lazy = [(r, _contents(self.gen, r), False) for r in self.gen.materialized[self.mark:]
                          if id(r.obj) not in seen and isinstance(r.obj, _KINDS)]
         check_unwritten(self.gen, self.natural, t)
-        keyed = {id(v.obj if isinstance(v, ObjRef) else v) for v, _, _ in self.natural}
-        if keyed and any(w[0] == "call" and w[2] in _REMOVALS and id(w[1].obj) in keyed
-                         for w in self.gen.writes[self.first_write:]):
+        writes, start, self.scanned = self.gen.writes, self.scanned, len(self.gen.writes)
+        if self.walked and any(w[0] == "call" and w[2] in _REMOVALS and id(w[1].obj) in self.walked
+                               for w in writes[start:]):
             raise Unsupported("data-dependent-python", "a loop removes items of the container it iterates",
                               self.gen.site)
         if self.lazy:
@@ -72,9 +73,8 @@ def iterated_sources(gen, expr, frame) -> list:
             e, keys = e.func.value, e.func.attr == "keys"
         if _pure(e):
             v = gen.eval(e, frame)
-            obj = v.obj if isinstance(v, ObjRef) else v
-            if isinstance(obj, _KINDS):
-                out.append((v, _contents(gen, v), keys and isinstance(obj, dict)))
+            if isinstance(_raw(v), _KINDS):
+                out.append((v, _contents(gen, v), keys and isinstance(_raw(v), dict)))
 
     leaf(expr)
     return out
@@ -85,7 +85,7 @@ def check_unwritten(gen, sources, t):
     their items and, from position t on, the same values as when the loop began."""
     for v, before, keys_only in sources:
         now = _contents(gen, v)
-        kind = type(v.obj if isinstance(v, ObjRef) else v).__name__
+        kind = type(_raw(v)).__name__
         if len(now) != len(before) or any(k1 is not k2 and k1 != k2 for (k1, _), (k2, _) in zip(now, before)):
             raise Unsupported("data-dependent-python", f"a loop adds or removes items of the {kind} it iterates",
                               gen.site)
@@ -107,6 +107,11 @@ def _contents(gen, v):
     else:
         items = v
     return list(items.items()) if isinstance(items, dict) else list(enumerate(items))
+
+
+def _raw(v):
+    """The container itself: an input's (an ObjRef's object) or one the function made."""
+    return v.obj if isinstance(v, ObjRef) else v
 
 
 def _pure(e) -> bool:

@@ -121,7 +121,7 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         self.events_dropped = 0  # events after those (counted only)
         # the JIT's own attributes: any other is the user's (`train.lr`, `train.history`, the
         # function's own copied by update_wrapper), read and written by graphs like a function's
-        self._internal = frozenset(self.__dict__).union(("_internal", "compiled")) - frozenset(fn.__dict__)
+        self._internal = frozenset(self.__dict__).union(("_internal",)) - frozenset(fn.__dict__)
         _REGISTRY.append(self)
 
     def _fold(self):
