@@ -1,7 +1,8 @@
 """Training-step idioms that used to keep whole steps eager: selections by masks, `np.nonzero`,
 `np.bincount`, context managers, `max` by computed keys, `min(1.0, clip / norm)`, a centroid
 written in a branch after a view of the centroids was read, `np.fill_diagonal` and `^` on ints,
-a functional step (a frozen dataclass state replaced, dataclass metrics, a bounded deque).
+a functional step (a frozen dataclass state replaced, dataclass metrics, a bounded deque), an
+epoch of minibatches cut at the batch index.
 
     JANUS_LIKE_NATIVE=off PYTHONPATH=. taskset -c 1 python3 -m benchmarks.idiom_steps
 
@@ -202,6 +203,26 @@ def replay(st, obs, ret):
     return st["meter"].avg
 
 
+def minibatches(st, X, y, k, bs=32):
+    """Softmax regression over an epoch of minibatches cut at the batch index (`X[k * bs:(k + 1) *
+    bs]`, a shorter last batch), the loss read at `probs[range(n), y]`, the rate halved when the
+    epoch count is in a list of milestones."""
+    xb, yb = X[k * bs:(k + 1) * bs], y[k * bs:(k + 1) * bs]
+    if k == 0:
+        st["epoch"] += 1
+        if st["epoch"] in st["milestones"]:
+            st["lr"] *= 0.5
+    scores = xb @ st["W"]
+    scores -= scores.max(axis=1, keepdims=True)
+    probs = np.exp(scores)
+    probs /= probs.sum(axis=1, keepdims=True)
+    n = len(xb)
+    loss = -np.log(probs[range(n), yb]).mean()
+    probs[range(n), yb] -= 1.0
+    st["W"] -= st["lr"] * (xb.T @ probs) / n
+    return float(loss)
+
+
 def _cases():
     rng = np.random.default_rng(0)
 
@@ -238,6 +259,8 @@ def _cases():
     pairs = [(np.repeat(rng.standard_normal((32, 32)), 2, 0) + 0.1 * rng.standard_normal((64, 32)),)
              for _ in range(20)]
     transitions = [(rng.standard_normal((32, 16)), rng.standard_normal(32)) for _ in range(20)]
+    data = (rng.standard_normal((620, 16)), rng.integers(0, 10, 620))  # 19 batches of 32 and one of 12
+    epoch = [(*data, k) for k in range(20)]
     return {
         "masked_mse": (masked_mse, mse_state, mse),
         "advantages": (advantages, None, adv),
@@ -249,6 +272,8 @@ def _cases():
         "contrastive": (contrastive, lambda: {"w": np.random.default_rng(3).standard_normal((32, 16)) * 0.1}, pairs),
         "functional": (functional, functional_state, clipped),
         "replay": (replay, lambda: {"buf": Replay(256, 16), "w": np.zeros(16), "meter": Meter()}, transitions),
+        "minibatches": (minibatches, lambda: {"W": np.zeros((16, 10)), "lr": 0.5, "epoch": 0, "milestones": [2, 4]},
+                        epoch),
     }
 
 

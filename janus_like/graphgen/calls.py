@@ -36,7 +36,7 @@ from .values import BoundMethod, array_copy, DeferredStr, LocalFunction, ObjRef,
 from .attributes import _library_owned
 from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS,
                       _PURE_BUILTINS, _Return, _any_abstract, _any_objref, _as_kind, _as_tensor_kind, _dict_key,
-                      _concrete_type_probe, _identity, _is_jit, _is_tape_class, _tensor_fn, plain_class,
+                      _concrete_type_probe, _is_jit, _is_tape_class, _tensor_fn, plain_class,
                       plain_dataclass, users_jit_attribute)
 
 
@@ -65,6 +65,9 @@ def _binds(func, n_positional, keywords):
         return True
     except TypeError:
         return False
+
+
+_SIZED_LIBRARY = (np.ones, np.eye, np.identity)  # NumPy's Python functions of sizes (numpy_calls._SIZED)
 
 
 class CallsMixin:
@@ -199,6 +202,8 @@ class CallsMixin:
                 return library_of_numbers(self.builder, func, args, self.site)
         if func is np.isscalar:  # (of a graph value: which kind of value it is, numpy_calls.py)
             return self.call_numpy(func, args, kwargs)
+        if func in _SIZED_LIBRARY:  # np.eye(dims[i]): sizes the graph reads as inputs, at their values
+            args, kwargs = self.concrete_sizes(list(args)), {k: self.concrete_sizes(v) for k, v in kwargs.items()}
         if isinstance(func, types.FunctionType):
             if in_packages(module, _LIBRARY_PREFIXES) and not in_packages(module, _INLINE_LIBRARY) \
                     and not getattr(func, "_janus_inline", False):  # (jl.grad(f)'s and jl.value_and_grad(f)'s)
@@ -225,6 +230,9 @@ class CallsMixin:
                 args = (items,)
             # (an input's object may go into a local list, `modules.append((name, module))`: no
             # method that compares items, whose `==` eager calls and an ObjRef does not have)
+            if type(owner) is list and func.__name__ == "extend" and len(args) == 1 and isinstance(args[0], ObjRef) \
+                    and type(args[0].obj) in (list, tuple):  # `src.extend(ns)` of an input's list: its items
+                args = (list(self.materialize(args[0], self.site)),)
             if isinstance(owner, set) and args or isinstance(owner, dict) and func.__name__ in _KEYED and args:
                 for key in (args if isinstance(owner, set) else args[:1]):  # hashed: a graph value's hash is
                     _dict_key(key)  # its id's, not its value's (raises for one)
@@ -310,8 +318,8 @@ class CallsMixin:
         if func in (id, hash) and len(args) == 1 and id(args[0]) in self.new_objects:
             raise Unsupported("object-construction", f"{func.__name__}() of an object made in the function (eager's "
                                                      "is a new object each call)", self.site)
-        if func is id and len(args) == 1:
-            return id(_identity(args[0]))  # identities are fixed by the type/alias guards
+        if func in (id, hash) and len(args) == 1 and not kwargs:
+            return self.object_id(func, args[0])
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
             return self.attributes(args[0])
         if func is vars and args and id(args[0]) in self.new_objects:  # its own dict: built apart at the commit

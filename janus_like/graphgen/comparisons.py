@@ -5,6 +5,7 @@ at that point, and the truth of an input container or object."""
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import types
 
@@ -20,16 +21,35 @@ _CMP_DUNDERS = {ast.Eq: ("__eq__", "__eq__"), ast.NotEq: ("__ne__", "__ne__"), a
                 ast.LtE: ("__le__", "__ge__"), ast.Gt: ("__gt__", "__lt__"), ast.GtE: ("__ge__", "__le__")}
 
 
+_CONSTANTS = frozenset({int, float, bool, str, type(None)})  # the items `_member_of` compares a number with
+
+
+@functools.lru_cache(maxsize=256)
+def _member_of(items):
+    def member(v):
+        return v in items
+    member.__name__ = f"in_{len(items)}_items"
+    return member
+
+
 class ComparisonsMixin:
     def compare(self, op, left, right):
         if isinstance(op, (ast.Is, ast.IsNot)):
             same = self.singleton_identity(left, right, isinstance(op, ast.Is))
             if same is not None:
                 return same
+            if all(isinstance(v, Sym) and v.kind == "py" or type(v) in (int, float, complex) for v in (left, right)):
+                raise Unsupported("data-dependent-python", "`is` of Python numbers (eager's answer depends on which "
+                                                           "objects hold them, not on their values)", self.site)
             self.pin_compared(left, right)
             same = _identity(left) is _identity(right)
             return same if isinstance(op, ast.Is) else not same
         if isinstance(op, (ast.In, ast.NotIn)):
+            if isinstance(left, Sym) and left.kind == "py" and isinstance(right, ObjRef) \
+                    and type(right.obj) in (list, tuple):  # its items, each guarded as the profile saw it
+                self.flush_appends(right.obj)
+                shadow = self.shadows.get(id(right.obj))
+                right = list(shadow) if shadow is not None else list(self.materialize(right, self.site))
             if isinstance(right, ObjRef):
                 key = _dict_key(left)
                 self.flush_appends(right.obj)
@@ -53,6 +73,11 @@ class ComparisonsMixin:
                 for item in right:  # input objects: compared as objects, each identity guarded
                     self.pin_compared(left, item)
                 found = _identity(left) in [_identity(item) for item in right]
+            elif isinstance(left, Sym) and left.kind == "py" and all(
+                    type(v) in _CONSTANTS or isinstance(v, (np.integer, np.floating)) for v in right):
+                # `epoch in milestones` of a counter the graph reads: Python's own `in`, when the graph runs
+                found = self.builder.py_op(_member_of(tuple(right)), left, sample=True)
+                return found if isinstance(op, ast.In) else self.builder.py_op(operator.not_, found, sample=True)
             else:
                 found = _dict_key(left) in right
             return found if isinstance(op, ast.In) else not found

@@ -65,7 +65,7 @@ class ContainersMixin:
         it computes."""
         if isinstance(index, ObjRef):
             target = index.obj
-            if isinstance(target, slice) or target is Ellipsis or target is None:
+            if isinstance(target, (slice, range)) or target is Ellipsis or target is None:  # (a range: its positions)
                 self.prog.check_value(index.slot, self.site)
                 return target
             if not isinstance(target, (list, tuple)):

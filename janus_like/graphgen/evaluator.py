@@ -288,6 +288,53 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.input_nodes.append(node)
         return node
 
+    def object_id(self, func, v):
+        """`id(v)` or `hash(v)` (func) where eager's answer is an object's (an optimizer's state
+        keyed by `id(p)`): an input object's, Variable's or array's, its identity guarded (a call
+        passing another object fails the guard). Refused for a value the function makes (eager's
+        is a new object each call) and for the id of a Python number or string (which object
+        holds it is not guarded); a hash of a number or string is its value's."""
+        what = f"{func.__name__}() of"
+        if isinstance(v, (ObjRef, VarRef)):
+            obj = v.obj if isinstance(v, ObjRef) else v.var
+            if func is hash and type(obj).__hash__ is not object.__hash__:
+                raise Unsupported("data-dependent-python", f"{what} a {type(obj).__name__}, whose class has its own "
+                                                           "__hash__", self.site)
+            self.builder.key_identity(v)
+            return func(obj)
+        if isinstance(v, Sym):
+            if v.kind == "array" and v.origin is not None and func is id:  # (an array's hash: eager's TypeError)
+                slot = self.prog.slots[v.origin]
+                self.prog.check_identity(slot, self.site)
+                return id(slot.value)
+            raise Unsupported("data-dependent-python", f"{what} a value the graph computes", self.site)
+        if func is id and not (v is None or type(v) is bool or isinstance(v, (type, types.FunctionType,
+                                                                              types.BuiltinFunctionType,
+                                                                              types.ModuleType))):
+            raise Unsupported("data-dependent-python", f"{what} a {type(v).__name__} (eager's is the object's "
+                                                       "identity, which the graph does not keep)", self.site)
+        return func(v)
+
+    def concrete_sizes(self, v):
+        """A size or shape where a constant is needed: each Python int in it that the graph reads
+        as an input (an item of a list a loop reads at varying positions) taken at its value now,
+        under a value guard (a call with another value fails it; once that guard is relaxed, the
+        function stays eager here)."""
+        if type(v) in (tuple, list):
+            return type(v)(self.concrete_sizes(x) for x in v)
+        node = v.node if isinstance(v, Sym) else None
+        if node is None or v.kind != "py" or v.dtype.kind not in "iu" or node.op != ir.INPUT \
+                or "slot" not in node.params:
+            return v
+        slot = self.prog.slots[node.params["slot"]]
+        if type(slot.value) is not int:
+            return v
+        if ("value", relax_text(slot)) in self.relaxed:
+            raise Unsupported("shape-dependent", f"a size read from {slot.text}, which changed between calls",
+                              self.site)
+        self.prog.check_value(slot, self.site)
+        return slot.value
+
     def lift(self, value):
         """Concrete arrays made during generation become graph constants (so aliases share one box)."""
         if isinstance(value, Tensor):

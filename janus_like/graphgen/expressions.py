@@ -21,9 +21,9 @@ from .attributes import library_module
 from .builder import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
-from .values import OPAQUE, DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .containers import builtin_member
-from .windows import WINDOW, DynamicSlice, has_dynamic_slice, refuse as refuse_window, window_index
+from .windows import DynamicSlice, has_dynamic_slice, read_window
 from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key,
                       _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj,
                       users_jit_attribute)
@@ -438,12 +438,7 @@ class ExpressionsMixin:
 
     def getitem(self, obj, index, ast_key=None):
         if has_dynamic_slice(index):
-            if not (isinstance(obj, Sym) and obj.kind == "array"):
-                refuse_window(self)
-            out = _as_kind(F.getitem(obj, window_index(self, obj, index)), "array")
-            out.view = (OPAQUE, WINDOW)  # a copy where eager's slice is a view (windows.py)
-            self.builder.alias(obj, out)
-            return out
+            return read_window(self, obj, index)
         if isinstance(obj, Sym):
             index = self.guarded_index(index)
             out = F.getitem(obj, _unwrap_obj(index))

@@ -38,7 +38,7 @@ import numpy as np
 from .. import ir
 from ..ops.registry import REGISTRY
 from .builder import OPAQUE
-from .control import _PY_NUMBERS, _bound, _describe
+from .control import _PY_NUMBERS, _bound, _describe, _input_identity
 from .loop_exits import loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
@@ -164,6 +164,13 @@ class LoopMixin:
         if isinstance(entry, Sym) and not isinstance(entry, VarRef):
             out.view = (OPAQUE, None)
             self.builder.alias(entry, out)
+            # eager's object after zero trips is the entry's: an input's array written before the
+            # loop, or an input's Tensor, where the graph's result is its own (outputs.check_merged_identity)
+            earlier = self.builder.merged_from.get(entry.node.id)
+            of_input = _input_identity(entry) is not None or bool(earlier and earlier[2])
+            if of_input or out.kind == "tensor":
+                ids = (entry.node.id, *(earlier[1] if earlier else ()))
+                self.builder.merged_from[out.node.id] = (None, ids, of_input)
         return out
 
     def carried_initial(self, name, v):

@@ -477,8 +477,8 @@ def check_merged_identity(out, merged_from):
     built = {out.nodes[i].id for i in out._built}
     for node_id, (branch, originals, of_input) in merged_from.items():
         if node_id in built and (of_input or any(o in built for o in originals)):
-            exc = Unsupported("data-dependent-python", "a value a branch may leave as it was, or replace, leaves the "
-                                                       "call (one object or another by the outcome, where the graph's "
-                                                       "is always its own)", "")
+            exc = Unsupported("data-dependent-python", "a value a branch (or a loop that may run zero times) may leave "
+                                                       "as it was, or replace, leaves the call (one object or another "
+                                                       "by the outcome, where the graph's is always its own)", "")
             exc.branch = branch
             raise exc

@@ -238,7 +238,7 @@ class StatementsMixin:
 
     def refresh_views(self, base):
         for view in self.builder.views.get(id(base), []):
-            if view.view[0] is OPAQUE:
+            if view.view[0] is OPAQUE or base.kind == "stale":  # (a slice of a stale view: of its old node)
                 if view.kind != "stale":
                     view.kind = "stale"
                     # what may alias it may alias the written array too: a loop carrying a value a

@@ -279,6 +279,10 @@ def _identity(v):
 
 
 def _dict_key(k):
+    if type(k) is tuple:  # ("E", word): each item as a key
+        return tuple(_dict_key(item) for item in k)
+    if isinstance(k, tuple) and _any_abstract(tuple(k)):  # (a namedtuple of graph values)
+        raise Unsupported("data-dependent-python", "a tuple of graph values used as a dict key", "")
     if isinstance(k, Sym) and not isinstance(k, VarRef):
         raise Unsupported("data-dependent-python", "a graph value used as a dict key or a list index", "")
     if isinstance(k, DeferredStr):  # f"act_{step % 2}" of a graph value: which entry is known only at run time

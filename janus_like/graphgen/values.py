@@ -126,7 +126,9 @@ class Sym(ArrayMethods):
         raise Unsupported("data-dependent-python", "float() of a graph value inside library code")
 
     __int__ = __index__ = __float__
-    __hash__ = object.__hash__
+
+    def __hash__(self):  # a dict key or set item in library code (`dict(zip(ids, ...))`): eager hashes the value
+        raise Unsupported("data-dependent-python", "a graph value hashed by library code (a dict key or set item)")
 
     def __array__(self, dtype=None, copy=None):
         # library code with no graph op made a graph value into an array (np.full's fill value,

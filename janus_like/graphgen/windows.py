@@ -45,6 +45,25 @@ def refuse(gen):
     raise Unsupported("data-dependent-python", "slice bounds computed in the graph", gen.site)
 
 
+def read_window(gen, x, index):
+    """`x[lo:hi]` with bounds the graph computes: x at the window's index, a copy where eager's
+    slice is a view (so an OPAQUE view, refused where that shows), C-ordered where NumPy lays out
+    `x[:, idx]` in F order (a sum over it would round apart from eager's over the slice)."""
+    from ..ops import api as F
+    from .builder import OPAQUE
+    from .support import _as_kind
+
+    if not (isinstance(x, Sym) and x.kind == "array"):
+        refuse(gen)
+    window = window_index(gen, x, index)
+    out = _as_kind(F.getitem(x, window), "array")
+    if x.ndim > 1 and not isinstance(window[0] if type(window) is tuple else window, (Sym, np.ndarray)):
+        out = gen._contiguous(out, None)
+    out.view = (OPAQUE, WINDOW)
+    gen.builder.alias(x, out)
+    return out
+
+
 def window_index(gen, x, index):
     """`index` (with one DynamicSlice) as an index of array graph value `x` that picks the same
     elements, plus the assert node that keeps it so. Other items may be plain slices and an
@@ -79,11 +98,12 @@ def window_index(gen, x, index):
 
 def _start_and_length(start, stop):
     """(start, n) where stop is start + n, n a constant int (both read as one run-time value
-    plus a constant: `i:i + n`, `i - n:i`, `t + 1:t + 3`), or (None, None)."""
+    times a constant plus a constant: `i:i + n`, `i - n:i`, `t + 1:t + 3`, `k * b:(k + 1) * b`
+    with `b` a constant), or (None, None)."""
     if start is None or stop is None:
         return None, None
-    (lo_root, lo), (hi_root, hi) = _linear(start), _linear(stop)
-    if lo_root is None or not _same_value(lo_root, hi_root) or hi < lo:
+    (lo_root, lo_scale, lo), (hi_root, hi_scale, hi) = _linear(start), _linear(stop)
+    if lo_root is None or not _same_value(lo_root, hi_root) or lo_scale != hi_scale or hi < lo:
         return None, None
     return start, hi - lo
 
@@ -101,22 +121,26 @@ def _same_value(a, b) -> bool:
 
 
 def _linear(v):
-    """v as (node, c): the value of `node` (a run-time Python int) plus the constant c; (None, v)
-    for a constant."""
+    """v as (node, a, c): a times the value of `node` (a run-time Python int) plus c, with a and c
+    constant ints; (None, 0, v) for a constant, (None, 0, None) when v is not of that form."""
     if type(v) is int:
-        return None, v
-    c = 0
-    while isinstance(v, Sym) and v.node.op == ir.PY_OP and len(v.node.inputs) == 2:
-        fn, (a, b) = v.node.params["fn"], v.node.inputs
-        if fn is operator.add and type(b) is int and isinstance(a, ir.Node):
-            v, c = Sym(a, "py"), c + b
-        elif fn is operator.add and type(a) is int and isinstance(b, ir.Node):
-            v, c = Sym(b, "py"), c + a
-        elif fn is operator.sub and type(b) is int and isinstance(a, ir.Node):
-            v, c = Sym(a, "py"), c - b
-        else:
-            break
-    return (v.node, c) if isinstance(v, Sym) else (None, None)
+        return None, 0, v
+    if not isinstance(v, Sym):
+        return None, 0, None
+    node = v.node
+    if node.op == ir.PY_OP and len(node.inputs) == 2:
+        fn, (a, b) = node.params["fn"], node.inputs
+        sides = [(_linear(Sym(x, "py")) if isinstance(x, ir.Node) else (None, 0, x if type(x) is int else None))
+                 for x in (a, b)]
+        (ra, sa, ca), (rb, sb, cb) = sides
+        if ca is not None and cb is not None:
+            if fn in (operator.add, operator.sub) and (ra is None or rb is None or _same_value(ra, rb)):
+                sign = 1 if fn is operator.add else -1
+                return (ra if ra is not None else rb), sa + sign * sb, ca + sign * cb
+            if fn is operator.mul and (ra is None) != (rb is None):
+                k = ca if ra is None else cb  # the constant factor
+                return (rb, k * sb, k * cb) if ra is None else (ra, k * sa, k * ca)
+    return node, 1, 0
 
 
 @functools.lru_cache(maxsize=None)

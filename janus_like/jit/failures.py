@@ -22,6 +22,7 @@ import re
 from .assumptions import Fallback, user_site
 
 GROWING_AFTER = 4  # length-guard failures of one container before `_growing` decides
+WINDOW_RUNS_PER_MISS = 2  # graph runs per failure of a window's bounds assert that keep the window
 REGROW_AFTER = 32  # eager calls before a growing log whose length is relaxed is tried again (doubling)
 
 
@@ -150,6 +151,8 @@ class FailuresMixin:
         if key is None:
             return False
         n = entry.failures[key] = entry.failures.get(key, 0) + 1
+        if key[0] == "window" and g is not None and g.runs >= WINDOW_RUNS_PER_MISS * n:
+            return False  # a shorter last batch once an epoch (windows.py): that call alone runs eagerly
         if (n >= self.regen_after or key in self._relaxed_values) and key not in entry.relaxed:
             entry.relaxed.add(key)
             if key[0] == "value":  # a step counter changes whatever the shapes: other signatures'

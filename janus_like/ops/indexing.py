@@ -27,9 +27,10 @@ def split_index(index, is_array):
         elif is_array(item):
             template.append((_SLOT, len(operands)))
             operands.append(item)
-        elif isinstance(item, (list, bool)):
+        elif isinstance(item, (list, range, bool, np.bool_)):  # as NumPy converts them
             template.append((_SLOT, len(operands)))
-            operands.append(np.asarray(item))
+            arr = np.asarray(item)
+            operands.append(arr.astype(np.intp) if arr.size == 0 and arr.dtype.kind == "f" else arr)  # `h[[]]`
         else:
             raise TypeError(f"unsupported index component {item!r} of type {type(item).__name__}")
     return (tuple(template), not isinstance(index, tuple)), operands

@@ -20,6 +20,7 @@ import weakref
 
 import numpy as np
 
+from ..quiet import quiet
 from ..source import function_ast, in_packages, nested_super
 from .profile import member_key, picked_position
 
@@ -268,7 +269,8 @@ def _compile(fn):
         body=[fn_ast, ast.Return(ast.Name(fn_ast.name, ast.Load()))], decorator_list=[], returns=None)
     module = ast.Module(body=[factory], type_ignores=[])
     ast.fix_missing_locations(module)
-    code = compile(module, filename, "exec")
+    with quiet():  # (`x is 3`: the user's module warned once already, when it was compiled)
+        code = compile(module, filename, "exec")
     ns: dict = {}
     exec(code, fn.__globals__, ns)
     inner = ns["__jl_factory"](*([None] * (1 + len(freevars))))

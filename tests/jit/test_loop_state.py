@@ -428,3 +428,40 @@ def test_a_freed_loop_entry_does_not_lend_its_id_to_a_written_array():
 
     jf = check(make, [lambda st, k=k: (np.arange(3.0) + k, k % 3 + 1) for k in range(12)], min_graph_calls=8)
     assert "view-write" not in fallback_reasons(jf), jf.explain()
+
+
+def test_a_written_input_a_loop_may_leave_as_it_was_is_not_returned_as_a_copy():
+    """`v = x; v[i] += 1.0` writes the caller's x; a loop node that rebinds v may run zero times,
+    and then eager returns the caller's x itself. The graph's result is always its own array (the
+    commit copies the new value into x): such a result keeps the signature eager instead of
+    returning a copy. The same loop over an array the function made stays a graph."""
+    def make(index):
+        def f(x):
+            v = x
+            v[index] += 1.0
+            k = 0
+            while np.max(np.abs(v)) > 2.0 and k < 4:
+                v = v * 0.5
+                k = k + 1
+            return v
+
+        return lambda: (f, {})
+
+    def made():
+        def g(x):
+            v = x + 0.0
+            v[0] += 1.0
+            k = 0
+            while np.max(np.abs(v)) > 2.0 and k < 4:
+                v = v * 0.5
+                k = k + 1
+            return v
+
+        return g, {}
+
+    scales = [5.0, 5.0, 5.0, 5.0, 0.1, 5.0, 0.1, 0.1]
+    calls = [lambda s, i=i, c=c: (c * np.random.default_rng(i).standard_normal((2, 2)),) for i, c in enumerate(scales)]
+    for index in (0, np.array([0, 0, 1])):
+        jf = check(make(index), calls, min_graph_calls=0)
+        assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
+    check(made, calls, min_graph_calls=4)

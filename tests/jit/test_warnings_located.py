@@ -114,3 +114,17 @@ def test_an_op_under_another_errstate_is_not_merged_with_the_plain_one():
     calls = [lambda s, i=i: (np.array([1.0 + i, 0.0 if i in (5, 7) else 2.0]), s) for i in range(9)]
     jf = check(make, calls, min_graph_calls=4)
     assert jf.stats()["fallbacks"] >= 1  # (the raising calls)
+
+
+def test_the_warm_up_copy_of_a_function_compares_with_a_literal_without_a_syntax_warning(tmp_path):
+    """`n is not 3` warns once, when the user's module is compiled; the warm-up's instrumented
+    copy of the function compiled it again and showed the SyntaxWarning a second time."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        mod = load_module(tmp_path, "def step(x, n):\n    return x * 2.0, n is not 3\n")
+    jf = jl.jit(mod.step)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for k in range(6):
+            jf(np.ones(2), k)
+    assert not [r for r in w if issubclass(r.category, SyntaxWarning)], [str(r.message) for r in w]

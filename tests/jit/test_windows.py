@@ -205,3 +205,37 @@ def test_out_of_bounds_indices_fail_the_assert_before_anything_is_committed():
     jf = check(lambda: (step, {"T": np.zeros((6, 3)), "w": np.zeros(2)}),
                [lambda s, k=k: call(s, k) for k in range(12)], min_graph_calls=5)
     assert "assumption" in fallback_reasons(jf) or jf.stats()["assert_failures"], jf.explain()
+
+
+def _minibatch_step(params, X, Y, k, bs):
+    xb, yb = X[k * bs:(k + 1) * bs], Y[k * bs:k * bs + bs]
+    err = np.tanh(xb @ params["W"]) - yb
+    params["W"] -= 0.01 * xb.T @ err
+    return float((err ** 2).mean()), len(xb)
+
+
+def test_minibatches_cut_at_a_multiple_of_the_batch_index_with_a_short_last_batch():
+    """`X[k * bs:(k + 1) * bs]` with the batch index k an argument (bs a constant): the bounds are
+    one value times a constant plus constants, so the window's length is read off them. The
+    short last batch of each epoch fails the bounds assert and runs eagerly; being one call in
+    eight, it does not relax the window (every other batch stays a graph)."""
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((120, 5)), r.standard_normal((120, 3))
+    make = lambda: (_minibatch_step, {"W": np.zeros((5, 3))})  # noqa: E731
+    jf = check(make, [lambda s, i=i: (s, X, Y, i % 8, 16) for i in range(40)], min_graph_calls=28)
+    assert "data-dependent-python" not in fallback_reasons(jf), jf.explain()
+    assert jf.stats()["fallbacks"] <= 5, jf.explain()
+
+
+def test_windows_along_later_axes_sum_in_eager_order():
+    """`X[:, k:k + 2]` is the index array `k + arange(2)` along axis 1, which NumPy lays out in F
+    order: sums over it rounded differently from eager's slice (the last bits). The window is
+    now C-ordered, as the slice's elements are."""
+    r = np.random.default_rng(0)
+    X, Y = r.standard_normal((50, 4)), r.standard_normal((6, 50, 8))
+
+    def step(X, Y, k):
+        xb, yb, zb = X[:, k * 2:(k + 1) * 2], Y[:, k:k + 3], Y[..., k * 2:k * 2 + 4]
+        return xb.sum(axis=0), xb.mean(0), yb.sum(axis=(0, 2)), zb.sum(0), zb.sum(-1)
+
+    check(lambda: (step, {}), [lambda s, k=k: (X, Y, k) for k in [0, 1, 0, 1, 0, 1, 1, 0]], min_graph_calls=4)
