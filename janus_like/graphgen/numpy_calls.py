@@ -20,7 +20,7 @@ from .conversions import convert, is_conversion
 from .loop_grad import OBJECT
 from .numpy_forms import CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, einsum_view, ndarray_operand
 from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
-from .values import ObjRef, Sym, Unsupported, VarRef, numpy_scalar
+from .values import ObjRef, Sym, Unsupported, VarRef, array_copy, numpy_scalar
 
 # the ufunc methods `ufunc_method` takes (`np.add.at`, a write, is `add_at`)
 UFUNC_METHODS = frozenset(("reduce", "accumulate", "reduceat", "outer"))
@@ -378,7 +378,8 @@ class NumpyCallsMixin:
             src = _as_kind(F.cast(src if isinstance(src, Sym) else self.builder.constant(src), dst.dtype), "array")
         if where is not True:
             src = F.where(where, src, Sym(dst.node, "array"))
-        self.write_box(dst, self.inplace_value(dst, src))
+        value = self.inplace_value(dst, src)  # (dst's box must not become src's node, nor a view of it)
+        self.write_box(dst, value if value is not src and value.view is None else _as_kind(array_copy(value), "array"))
 
     def _contiguous(self, x, dtype):
         """np.ascontiguousarray(x[, dtype]) of a graph array: a node that calls it when the graph

@@ -110,3 +110,24 @@ def test_is_between_python_numbers_stays_eager():
     values = [(1, 2), (1, 1), (3, 3), (big, big), (big, other_big), (big, big), (1, 1), (2, 5)]
     jf = check(make, [lambda st, i=i: (*values[i], np.ones(2)) for i in range(len(values))], min_graph_calls=0)
     assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
+
+
+def test_copyto_into_a_new_array_copies_the_source():
+    """`v = np.zeros(4); np.copyto(v, x)` made v's value x's own node (and a broadcast source a
+    read-only view of it): the graph returned the caller's x (a later `x += 1.0` showed in v),
+    and a stored row was a view of the input. The destination now holds a copy."""
+    def make():
+        def step(x, st):
+            v = np.zeros(4)
+            np.copyto(v, x)
+            w = np.zeros((2, 4))
+            np.copyto(w, st["u"])
+            st["b"] = st["b"] * 1.0
+            np.copyto(st["b"], x)
+            x += 1.0
+            w[0] += 1.0
+            return v, w
+
+        return step, {"u": np.arange(4.0), "b": np.ones(4)}
+
+    check(make, [lambda st, i=i: (np.full(4, 1.0 * i), st) for i in range(7)], min_graph_calls=3)
