@@ -71,9 +71,9 @@ class GraphBuilder:
         # graph computes them as Tensors: the values agree, and only where the type could show
         # (`escape`) does the generator give up, telling the JIT which branch to split
         self.either: dict = {}
-        # node id of a conditional's result whose object eager's outcome decides -> (the branch,
-        # the node ids of the values it merges, whether one is an input's own object): see
-        # outputs.check_merged_identity
+        # node id of a conditional's (or a loop node's) result whose object eager's outcome decides
+        # -> (the branch, or None, the node ids of the values it merges, whether one is an input's
+        # own object): `merged`, outputs.check_merged_identity
         self.merged_from: dict = {}
         self.trainable = lambda var: var.var.trainable  # a VarRef's `trainable` (the generator guards it)
         self.key_identity = lambda ref: None  # an input object used as a dict key (the generator guards it)
@@ -277,6 +277,20 @@ class GraphBuilder:
 
     def assert_(self, cond_sym, expect, assumption):
         self.add(ir.Node(ir.ASSERT, (cond_sym.node,), {"expect": expect, "assumption": assumption}))
+
+    def merged(self, out, values, of_input, branch):
+        """Record that `out` is, by the outcome of `branch` (None: a loop's trip count), the object
+        of one of `values`, or of those an earlier merge merged into them (two `y = y if c else`);
+        `of_input`: one of them is an input's own object. An array's object passes through the
+        node and is eager's: recorded only where an input's object (or a Tensor) is involved."""
+        ids = []
+        for v in values:
+            if isinstance(v, Sym):
+                earlier = self.merged_from.get(v.node.id)
+                ids += [v.node.id, *(earlier[1] if earlier else ())]
+                of_input = of_input or bool(earlier and earlier[2])
+        if of_input or out.kind == "tensor":
+            self.merged_from[out.node.id] = (branch, tuple(ids), of_input)
 
     def alias(self, base, view):
         """Record that `view` aliases `base`'s buffer (see statements.refresh_views). Keyed by the

@@ -67,7 +67,9 @@ def _binds(func, n_positional, keywords):
         return False
 
 
-_SIZED_LIBRARY = (np.ones, np.eye, np.identity)  # NumPy's Python functions of sizes (numpy_calls._SIZED)
+# NumPy functions of sizes or shapes: a Python int the graph reads as an input there (`np.zeros(dims[i + 1])`,
+# an item of a list a loop reads at varying positions) is taken at its value (evaluator.concrete_sizes)
+_SIZED = (np.zeros, np.ones, np.empty, np.full, np.eye, np.identity)
 
 
 class CallsMixin:
@@ -144,6 +146,9 @@ class CallsMixin:
             raise Unsupported("unsupported-call", f"calling a {type(func.obj).__name__} object", self.site)
         if isinstance(func, ArrayMethod):
             return self.array_method(func, args, kwargs)
+        if func in _SIZED:  # (np.full's fill value stays a graph value)
+            args = [a if k == 1 and func is np.full else self.concrete_sizes(a) for k, a in enumerate(args)]
+            kwargs = {k: v if k == "fill_value" else self.concrete_sizes(v) for k, v in kwargs.items()}
         if func is np.full and _any_abstract((args, kwargs)):
             return self.numpy_full(args, kwargs)
         if isinstance(func, SymbolicTape) or isinstance(func, Sym):
@@ -202,8 +207,6 @@ class CallsMixin:
                 return library_of_numbers(self.builder, func, args, self.site)
         if func is np.isscalar:  # (of a graph value: which kind of value it is, numpy_calls.py)
             return self.call_numpy(func, args, kwargs)
-        if func in _SIZED_LIBRARY:  # np.eye(dims[i]): sizes the graph reads as inputs, at their values
-            args, kwargs = self.concrete_sizes(list(args)), {k: self.concrete_sizes(v) for k, v in kwargs.items()}
         if isinstance(func, types.FunctionType):
             if in_packages(module, _LIBRARY_PREFIXES) and not in_packages(module, _INLINE_LIBRARY) \
                     and not getattr(func, "_janus_inline", False):  # (jl.grad(f)'s and jl.value_and_grad(f)'s)

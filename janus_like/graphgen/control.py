@@ -202,15 +202,8 @@ class ControlFlowMixin:
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (cond_node,), {"index": i}, proto.node.aval)), proto.kind)
             if either:
                 self.builder.either[out.node.id] = either
-            of_input = _input_identity(originals[0]) != _input_identity(originals[1])  # `return a` or `a * s`
-            ids = []  # the values merged, and those an earlier conditional merged into them (two `y = y if c else`)
-            for o in originals:
-                if isinstance(o, Sym):
-                    earlier = self.builder.merged_from.get(o.node.id)
-                    ids += [o.node.id, *(earlier[1] if earlier else ())]
-                    of_input = of_input or bool(earlier and earlier[2])
-            if of_input or out.kind == "tensor":  # (an array's object passes through the node: it is eager's)
-                self.builder.merged_from[out.node.id] = (site_key(frame.filename, node), tuple(ids), of_input)
+            self.builder.merged(out, originals, _input_identity(originals[0]) != _input_identity(originals[1]),
+                                site_key(frame.filename, node))  # (`return a` or `a * s`)
             results.append(out.node)
             # which object the name (item, attribute) refers to now depends on the branch: writing
             # through it, or writing what it might alias, cannot be modelled (see refresh_views)

@@ -166,11 +166,7 @@ class LoopMixin:
             self.builder.alias(entry, out)
             # eager's object after zero trips is the entry's: an input's array written before the
             # loop, or an input's Tensor, where the graph's result is its own (outputs.check_merged_identity)
-            earlier = self.builder.merged_from.get(entry.node.id)
-            of_input = _input_identity(entry) is not None or bool(earlier and earlier[2])
-            if of_input or out.kind == "tensor":
-                ids = (entry.node.id, *(earlier[1] if earlier else ()))
-                self.builder.merged_from[out.node.id] = (None, ids, of_input)
+            self.builder.merged(out, (entry,), _input_identity(entry) is not None, None)
         return out
 
     def carried_initial(self, name, v):

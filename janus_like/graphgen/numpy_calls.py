@@ -42,10 +42,6 @@ _UFUNC_KEYWORDS = frozenset({"dtype", "casting", "order"})
 _VIEWS_OR_DATA_SHAPED = frozenset(f for f in (getattr(np, name, None) for name in (
     "reshape", "transpose", "squeeze", "expand_dims", "broadcast_to", "flip", "swapaxes", "atleast_1d",
     "atleast_2d", "atleast_3d", "split", "where", "shape", "ndim", "size")) if f is not None)
-# functions whose first argument is a size or shape: a Python int the graph reads as an input there
-# is taken at its value, under a value guard (evaluator.concrete_sizes)
-_SIZED = frozenset(f for f in (getattr(np, name, None) for name in (
-    "zeros", "ones", "empty")) if f is not None)  # (np.full: numpy_full; np.eye, np.identity: calls.py)
 _OPERANDS = frozenset(("a", "b", "x", "x1", "x2", "m", "v", "arr", "arrays", "operands", "tup", "a_min", "a_max",
                        "condition", "weights", "initial", "where"))
 
@@ -67,8 +63,6 @@ class NumpyCallsMixin:
             out_target = out_target[0]
         # np.array(rows) of a global tuple: a constant array when rows holds ints that did not vary
         args = self._containers(args, (list, tuple, collections.deque))
-        if func in _SIZED and args:  # np.zeros(dims[i + 1]) of a list the loop reads as inputs
-            args = [self.concrete_sizes(args[0]), *args[1:]]
         if not _any_abstract((args, kwargs)) and out_target is None:
             return self.lift(func(*args, **kwargs))  # constant folding
         if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
@@ -229,10 +223,6 @@ class NumpyCallsMixin:
         converts it: a Python float is float64) broadcast to the shape, in a new C-ordered array."""
         names = ("shape", "fill_value", "dtype")
         given = dict(zip(names, args), **kwargs)
-        if "shape" in given:
-            given["shape"] = self.concrete_sizes(given["shape"])
-        if not _any_abstract(given) and len(args) <= 3 and not set(given) - set(names):
-            return self.lift(np.full(**given))
         if len(args) > 3 or set(given) - set(names) or _any_abstract((given.get("shape"), given.get("dtype"))):
             raise Unsupported("unsupported-call", "numpy.full with a graph value and these arguments", self.site)
         shape, dtype = given["shape"], given.get("dtype")

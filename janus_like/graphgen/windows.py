@@ -23,7 +23,9 @@ import numpy as np
 
 from .. import ir
 from ..jit.assumptions import Assumption
-from .values import Sym, Unsupported
+from ..ops import api as F
+from .support import _as_kind
+from .values import OPAQUE, Sym, Unsupported
 
 WINDOW = object()  # the second item of an OPAQUE view that is such a window (a copy in the graph)
 
@@ -49,10 +51,6 @@ def read_window(gen, x, index):
     """`x[lo:hi]` with bounds the graph computes: x at the window's index, a copy where eager's
     slice is a view (so an OPAQUE view, refused where that shows), C-ordered where NumPy lays out
     `x[:, idx]` in F order (a sum over it would round apart from eager's over the slice)."""
-    from ..ops import api as F
-    from .builder import OPAQUE
-    from .support import _as_kind
-
     if not (isinstance(x, Sym) and x.kind == "array"):
         refuse(gen)
     window = window_index(gen, x, index)
