@@ -157,6 +157,18 @@ def format_node(n: Node, indent: str = "") -> list[str]:
     return [f"{indent}%{n.id} = {n.op}({', '.join(args)}) : {fmt_aval(n.aval)}{where}"]
 
 
+def _nested(nodes):
+    for n in nodes:
+        yield n
+        if n.op == COND:
+            yield from _nested(n.params["then_nodes"])
+            yield from _nested(n.params["else_nodes"])
+        elif n.op == LOOP:
+            yield from n.params["placeholders"]
+            yield from _nested(n.params["cond_nodes"])
+            yield from _nested(n.params["body_nodes"])
+
+
 @dataclass(eq=False)
 class Graph:
     """A dataflow graph for one function signature. `nodes` is in a valid execution order."""
@@ -190,15 +202,8 @@ class Graph:
         return "\n".join(lines)
 
     def all_nodes(self):
-        for n in self.nodes:
-            yield n
-            if n.op == COND:
-                yield from n.params["then_nodes"]
-                yield from n.params["else_nodes"]
-            elif n.op == LOOP:
-                yield from n.params["placeholders"]
-                yield from n.params["cond_nodes"]
-                yield from n.params["body_nodes"]
+        """Every node, those of conditionals and loops nested at any depth included."""
+        return _nested(self.nodes)
 
     @property
     def asserts(self):

@@ -45,6 +45,7 @@ _SCALAR_OPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
 
 # reductions whose array method is exactly `ufunc.reduce(a, axis, dtype, out, keepdims)`
 _REDUCE = {"sum": "add", "max": "maximum", "min": "minimum"}
+_KEEP_LAYOUT = ".copy(order='K')"  # a copy written in place, laid out as eager's array it stands for
 
 
 class _Emitter:
@@ -362,7 +363,7 @@ class _Emitter:
             g0 = scalars.element(self, n.inputs[1])
             if one is not None and g0 is not None:  # one position: a scalar +=
                 idx, g = one, g0
-            start = x if n.id in reuse else f"{x}.copy()"
+            start = x if n.id in reuse else x + _KEEP_LAYOUT
             self.lines.append(f"{pad}{v} = {start}; {v}[{idx}] += {g}")
             return
         if n.op == "index_update" and isinstance(n.inputs[0], ir.Node) and n.inputs[0].aval \
@@ -371,7 +372,7 @@ class _Emitter:
             x = self.arg(n.inputs[0])  # (its buffer when x is dead here and the graph's own: memory planning)
             fl = self.floats
             value = f"u{n.inputs[1].id}" if fl is not None and n.id in fl.sinks else self.arg(n.inputs[1])
-            self.lines.append(f"{pad}{v} = {x if n.id in reuse else x + '.copy()'}; {v}[{idx}] = {value}")
+            self.lines.append(f"{pad}{v} = {x if n.id in reuse else x + _KEEP_LAYOUT}; {v}[{idx}] = {value}")
             return
         if indent == 4 and self.region is not None and donation.emit_node(self, n, reuse):
             return  # a node of the write region: into its buffer

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import keyword
 
-import numpy as np
-
 from .. import ir
 
 
@@ -103,8 +101,3 @@ def view_base(node):
         # (an index the graph computes may be a 0-d array, which NumPy reads as an array index: a copy)
         node = base = node.inputs[0]
     return None if base is None else base.id
-
-
-def view(val):
-    """Another view of the array `val` views (eager's second `h[0]`), as a new object."""
-    return val.view() if isinstance(val, np.ndarray) else val

