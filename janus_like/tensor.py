@@ -475,9 +475,15 @@ def unimplemented_arguments(func, args, kwargs):
     """The arguments of `func(*args, **kwargs)` its table entry does not implement, as text
     ("initial=", "3 positional arguments"); empty when the entry computes what NumPy would."""
     lo, hi, known = _PLAIN[func]
+    if func is np.pad and not _one_number(kwargs.get("constant_values", args[3] if len(args) > 3 else 0)):
+        return "constant_values= other than one number"  # (NumPy's np.pad, a library node)
     if lo <= len(args) <= hi and known.issuperset(kwargs):
         return ""
     return _unusual_arguments(func, args, kwargs)
+
+
+def _one_number(v) -> bool:
+    return type(v) in (int, float, bool) or isinstance(v, np.generic)
 
 
 def _unusual_arguments(func, args, kwargs):

@@ -31,7 +31,7 @@ from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import LoggedAt, joined_text
 from .recursion import recursion_kind
 from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers,
-                         mixed_items, number_call, scalar_extreme, sorted_numbers, speculate_pick)
+                         mixed_items, mixed_types, number_call, scalar_extreme, sorted_numbers, speculate_pick)
 from .values import BoundMethod, array_copy, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
 from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS,
@@ -306,11 +306,22 @@ class CallsMixin:
             out = _as_tensor_kind(out)
         return out
 
-    def _containers(self, args, kinds):
+    def _containers(self, args, kinds, nested=False):
         """args with each container of `kinds` reached from the inputs (a global, an attribute)
-        replaced by its elements, each guarded as the profile saw it."""
-        return [self.materialize(a, self.site) if isinstance(a, ObjRef) and isinstance(a.obj, kinds) else a
-                for a in args]
+        replaced by its elements, each guarded as the profile saw it. `nested`: those inside the
+        lists and tuples too (`np.array(batch)` of an input's list of lists, `np.stack([s, s])`),
+        which NumPy would otherwise have read as the generator's objects, for functions that
+        neither write their list arguments nor return their items (NumPy's)."""
+        def expand(a):
+            if isinstance(a, ObjRef) and isinstance(a.obj, kinds):
+                a = self.materialize(a, self.site)
+            if nested and type(a) in (list, tuple):
+                items = [expand(x) for x in a]
+                if any(x is not y for x, y in zip(items, a)):
+                    return type(a)(items)
+            return a
+
+        return [expand(a) for a in args]
 
     def call_builtin(self, func, args, kwargs):
         if func in (float, int, bool) and args and isinstance(args[0], Sym):
@@ -374,6 +385,8 @@ class CallsMixin:
                 total = total + x
             return total
         module = getattr(func, "__module__", None)
+        if func in (max, min) and (items := mixed_types(func, args, kwargs)) is not None:
+            return speculate_pick(self, func, items, self.pick_key, what="Python numbers of several types")
         if is_number_call(func, module, args, kwargs):
             return number_call(self.builder, func, module, args, self.site, kwargs)
         if func in (max, min) and (items := mixed_items(func, args, kwargs)) is not None:
@@ -401,10 +414,10 @@ class CallsMixin:
         try:
             return self.lift(func(*args, **kwargs))
         except TypeError:  # round(float(x[0])): a Python function of a value the graph computes
-            if any(isinstance(a, ObjRef) for a in (*args, *kwargs.values())):  # an input object it cannot read
+            if _any_objref((args, kwargs)):  # an input object it cannot read (`sorted(batch, key=len)`)
+                objects = [type(a.obj).__name__ for a in args if isinstance(a, ObjRef)] or ["objects"]
                 raise Unsupported("unsupported-call", f"{getattr(func, '__name__', func)}() of "
-                                  f"{', '.join(type(a.obj).__name__ for a in args if isinstance(a, ObjRef))} "
-                                  "from the inputs", self.site) from None
+                                  f"{', '.join(objects)} from the inputs", self.site) from None
             if not _any_abstract((args, kwargs)):
                 raise
             raise Unsupported("data-dependent-python", f"{func.__name__}() of a graph value", self.site) from None

@@ -87,6 +87,15 @@ class DrawsMixin:
         if values and self.builder.polymorphic and not all(self.builder.fixed(v) for v in values):
             raise Unsupported("unsupported-call", f"{method}() of a graph value of unknown size", self.site)
         sample = _stand_in_draw(rng, method, t_args, t_kwargs, values, self.site)
+        if _sized_by_values(rng, method, t_args, t_kwargs, values, np.shape(sample), self.site):
+            # `rng.integers(0, n, size=bs)`, `np.random.randn(n)`: a size from the inputs taken at its
+            # value under a guard (evaluator.concrete_sizes); one the graph computes stays eager
+            args, kwargs = self.concrete_sizes(list(args)), {k: self.concrete_sizes(v) for k, v in kwargs.items()}
+            t_args, t_kwargs, values = templates(args, kwargs, f"{method}()", self.site)
+            sample = _stand_in_draw(rng, method, t_args, t_kwargs, values, self.site)
+            if _sized_by_values(rng, method, t_args, t_kwargs, values, np.shape(sample), self.site):
+                raise Unsupported("shape-dependent", f"{method}() of a size the graph computes (the draw's shape "
+                                                     "would be its value)", self.site)
         drawn = np.asarray(sample)
         if type(sample) not in (float, int, bool) and not isinstance(sample, (np.ndarray, np.generic)) \
                 or drawn.dtype == object:  # `np.random.seed(k)`, `rng.bytes(4)`: not a number or an array
@@ -191,6 +200,36 @@ def templates(args, kwargs, what, site):
     return tuple(lift(a) for a in args), {k: lift(v) for k, v in kwargs.items()}, values
 
 
+def _sized_by_values(rng, method, args, kwargs, values, shape, site) -> bool:
+    """Whether the draw's shape follows a Python int among `values` (a size): the stand-in draw
+    with each such int one larger has another shape."""
+    ints = [k for k, v in enumerate(values) if v.kind == "py" and np.dtype(v.dtype).kind in "iu"]
+    if not ints:
+        return False
+    bumped = list(values)
+    for k in ints:
+        v = values[k]
+        bumped[k] = _Bumped(v)
+    try:
+        other = _stand_in_draw(rng, method, args, kwargs, bumped, site)
+    except Unsupported:
+        return True
+    return np.shape(other) != tuple(shape)
+
+
+class _Bumped:
+    """A Python int graph value's stand-in, one more than the usual one (`_sized_by_values`)."""
+
+    kind = "py"
+
+    def __init__(self, v):
+        self.v, self.dtype = v, v.dtype
+
+    def stand_in(self):
+        hint = self.v.node.hint
+        return (hint if hint is not None else 1) + 1
+
+
 def _stand_in_draw(rng, method, args, kwargs, values, site):
     """`method` of a copy of `rng` (None: of the NumPy global RNG's state) on stand-ins for the
     graph values: their known numbers, else 0.5 / 1 / True by dtype; where that is outside the
@@ -198,6 +237,8 @@ def _stand_in_draw(rng, method, args, kwargs, values, site):
     from ..ops.draws import fill
 
     def stand_in(v, even):
+        if isinstance(v, _Bumped):
+            return v.stand_in()
         dtype = np.dtype(v.dtype)
         if v.kind == "py":
             hint = v.node.hint

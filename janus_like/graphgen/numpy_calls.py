@@ -19,7 +19,7 @@ from .builder import SymbolicTape
 from .conversions import convert, is_conversion
 from .loop_grad import OBJECT
 from .numpy_forms import CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, einsum_view, ndarray_operand
-from .support import _any_abstract, _any_objref, _as_kind, _unwrap_obj
+from .support import _any_abstract, _any_objref, _as_kind
 from .values import ObjRef, Sym, Unsupported, VarRef, array_copy, numpy_scalar
 
 # the ufunc methods `ufunc_method` takes (`np.add.at`, a write, is `add_at`)
@@ -62,8 +62,11 @@ class NumpyCallsMixin:
         if isinstance(out_target, tuple):
             out_target = out_target[0]
         # np.array(rows) of a global tuple: a constant array when rows holds ints that did not vary
-        args = self._containers(args, (list, tuple, collections.deque))
+        args = self._containers(args, (list, tuple, collections.deque), nested=True)
         if not _any_abstract((args, kwargs)) and out_target is None:
+            if _any_objref((args, kwargs)):  # (NumPy would read the generator's own object)
+                raise Unsupported("unsupported-call", f"numpy.{getattr(func, '__name__', func)} of an input object",
+                                  self.site)
             return self.lift(func(*args, **kwargs))  # constant folding
         if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
             from ..ops.registry import P, bind
@@ -91,7 +94,9 @@ class NumpyCallsMixin:
                 return self.array_view("diagonal", args[0], (), {"offset": k})  # NumPy's read-only view
             return self.library_node(np.diag, "numpy.diag", args, kwargs)  # a new matrix (or eager's error)
         if func in SEQUENCE_FUNCTIONS and args and type(args[0]) in (list, tuple) and out_target is None:
-            args = [array_items(self.builder, args[0]), *args[1:]]
+            # (`np.concatenate([ids, [eos]])` of an input's list: each list NumPy's asarray of it)
+            items = type(args[0])(self._as_operand(v) for v in args[0])
+            args = [array_items(self.builder, items), *args[1:]]
         if func is np.isscalar and len(args) == 1 and not kwargs and isinstance(args[0], Sym):
             return args[0].kind == "py" or args[0].kind == "array" and args[0].ndim == 0 and numpy_scalar(args[0])
         if func is np.einsum and out_target is None and len(args) == 2 and type(args[0]) is str \
@@ -130,9 +135,11 @@ class NumpyCallsMixin:
                 return self.library_call(func, args, kwargs)
             if impl is None:
                 raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
-            if args and isinstance(args[0], (list, tuple)) and _any_abstract(args[0]) and _array_like_first(func):
-                # np.mean(losses[-5:]) of Python numbers the graph computes: NumPy's own asarray first
-                args = [convert(np.asarray, [args[0]], {}, self.site), *args[1:]]
+            # np.mean(losses[-5:]) of Python numbers the graph computes, `np.outer(ids, [1, 1])`:
+            # NumPy's own asarray of each list it takes as an array first
+            arrays = _array_like(func)
+            if any(type(a) in (list, tuple) and _any_abstract(a) for k, a in enumerate(args) if k in arrays):
+                args = [self._as_operand(a, True) if k in arrays else a for k, a in enumerate(args)]
             given = kwargs if out_target is None else dict(kwargs, out=out_target)
             unimplemented = unimplemented_arguments(func, args, given)
             if unimplemented and out_target is None and func not in _VIEWS_OR_DATA_SHAPED \
@@ -246,6 +253,15 @@ class NumpyCallsMixin:
                 # no op (`np.maximum.accumulate(x)`, `np.add.reduce(x, where=m)`): NumPy's method
                 return self.library_node(func, f"numpy.{func.__self__.__name__}.{func.__name__}", args, kwargs)
             raise self.located(exc)
+
+    def _as_operand(self, v, constants=False):
+        """A list or tuple of values the graph computes as NumPy's array of it (`constants`: of
+        constants too, a constant array); anything else as it is."""
+        if type(v) not in (list, tuple):
+            return v
+        if _any_abstract(v):
+            return convert(np.asarray, [v], {}, self.site)
+        return self.builder.constant(np.asarray(v), "array") if constants else v
 
     def array_method(self, method, args, kwargs):
         """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`;
@@ -384,7 +400,9 @@ class NumpyCallsMixin:
         """np.add.at(target, indices, values): an in-place write of the target (add_at op)."""
         if values is None or not isinstance(target, Sym) or target.kind == "tensor":
             raise Unsupported("unsupported-call", "numpy.add.at on this target or without values", self.site)
-        self.write_box(target, F.add_at(target, _unwrap_obj(indices), values))
+        # (a list of ids the call passes: read with guards, as an index's, not the first call's ids)
+        indices, values = self.guarded_index(indices), self.guarded_index(values)
+        self.write_box(target, F.add_at(target, indices, values))
 
 
 class ArrayMethod:
@@ -446,14 +464,22 @@ def _refuse_global_state(func, site):
 
 
 @functools.lru_cache(maxsize=None)
-def _array_like_first(func) -> bool:
-    """Whether NumPy function `func` takes one array_like first (`np.mean(a)`), which it converts
-    with asarray, rather than a sequence of arrays (`np.concatenate(arrays)`)."""
+def _array_like(func) -> frozenset:
+    """The positions of NumPy function `func`'s parameters that take one array_like, which it
+    converts with asarray (`np.mean(a)`, `np.outer(a, b)`), rather than a sequence of arrays
+    (`np.concatenate(arrays)`) or a shape."""
     try:
-        first = next(iter(inspect.signature(func).parameters))
-    except (TypeError, ValueError, StopIteration):
-        return False
-    return first in ("a", "x", "x1", "m", "array", "ary")
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset(k for k, name in enumerate(params[:3]) if name in _ARRAY_LIKE)
+
+
+_ARRAY_LIKE = frozenset(("a", "b", "x", "x1", "x2", "m", "array", "ary", "y"))
+
+
+# NumPy functions that write into their first argument (a write into a copy of a constant is lost)
+_WRITE_FIRST = frozenset((np.put, np.putmask, np.place))
 
 
 def _fold_constants(func, args, kwargs):
@@ -462,7 +488,7 @@ def _fold_constants(func, args, kwargs):
     The constants are copied first: NumPy code may write into its argument."""
     from ..tensor import _FUNCTIONS, _UFUNCS
 
-    if func in _FUNCTIONS or func in _UFUNCS:
+    if func in _FUNCTIONS or func in _UFUNCS or func in _WRITE_FIRST:
         return None
     consts = []
 

@@ -173,6 +173,20 @@ def mixed_items(func, args, kwargs):
     return items
 
 
+def mixed_types(func, args, kwargs):
+    """The arguments of `max(0, 1 - t * 0.25)` when they are Python numbers of several types
+    (an int and a float, a bool): the result's type is the argument's eager gets, which depends
+    on the data (`np.array([t, eps])`'s dtype, `type(eps)`). None otherwise."""
+    if kwargs:
+        return None
+    items = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else list(args)
+    if len(items) < 2 or not all(_number(x) for x in items) or not any(isinstance(x, Sym) for x in items):
+        return None
+    kinds = {np.dtype(x.dtype).kind if isinstance(x, Sym) else "b" if type(x) is bool else np.dtype(type(x)).kind
+             for x in items}
+    return items if len(kinds) > 1 else None
+
+
 def speculate_pick(gen, func, items, key, index=None, what="Python numbers and graph values"):
     """`min(1.0, clip / norm)`: the argument the warm-up calls got (always the same one) is the
     result, and an assert node checks that the builtin, run on the values when the graph runs,
