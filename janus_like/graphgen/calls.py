@@ -306,23 +306,6 @@ class CallsMixin:
             out = _as_tensor_kind(out)
         return out
 
-    def _containers(self, args, kinds, nested=False):
-        """args with each container of `kinds` reached from the inputs (a global, an attribute)
-        replaced by its elements, each guarded as the profile saw it. `nested`: those inside the
-        lists and tuples too (`np.array(batch)` of an input's list of lists, `np.stack([s, s])`),
-        which NumPy would otherwise have read as the generator's objects, for functions that
-        neither write their list arguments nor return their items (NumPy's)."""
-        def expand(a):
-            if isinstance(a, ObjRef) and isinstance(a.obj, kinds):
-                a = self.materialize(a, self.site)
-            if nested and type(a) in (list, tuple):
-                items = [expand(x) for x in a]
-                if any(x is not y for x, y in zip(items, a)):
-                    return type(a)(items)
-            return a
-
-        return [expand(a) for a in args]
-
     def call_builtin(self, func, args, kwargs):
         if func in (float, int, bool) and args and isinstance(args[0], Sym):
             v = args[0]
@@ -372,6 +355,8 @@ class CallsMixin:
         if func is setattr:
             raise Unsupported("unsupported-call", "setattr() of this object or name", self.site)
         args = self._containers(args, (list, tuple, dict, collections.deque))
+        if func is sum and len(args) == 1 and set(kwargs) == {"start"}:  # sum(grads, start=g0): as sum(grads, g0)
+            args, kwargs = [args[0], kwargs["start"]], {}
         if func is sum and len(args) >= 1 and isinstance(args[0], _VIEWS):
             total, items = self.sum_as_pulled(args)
             if total is not None:

@@ -57,6 +57,23 @@ class ContainersMixin:
                 self.collecting -= 1
         raise Unsupported("unsupported-syntax", f"iterating a {type(target).__name__}", site)
 
+    def _containers(self, args, kinds, nested=False):
+        """args with each container of `kinds` reached from the inputs (a global, an attribute)
+        replaced by its elements, each guarded as the profile saw it. `nested`: those inside the
+        lists and tuples too (`np.array(batch)` of an input's list of lists, `np.stack([s, s])`),
+        which NumPy would otherwise have read as the generator's objects, for functions that
+        neither write their list arguments nor return their items (NumPy's)."""
+        def expand(a):
+            if isinstance(a, ObjRef) and isinstance(a.obj, kinds):
+                a = self.materialize(a, self.site)
+            if nested and type(a) in (list, tuple):
+                items = [expand(x) for x in a]
+                if any(x is not y for x, y in zip(items, a)):
+                    return type(a)(items)
+            return a
+
+        return [expand(a) for a in args]
+
     def guarded_index(self, index):
         """An index of a graph array with parts from the inputs (`E[ids]` with ids a list the
         call passes, `x[st["window"]]` a slice, `grid[pos]` a tuple): their contents read with

@@ -5,7 +5,6 @@ constant folding; a function that sets or reads NumPy's global state or files st
 from __future__ import annotations
 
 import collections
-import functools
 import inspect
 
 import numpy as np
@@ -18,7 +17,8 @@ from . import masks
 from .builder import SymbolicTape
 from .conversions import convert, is_conversion
 from .loop_grad import OBJECT
-from .numpy_forms import CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, einsum_view, ndarray_operand
+from .numpy_forms import (CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, array_like, as_operand, einsum_view,
+                          ndarray_operand)
 from .support import _any_abstract, _any_objref, _as_kind
 from .values import ObjRef, Sym, Unsupported, VarRef, array_copy, numpy_scalar
 
@@ -95,7 +95,7 @@ class NumpyCallsMixin:
             return self.library_node(np.diag, "numpy.diag", args, kwargs)  # a new matrix (or eager's error)
         if func in SEQUENCE_FUNCTIONS and args and type(args[0]) in (list, tuple) and out_target is None:
             # (`np.concatenate([ids, [eos]])` of an input's list: each list NumPy's asarray of it)
-            items = type(args[0])(self._as_operand(v) for v in args[0])
+            items = type(args[0])(as_operand(self.builder, v, self.site) for v in args[0])
             args = [array_items(self.builder, items), *args[1:]]
         if func is np.isscalar and len(args) == 1 and not kwargs and isinstance(args[0], Sym):
             return args[0].kind == "py" or args[0].kind == "array" and args[0].ndim == 0 and numpy_scalar(args[0])
@@ -137,9 +137,9 @@ class NumpyCallsMixin:
                 raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
             # np.mean(losses[-5:]) of Python numbers the graph computes, `np.outer(ids, [1, 1])`:
             # NumPy's own asarray of each list it takes as an array first
-            arrays = _array_like(func)
+            arrays = array_like(func)
             if any(type(a) in (list, tuple) and _any_abstract(a) for k, a in enumerate(args) if k in arrays):
-                args = [self._as_operand(a, True) if k in arrays else a for k, a in enumerate(args)]
+                args = [as_operand(self.builder, a, self.site, True) if k in arrays else a for k, a in enumerate(args)]
             given = kwargs if out_target is None else dict(kwargs, out=out_target)
             unimplemented = unimplemented_arguments(func, args, given)
             if unimplemented and out_target is None and func not in _VIEWS_OR_DATA_SHAPED \
@@ -253,15 +253,6 @@ class NumpyCallsMixin:
                 # no op (`np.maximum.accumulate(x)`, `np.add.reduce(x, where=m)`): NumPy's method
                 return self.library_node(func, f"numpy.{func.__self__.__name__}.{func.__name__}", args, kwargs)
             raise self.located(exc)
-
-    def _as_operand(self, v, constants=False):
-        """A list or tuple of values the graph computes as NumPy's array of it (`constants`: of
-        constants too, a constant array); anything else as it is."""
-        if type(v) not in (list, tuple):
-            return v
-        if _any_abstract(v):
-            return convert(np.asarray, [v], {}, self.site)
-        return self.builder.constant(np.asarray(v), "array") if constants else v
 
     def array_method(self, method, args, kwargs):
         """x.fill(value) and x.sort(axis) of a graph array: writes into x, as `x[...] = value`;
@@ -463,19 +454,6 @@ def _refuse_global_state(func, site):
         raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", site)
 
 
-@functools.lru_cache(maxsize=None)
-def _array_like(func) -> frozenset:
-    """The positions of NumPy function `func`'s parameters that take one array_like, which it
-    converts with asarray (`np.mean(a)`, `np.outer(a, b)`), rather than a sequence of arrays
-    (`np.concatenate(arrays)`) or a shape."""
-    try:
-        params = list(inspect.signature(func).parameters)
-    except (TypeError, ValueError):
-        return frozenset()
-    return frozenset(k for k, name in enumerate(params[:3]) if name in _ARRAY_LIKE)
-
-
-_ARRAY_LIKE = frozenset(("a", "b", "x", "x1", "x2", "m", "array", "ary", "y"))
 
 
 # NumPy functions that write into their first argument (a write into a copy of a constant is lost)

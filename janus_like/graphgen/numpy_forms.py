@@ -4,6 +4,9 @@ item of their sequence an array first, and an ndarray's C methods (`x.dot(w)`, `
 their arguments arrays (a Tensor among them gives an ndarray, through which no gradient flows)."""
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
 from ..ops import api as F
@@ -53,3 +56,30 @@ def einsum_view(subscripts, x, kwargs, site):
         raise Unsupported("unsupported-call", f"numpy.einsum({subscripts!r}) of one array gives a view of its "
                                               "diagonal", site)
     return x.transpose(tuple(sample.strides.index(s) for s in out.strides))
+
+
+def as_operand(builder, v, site, constants=False):
+    """A list or tuple of values the graph computes as NumPy's array of it (`constants`: of
+    constants too, a constant array); anything else as it is."""
+    from .conversions import convert
+
+    if type(v) not in (list, tuple):
+        return v
+    if _any_abstract(v):
+        return convert(np.asarray, [v], {}, site)
+    return builder.constant(np.asarray(v), "array") if constants else v
+
+
+@functools.lru_cache(maxsize=None)
+def array_like(func) -> frozenset:
+    """The positions of NumPy function `func`'s parameters that take one array_like, which it
+    converts with asarray (`np.mean(a)`, `np.outer(a, b)`), rather than a sequence of arrays
+    (`np.concatenate(arrays)`) or a shape."""
+    try:
+        params = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+    return frozenset(k for k, name in enumerate(params[:3]) if name in _ARRAY_LIKE)
+
+
+_ARRAY_LIKE = frozenset(("a", "b", "x", "x1", "x2", "m", "array", "ary", "y"))

@@ -32,8 +32,12 @@ def copy(val):
     return val if method is None else method()
 
 
-def view(val):
-    """Another view of the array `val` views (eager's second `h[0]`), as a new object."""
+def view(val, graphs=None):
+    """Another view of the array `val` views (eager's second `h[0]`), as a new object; with
+    `graphs` (the graph's value val was copied from, or val), where that is a view (NumPy's
+    reshape gave one), else a copy."""
+    if graphs is not None and not (isinstance(graphs, np.ndarray) and graphs.base is not None):
+        return copy(val)
     return val.view() if isinstance(val, np.ndarray) else val
 
 
@@ -46,31 +50,90 @@ def _read_only(node, base) -> bool:
     return False
 
 
-def copy_groups(out) -> list:
-    """The copied positions of `out` eager made as one new array and its views: in the graph
-    all are the constant's or the input's, and copied one by one they would share nothing.
-    [(source, ((position, read-only), ...))]: source the position of the array itself,
-    ("const", value) for a constant no position is, or ("slot", k) for the input array in slot
-    k (`x.T.astype(x.dtype)`, taken as `x.T`, and views of it)."""
-    groups: dict = {}  # (eager's arrays are the generator's nodes: `x * 1` twice, two arrays, one node now)
-    for i in out.copied:
-        if out.made[i] and root(out.nodes[i]).op in (ir.INPUT, ir.CONST):
-            groups.setdefault(out.made_from[i], []).append(i)
-    found = []
-    for members in groups.values():
-        bases = {root(out.nodes[i]) for i in members}
-        if len(members) < 2 or len(bases) > 1:
+def plan(out):
+    """(copied positions, {view position: first position}, groups) for `out` after the passes.
+
+    Positions are grouped by the array eager code keeps them in (`out.made_from`, read before
+    the passes). An array's positions use the graph's values as they are when its node's value
+    is new each call and no earlier array took it; else (the node is an input or a constant, or
+    common subexpressions merged two of eager's arrays into one node: `st["v"] = x * 2.0` in two
+    trips of a loop) they get one copy and views of it (`groups`: [(source, ((position,
+    read-only), ...))], source the position of the array itself, ("const", value), ("slot", k)
+    for the input in slot k, or ("owner",): the memory the first position views)."""
+    by_array: dict = {}
+    for i in range(len(out.nodes)):
+        by_array.setdefault(out.made_from[i], []).append(i)
+    at = {}  # node id -> its first position
+    for i, node in enumerate(out.nodes):
+        at.setdefault(node.id, i)
+    claimed, copied, viewed, groups = set(), set(), {}, []
+    for members in by_array.values():
+        bases = {array_root(out.nodes[i]) for i in members}
+        made = out.made[members[0]]
+        if len(bases) > 1:  # (not one array any more)
+            _apart(out, members, at, copied, viewed)
             continue
         base = bases.pop()
-        whole = [i for i in members if out.nodes[i] is base]
+        if not made or base.op not in (ir.INPUT, ir.CONST) and base.id not in claimed:
+            claimed.add(base.id)
+            _apart(out, members, at, copied, viewed)  # (`st["y"] = h[0]` in two trips: two views of h)
+            continue
+        built = [i for i in members if i in out._built]
+        copied.update(built)
+        if len(built) < 2:
+            continue
+        whole = [i for i in built if out.nodes[i] is base]
         if whole:
             source = whole[0]
         elif base.op == ir.CONST:
             source = ("const", base.params["value"])
-        else:
+        elif base.op == ir.INPUT:
             source = ("slot", base.params["slot"])
-        found.append((source, tuple((i, _read_only(out.nodes[i], base)) for i in members)))
-    return found
+        elif base.id in at:
+            source = at[base.id]
+        else:
+            source = ("owner",)
+        groups.append((source, tuple((i, _read_only(out.nodes[i], base)) for i in built)))
+    return copied, viewed, groups
+
+
+def _apart(out, members, at, copied, viewed):
+    """Positions each as it is, copied where it is an input's or a constant's eager made anew,
+    or its node an earlier position's: then another view of that one's array where both view
+    one array (`st["y"] = h[0]` in two trips; `st["r"] = f.reshape(1, 4)`, a view where NumPy's
+    reshape gives one: decided on the run's value), a copy where NumPy copies (`h[t]` of a 0-d
+    array t, an index by arrays). viewed: {position: (first position, decided on the value)}."""
+    for i in members:
+        node = out.nodes[i]
+        if at[node.id] != i or out.made[i] and array_root(node).op in (ir.INPUT, ir.CONST):
+            copied.add(i)
+            first = at[node.id]
+            if first == i:
+                continue
+            if out.bases[i] is not None and out.bases[i] == out.bases[first]:
+                viewed[i] = (first, False)
+            elif out.made_from[i] == out.made_from[first] and _may_view(node):
+                viewed[i] = (first, True)
+
+
+def _may_view(node) -> bool:
+    """Whether node's value may be a view of its root's (no index by arrays on the way)."""
+    return array_root(node) is root(node)
+
+
+def _gathers(node) -> bool:
+    """An index by arrays (or bools): NumPy's result is a new array."""
+    return node.op == "getitem" and any(isinstance(i, ir.Node) and (i.aval is None or len(i.aval[0]) > 0
+                                                                    or np.dtype(i.aval[1]).kind == "b")
+                                        for i in node.inputs[1:])
+
+
+def array_root(node):
+    """`root`, stopping at an index by arrays (`h[[0, 2]]`: eager's new array)."""
+    while node.op in ir.ALIASING_OPS and node.op not in (ir.INPUT, ir.CONST) and node.inputs \
+            and isinstance(node.inputs[0], ir.Node) and not _gathers(node):
+        node = node.inputs[0]
+    return node
 
 
 def _address(a):
@@ -85,12 +148,12 @@ def shared_copy(base, members, readonly) -> list:
     block of memory."""
     whole = isinstance(base, np.ndarray) and (base.flags.c_contiguous or base.flags.f_contiguous)
     own = base.copy(order="K") if whole else None
-    owner = base if whole and base.base is None else getattr(base, "base", None)
+    memory = owner(base) if whole else None
     out = []
     for val, frozen in zip(members, readonly):
         if val is base and own is not None:
-            out.append(own)
-        elif own is not None and isinstance(val, np.ndarray) and val.base is not None and val.base is owner:
+            out.append(own if not any(o is own for o in out) else own.view())  # (eager's are two objects)
+        elif own is not None and isinstance(val, np.ndarray) and val.base is not None and val.base is memory:
             v = np.ndarray(val.shape, val.dtype, buffer=own, offset=_address(val) - _address(base),
                            strides=val.strides)
             if frozen:
@@ -101,25 +164,36 @@ def shared_copy(base, members, readonly) -> list:
     return out
 
 
-def _source(source, values, slots):
+def _source(source, values, slots, first):
     if isinstance(source, int):
         return values[source]
+    if source[0] == "owner":
+        return owner(first)
     return source[1] if source[0] == "const" else slots[source[1]]
 
 
 def own_values(out, values, slots) -> list:
     """values with `out`'s copied positions copied (`Outputs._own`)."""
-    values, grouped = list(values), set()
+    graphs, values, grouped = values, list(values), set()
     for source, members in out.groups:
-        base = _source(source, values, slots)
+        base = _source(source, values, slots, values[members[0][0]])
         copies = shared_copy(base, [values[i] for i, _ in members], [frozen for _, frozen in members])
         for (i, _), c in zip(members, copies):
             values[i] = c
             grouped.add(i)
     for i in out.copied:  # (in order: a view's first position is copied before it)
         if i not in grouped:
-            values[i] = view(values[out.viewed[i]]) if i in out.viewed else copy(values[i])
+            if i in out.viewed:
+                first, decided = out.viewed[i]
+                values[i] = view(values[first], graphs[first] if decided else None)
+            else:
+                values[i] = copy(values[i])
     return values
+
+
+def owner(val):
+    """The array val views (NumPy keeps the one that owns the memory), or val itself."""
+    return val if getattr(val, "base", None) is None else val.base
 
 
 def copied_value(out, i) -> str:
@@ -132,13 +206,17 @@ def copy_lines(out, const) -> list:
     grouped = {i for _, members in out.groups for i, _ in members}
     lines = []
     for source, members in out.groups:
-        base = f"values[{source}]" if isinstance(source, int) else \
-            const(source[1]) if source[0] == "const" else f"slots[{source[1]}]"
+        base = f"values[{source}]" if isinstance(source, int) else const(source[1]) if source[0] == "const" \
+            else f"slots[{source[1]}]" if source[0] == "slot" else f"_owner(values[{members[0][0]}])"
         names = "".join(f"_v{i}, " for i, _ in members)
         values = "".join(f"values[{i}], " for i, _ in members)
         lines.append(f"{names}= _shared_copy({base}, ({values}), {tuple(frozen for _, frozen in members)})")
     for i in out.copied:
-        if i not in grouped:
-            lines.append(f"_v{i} = _view({copied_value(out, out.viewed[i])})" if i in out.viewed
-                         else f"_v{i} = _copy(values[{i}])")
+        if i in grouped:
+            continue
+        if i in out.viewed:
+            first, decided = out.viewed[i]
+            lines.append(f"_v{i} = _view({copied_value(out, first)}{f', values[{first}]' if decided else ''})")
+        else:
+            lines.append(f"_v{i} = _copy(values[{i}])")
     return lines

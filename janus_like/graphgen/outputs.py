@@ -16,8 +16,8 @@ import numpy as np
 from .. import ir
 from ..ops.indexing import build_index
 from ..tensor import Tensor, _next_id, _wrap
-from .output_copies import (copied_value, copy as _copy, copy_groups, copy_lines, own_values, root as _root,
-                            shared_copy as _shared_copy, view as _view)
+from .output_copies import (array_root, copied_value, copy as _copy, copy_lines, own_values, owner as _owner,
+                            plan as plan_copies, root as _root, shared_copy as _shared_copy, view as _view)
 from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens, view_base
 from .support import _any_of, input_view, made_fields
 from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
@@ -38,7 +38,7 @@ class Outputs:
         self.sink_count: dict = {}
         self.copied: list = []  # output positions copied before the commit (plan_copies)
         self.viewed: dict = {}  # ... of those, the ones taken as another view of the same array: {position:
-        # the first position of its node (a view of that one's copy, where it is copied)}
+        # (the first position of its node, decided on the run's value)} (output_copies._apart)
         self.groups: list = []  # ... of those, one new array and its views (plan_copies, shared_copy)
         self.made: list = []  # per output position: a new array in eager code (set before the passes)
         self.bases: list = []  # per output position: output_specs.view_base (set before the passes)
@@ -152,27 +152,19 @@ class Outputs:
         return self._tokens.setdefault(id(v), len(self._tokens))
 
     def plan_copies(self):
-        """A committed Variable value must own its buffer (eager assign copies). Rerun after
-        passes, which may have replaced output nodes: a position whose node an earlier position
-        already returns (common subexpressions merged), or that now is an input or a constant
-        (`x * 1`, `x.astype(x.dtype)` simplified) where eager code made a new array, is copied;
-        distinct objects in eager code stay distinct, and nothing returned is the caller's input
-        unless eager returns it."""
-        seen: dict = {}
+        """Which positions the commit copies (output_copies.plan), and whether a committed
+        Variable value must own its buffer (eager's assign copies). Rerun after passes, which may
+        have replaced output nodes: distinct arrays in eager code stay distinct, views of one stay
+        views of one, and nothing returned is the caller's input unless eager returns it."""
         if not self.made:  # the first call, before the passes: what eager code makes anew
-            self.made = [_root(node).op != ir.INPUT for node in self.nodes]
+            self.made = [array_root(node).op != ir.INPUT for node in self.nodes]
             self.bases = [view_base(node) for node in self.nodes]  # (two views of one array: two views)
-            self.made_from = [_root(node).id for node in self.nodes]  # (output_copies.copy_groups)
-        copied, first, self.viewed = set(), {}, {}
-        for i, node in enumerate(self.nodes):
-            if node.id in seen or self.made[i] and _root(node).op in (ir.INPUT, ir.CONST):
-                copied.add(i)
-                if node.id in first and self.bases[i] is not None and self.bases[i] == self.bases[first[node.id]]:
-                    self.viewed[i] = first[node.id]
-            seen[node.id] = seen.get(node.id, 0) + 1
-            first.setdefault(node.id, i)
+            self.made_from = [array_root(node).id for node in self.nodes]  # (the array eager keeps it in)
+        copied, self.viewed, self.groups = plan_copies(self)
         self.copied = sorted(copied & self._built)
-        self.groups = copy_groups(self)
+        seen: dict = {}
+        for node in self.nodes:
+            seen[node.id] = seen.get(node.id, 0) + 1
         # arrays another output is a view of (`u = c[1:3]; c.assign(c); return u`): eager's assign
         # copied, so the Variable's new array is not the one the view shows
         viewed = {_root(n).id for n in self.nodes if _root(n) is not n}
@@ -396,7 +388,7 @@ class Outputs:
                                                for token, i in tensors.items()] + containers
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
         env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_view": _view, "_next_id": _next_id,
-               "_shared_copy": _shared_copy,
+               "_shared_copy": _shared_copy, "_owner": _owner,
                "_copyto": np.copyto, "_new_object": _new_object, "_write_at": _write_at}
         exec(compile(src, "<janus_like finish>", "exec"), env)
         finish = env["finish"]

@@ -5,8 +5,8 @@ an input written in place is a view of it, and a copy written in place keeps its
 (a sum of it adds in eager's order). In the graph the new array is a constant or the input itself
 (a pass takes `astype` to the same dtype as its operand); copied one output at a time, the
 outputs shared nothing. Also: a conditional inside a loop node's body (its constants merged by
-CSE) named a value no node defined. Eager and jit side by side after every call (results,
-state, aliasing, read-only flags)."""
+CSE) named a value no node defined; `sum(params, start=g)` lost its start. Eager and jit side by
+side after every call (results, state, aliasing, read-only flags)."""
 import numpy as np
 import pytest
 
@@ -24,6 +24,16 @@ MADE = {  # (body of step(x, st), x's shape)
     "printed": ('v = np.zeros(3)\n    st["a"] = v\n    st["b"] = v[1:]\n    print(x.sum(), v)\n    return v', (3,)),
     "equal_constants_apart": ("v = np.zeros(4)\n    w = np.zeros(4)\n    return v[1:], w[1:], v, w[:2]", (4,)),
     "times_one_twice": ("a = x * 1\n    b = x * 1\n    return a, b, a[1:], b[:2]", (4,)),
+    "stored_in_two_trips": ('for j in range(2):\n        st["v"] = x * 2.0\n    return st["v"], st["v"][1:]', (4,)),
+    "appended_in_two_trips": ("out = []\n    for j in range(2):\n        out.append(x * 2.0)\n"
+                              "    return out, out[1][1:], out[0][:2]", (4,)),
+    "reshaped_in_two_trips": ('f = x * 2.0\n    for j in range(2):\n        st["r"] = f.reshape(1, 4)\n'
+                              '    return f, st["r"]', (4,)),
+    "reshape_copies_in_two_trips": ('f = (x * 2.0).reshape(2, 2).T\n    for j in range(2):\n'
+                                    '        st["r"] = f.reshape(4)\n    return f, st["r"]', (4,)),
+    "gathered_in_two_trips": ('h = x * 2.0\n    for j in range(2):\n        st["g"] = h[[0, 2]]\n'
+                              '    return h, st["g"], st["g"][1:]', (4,)),
+    "times_int_one": ("y = x * 1\n    z = 1 * x\n    return y, y[1:], z, np.multiply(x, 1)[::2]", (4,)),
     "view_written": ("v = np.ones(4)\n    w = v[1:]\n    w += x\n    return v, w", (3,)),
     "astype_same_dtype": ("v = x.astype(np.float64)\n    return v, v[1:]", (4,)),
     "astype_transposed": ("v = x.T.astype(x.dtype)\n    return v, v[:, 1:], v.T", (2, 3)),
@@ -110,3 +120,64 @@ def test_a_conditional_in_a_loop_body_keeps_its_merged_constants():
         return x, 2, s["st"], s["o"]
 
     check(make, [lambda s, i=i: call(s, i) for i in range(9)], min_graph_calls=3)
+
+
+def test_sum_with_a_start_keyword():
+    def make():
+        def step(g, st):
+            return sum(st["params"], start=g), sum((p * 2.0 for p in st["params"]), start=0.5)
+
+        return step, {"params": [np.ones(4) * j for j in range(3)]}
+
+    check(make, [lambda st, i=i: (np.arange(4.0) * (i + 1) / 10, st) for i in range(7)], min_graph_calls=3)
+
+
+def test_fancy_writes_in_a_nested_loop_left_by_break():
+    def make():
+        def step(st):
+            v = st["v"]
+            for i in range(2):
+                if i == 1:
+                    break
+                for j in range(1):
+                    v[[0, 2]] -= 1.0
+            return v
+
+        return step, {"v": np.arange(4.0)}
+
+    check(make, [lambda st: (st,)] * 7, min_graph_calls=3)
+
+
+def test_out_writes_in_a_loop_with_continue_and_a_data_trip_count():
+    def make():
+        def step(y, mask, k):
+            iv = y * 3
+            for i in range(int(mask.sum())):
+                if i == k - 1:
+                    continue
+                np.maximum(iv, (y * np.int32(2)) * np.int32(2), out=iv)
+            return iv
+
+        return step, {}
+
+    def call(st, i):
+        rs = np.random.default_rng(i)
+        return rs.integers(0, 5, 4), rs.random(4) < 0.5, 2
+
+    check(make, [lambda st, i=i: call(st, i) for i in range(8)], min_graph_calls=3)
+
+
+def test_a_strided_view_of_a_fortran_input_written_then_summed():
+    def make():
+        def step(m):
+            w = m[:, ::2]
+            w *= 1.5
+            return w.sum()
+
+        return step, {}
+
+    def call(st, i):
+        m = np.random.default_rng(i).standard_normal((3, 4)) * 10 ** (i % 4)
+        return (np.asfortranarray(m) if i >= 6 else m),
+
+    check(make, [lambda st, i=i: call(st, i) for i in range(8)], min_graph_calls=3)
