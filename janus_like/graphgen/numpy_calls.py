@@ -138,7 +138,7 @@ class NumpyCallsMixin:
             # np.mean(losses[-5:]) of Python numbers the graph computes, `np.outer(ids, [1, 1])`:
             # NumPy's own asarray of each list it takes as an array first
             arrays = array_like(func)
-            if any(type(a) in (list, tuple) and _any_abstract(a) for k, a in enumerate(args) if k in arrays):
+            if any(type(a) in (list, tuple) for k, a in enumerate(args) if k in arrays) and _any_abstract(args):
                 args = [as_operand(self.builder, a, self.site, True) if k in arrays else a for k, a in enumerate(args)]
             given = kwargs if out_target is None else dict(kwargs, out=out_target)
             unimplemented = unimplemented_arguments(func, args, given)

@@ -28,15 +28,19 @@ def root(node):
 
 
 def copy(val):
+    """A copy of val (an array's in its layout, as eager's new array has it)."""
+    if isinstance(val, np.ndarray):
+        return val.copy(order="K")
     method = getattr(val, "copy", None)
     return val if method is None else method()
 
 
-def view(val, graphs=None):
+def view(val, graphs=None, base=None):
     """Another view of the array `val` views (eager's second `h[0]`), as a new object; with
-    `graphs` (the graph's value val was copied from, or val), where that is a view (NumPy's
-    reshape gave one), else a copy."""
-    if graphs is not None and not (isinstance(graphs, np.ndarray) and graphs.base is not None):
+    `graphs` (the graph's value val was copied from, or val) and `base` (the graph's value of the
+    array it was made from), where graphs shares base's memory (NumPy's reshape gave a view),
+    else a copy."""
+    if graphs is not None and not np.may_share_memory(graphs, base):
         return copy(val)
     return val.view() if isinstance(val, np.ndarray) else val
 
@@ -74,13 +78,14 @@ def plan(out):
             _apart(out, members, at, copied, viewed)
             continue
         base = bases.pop()
-        if not made or base.op not in (ir.INPUT, ir.CONST) and base.id not in claimed:
+        if not made or base.op not in (ir.INPUT, ir.CONST) and base.id not in claimed \
+                and not _merged_constants(base):
             claimed.add(base.id)
-            _apart(out, members, at, copied, viewed)  # (`st["y"] = h[0]` in two trips: two views of h)
+            _apart(out, members, at, copied, viewed, base)  # (`st["y"] = h[0]` in two trips: two views of h)
             continue
         built = [i for i in members if i in out._built]
         copied.update(built)
-        if len(built) < 2:
+        if not built:
             continue
         whole = [i for i in built if out.nodes[i] is base]
         if whole:
@@ -97,12 +102,13 @@ def plan(out):
     return copied, viewed, groups
 
 
-def _apart(out, members, at, copied, viewed):
+def _apart(out, members, at, copied, viewed, base=None):
     """Positions each as it is, copied where it is an input's or a constant's eager made anew,
     or its node an earlier position's: then another view of that one's array where both view
     one array (`st["y"] = h[0]` in two trips; `st["r"] = f.reshape(1, 4)`, a view where NumPy's
     reshape gives one: decided on the run's value), a copy where NumPy copies (`h[t]` of a 0-d
-    array t, an index by arrays). viewed: {position: (first position, decided on the value)}."""
+    array t, an index by arrays). viewed: {position: (first position, the position of the array
+    `base` its view is decided against, or None)}."""
     for i in members:
         node = out.nodes[i]
         if at[node.id] != i or out.made[i] and array_root(node).op in (ir.INPUT, ir.CONST):
@@ -111,9 +117,9 @@ def _apart(out, members, at, copied, viewed):
             if first == i:
                 continue
             if out.bases[i] is not None and out.bases[i] == out.bases[first]:
-                viewed[i] = (first, False)
-            elif out.made_from[i] == out.made_from[first] and _may_view(node):
-                viewed[i] = (first, True)
+                viewed[i] = (first, None)
+            elif base is not None and base.id in at and out.made_from[i] == out.made_from[first] and _may_view(node):
+                viewed[i] = (first, at[base.id])  # (a reshape's view or copy: does it share the base's memory?)
 
 
 def _may_view(node) -> bool:
@@ -128,12 +134,37 @@ def _gathers(node) -> bool:
                                         for i in node.inputs[1:])
 
 
+def _merge(node) -> bool:
+    """A conditional's or loop node's result: by the outcome, one of several values."""
+    return node.op == ir.TUPLE_GET and isinstance(node.inputs[0], ir.Node) and node.inputs[0].op in (ir.COND, ir.LOOP)
+
+
 def array_root(node):
-    """`root`, stopping at an index by arrays (`h[[0, 2]]`: eager's new array)."""
+    """`root`, stopping at an index by arrays (`h[[0, 2]]`: eager's new array) and at a
+    conditional's or loop node's result (by the outcome, one array or another)."""
     while node.op in ir.ALIASING_OPS and node.op not in (ir.INPUT, ir.CONST) and node.inputs \
-            and isinstance(node.inputs[0], ir.Node) and not _gathers(node):
+            and isinstance(node.inputs[0], ir.Node) and not _gathers(node) and not _merge(node):
         node = node.inputs[0]
     return node
+
+
+def _merged_constants(node, depth=0) -> list:
+    """The constants a conditional's or loop node's result `node` may be (or view), by the
+    outcome (`v = np.ones(3) if k else np.zeros(3)`, `acc = np.zeros(3)` before a loop that may
+    run no trip): the node passes that object through, which eager makes anew each call."""
+    if not _merge(node) or depth > 32:
+        return []
+    owner, k = node.inputs[0], node.params["index"]
+    if owner.op == ir.COND:
+        outs = [owner.params["then_outs"][k], owner.params["else_outs"][k]]
+    else:
+        outs = [owner.inputs[k], owner.params["body_outs"][k]]
+    found = []
+    for o in outs:
+        if isinstance(o, ir.Node):
+            o = array_root(o)
+            found += [o.params["value"]] if o.op == ir.CONST else _merged_constants(o, depth + 1)
+    return found
 
 
 def _address(a):
@@ -175,17 +206,17 @@ def _source(source, values, slots, first):
 def own_values(out, values, slots) -> list:
     """values with `out`'s copied positions copied (`Outputs._own`)."""
     graphs, values, grouped = values, list(values), set()
-    for source, members in out.groups:
-        base = _source(source, values, slots, values[members[0][0]])
-        copies = shared_copy(base, [values[i] for i, _ in members], [frozen for _, frozen in members])
+    for source, members in out.groups:  # (from the graph's values: a group before may have replaced one)
+        base = _source(source, graphs, slots, graphs[members[0][0]])
+        copies = shared_copy(base, [graphs[i] for i, _ in members], [frozen for _, frozen in members])
         for (i, _), c in zip(members, copies):
             values[i] = c
             grouped.add(i)
     for i in out.copied:  # (in order: a view's first position is copied before it)
         if i not in grouped:
             if i in out.viewed:
-                first, decided = out.viewed[i]
-                values[i] = view(values[first], graphs[first] if decided else None)
+                first, base = out.viewed[i]
+                values[i] = view(values[first], *((graphs[first], graphs[base]) if base is not None else ()))
             else:
                 values[i] = copy(values[i])
     return values
@@ -215,8 +246,9 @@ def copy_lines(out, const) -> list:
         if i in grouped:
             continue
         if i in out.viewed:
-            first, decided = out.viewed[i]
-            lines.append(f"_v{i} = _view({copied_value(out, first)}{f', values[{first}]' if decided else ''})")
+            first, base = out.viewed[i]
+            decided = f", values[{first}], values[{base}]" if base is not None else ""
+            lines.append(f"_v{i} = _view({copied_value(out, first)}{decided})")
         else:
             lines.append(f"_v{i} = _copy(values[{i}])")
     return lines

@@ -23,7 +23,7 @@ LISTS = {  # body of step(s, st), with s an input's list of token ids
     "array_of_batch": "batch = [s, s[::-1]]\n    return np.array(batch), np.array([s]).shape",
     "stack": "return np.stack([s, s]), np.column_stack([s, s])",
     "concatenate_eos": "return np.concatenate([s, [9]]), np.hstack([[0], s])",
-    "outer": "return np.outer(s, [1, 1]), np.dot(s, [1, 2, 3])",
+    "outer": "return np.outer(s, [1, 1]), np.dot(s, [1, 2, 3]), np.outer(np.asarray(s) * 1.0, [1, 2])",
     "add_at_ids": 'np.add.at(st["cnt"], s, 1)\n    return st["cnt"].copy()',
     "add_at_values": 'np.add.at(st["w"], np.array([0, 2, 4]), s)\n    return st["w"].sum()',
     "sorted_by_len": "batch = [s, s[:2], [7]]\n    return [len(b) for b in sorted(batch, key=len)], max(batch, key=len)",

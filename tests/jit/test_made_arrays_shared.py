@@ -181,3 +181,49 @@ def test_a_strided_view_of_a_fortran_input_written_then_summed():
         return (np.asfortranarray(m) if i >= 6 else m),
 
     check(make, [lambda st, i=i: call(st, i) for i in range(8)], min_graph_calls=3)
+
+
+CALLER_WRITES = {  # body of step(x, k, st); the caller writes into st["v"] (and st["r"]) between calls
+    "branch_gives_a_constant": 'if k == 0:\n        v = np.ones(3)\n    else:\n        v = np.zeros(3)\n'
+                               '    st["v"] = v\n    st["w"] = v[1:]\n    return v.sum()',
+    "loop_may_not_run": 'acc = np.zeros(3)\n    for t in range(k):\n        acc = acc + x\n    st["v"] = acc\n'
+                        "    return acc.sum()",
+    "reshape_copies_twice": 'h = np.outer(x, x) * 3.0\n    st["v"] = h.T.reshape(-1)\n    st["r"] = h.T.reshape(-1)'
+                            "\n    return None",
+    "merged_and_printed": 'a = x * 2.0\n    b = x * 2.0\n    c = x * 2.0\n    st["a1"] = a[1:]\n    st["v"] = b\n'
+                          '    st["b1"] = b[:2]\n    st["c1"] = c[1:]\n    st["c2"] = c[::-1]\n    print("step")\n'
+                          "    return None",
+    "read_only_alone": 'st["v"] = np.ones(3)\n    st["d"] = np.diagonal(np.eye(3))\n'
+                       '    st["e"] = np.outer(x, x).diagonal()\n    st["f"] = np.outer(x, x)\n    return None',
+}
+
+
+@pytest.mark.parametrize("name", sorted(CALLER_WRITES))
+def test_stored_arrays_the_caller_writes_between_calls_side_by_side(tmp_path, name):
+    step = _module_step(tmp_path, name, CALLER_WRITES[name], "x, k, st")
+
+    def call(st, i):
+        for key in ("v", "r"):
+            if key in st:
+                st[key][0] += 7.0  # (eager's arrays are new each call: a write into one shows nowhere else)
+        x = np.arange(3.0) + i
+        return x, i % 3, st
+
+    check(lambda: (step, {}), [lambda st, i=i: call(st, i) for i in range(8)], min_graph_calls=3)
+
+
+def test_a_copy_of_a_fortran_input_keeps_its_layout():
+    def make():
+        def step(x, st):
+            if "y" in st:
+                st["s"] = st["y"].sum()
+            st["y"] = x * 1
+            return None
+
+        return step, {}
+
+    def call(st, i):
+        m = np.random.default_rng(i).standard_normal((4, 5)) * 10 ** (i % 4)
+        return np.asfortranarray(m), st
+
+    check(make, [lambda st, i=i: call(st, i) for i in range(8)], min_graph_calls=3)
