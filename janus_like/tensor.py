@@ -476,7 +476,7 @@ def unimplemented_arguments(func, args, kwargs):
     ("initial=", "3 positional arguments"); empty when the entry computes what NumPy would."""
     lo, hi, known = _PLAIN[func]
     if func is np.pad and not _one_number(kwargs.get("constant_values", args[3] if len(args) > 3 else 0)):
-        return "constant_values= other than one number"  # (NumPy's np.pad, a library node)
+        return "constant_values= other than one number"  # (ops/api.pad takes one number)
     if lo <= len(args) <= hi and known.issuperset(kwargs):
         return ""
     return _unusual_arguments(func, args, kwargs)

@@ -203,48 +203,29 @@ def templates(args, kwargs, what, site):
 def _sized_by_values(rng, method, args, kwargs, values, shape, site) -> bool:
     """Whether the draw's shape follows a Python int among `values` (a size): the stand-in draw
     with each such int one larger has another shape."""
-    ints = [k for k, v in enumerate(values) if v.kind == "py" and np.dtype(v.dtype).kind in "iu"]
-    if not ints:
+    if not any(v.kind == "py" and np.dtype(v.dtype).kind in "iu" for v in values):
         return False
-    bumped = list(values)
-    for k in ints:
-        v = values[k]
-        bumped[k] = _Bumped(v)
     try:
-        other = _stand_in_draw(rng, method, args, kwargs, bumped, site)
+        other = _stand_in_draw(rng, method, args, kwargs, values, site, bump=True)
     except Unsupported:
         return True
     return np.shape(other) != tuple(shape)
 
 
-class _Bumped:
-    """A Python int graph value's stand-in, one more than the usual one (`_sized_by_values`)."""
-
-    kind = "py"
-
-    def __init__(self, v):
-        self.v, self.dtype = v, v.dtype
-
-    def stand_in(self):
-        hint = self.v.node.hint
-        return (hint if hint is not None else 1) + 1
-
-
-def _stand_in_draw(rng, method, args, kwargs, values, site):
+def _stand_in_draw(rng, method, args, kwargs, values, site, bump=False):
     """`method` of a copy of `rng` (None: of the NumPy global RNG's state) on stand-ins for the
     graph values: their known numbers, else 0.5 / 1 / True by dtype; where that is outside the
-    method's domain, each float array an even distribution over its elements (a choice's `p`)."""
+    method's domain, each float array an even distribution over its elements (a choice's `p`).
+    `bump`: each Python int's stand-in one larger (`_sized_by_values`)."""
     from ..ops.draws import fill
 
     def stand_in(v, even):
-        if isinstance(v, _Bumped):
-            return v.stand_in()
         dtype = np.dtype(v.dtype)
         if v.kind == "py":
             hint = v.node.hint
-            if hint is not None:
-                return hint
-            return v.py_type(True if dtype.kind == "b" else 1 if dtype.kind in "iu" else 0.5)
+            value = hint if hint is not None else v.py_type(True if dtype.kind == "b" else 1 if dtype.kind in "iu"
+                                                            else 0.5)
+            return value + 1 if bump and dtype.kind in "iu" else value
         fill_value = True if dtype.kind == "b" else 1 if dtype.kind in "iu" else 1.0 / max(v.size, 1) if even else 0.5
         return np.full(v.shape, fill_value, dtype)
 

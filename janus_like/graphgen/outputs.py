@@ -162,9 +162,7 @@ class Outputs:
             self.made_from = [array_root(node).id for node in self.nodes]  # (the array eager keeps it in)
         copied, self.viewed, self.groups = plan_copies(self)
         self.copied = sorted(copied & self._built)
-        seen: dict = {}
-        for node in self.nodes:
-            seen[node.id] = seen.get(node.id, 0) + 1
+        seen = collections.Counter(node.id for node in self.nodes)
         # arrays another output is a view of (`u = c[1:3]; c.assign(c); return u`): eager's assign
         # copied, so the Variable's new array is not the one the view shows
         viewed = {_root(n).id for n in self.nodes if _root(n) is not n}

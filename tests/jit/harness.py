@@ -303,6 +303,12 @@ def chain_program(draw, head, names, forms, first_result):
     return "\n".join(lines) + "\n"
 
 
+def numpy_step(directory, name, params, body):
+    """`step(<params>)` with `body` (its lines after the first indented by four spaces) in a
+    module of its own that imports numpy as np (`load_module`)."""
+    return load_module(directory, f"import numpy as np\n\n\ndef step({params}):\n    {body}\n", name).step
+
+
 def load_with_helpers(directory, source: str, helpers_source: str):
     """`load_module(source)` whose global `helpers` is a fresh module of `helpers_source` (a
     user's module read through `helpers.NAME`)."""

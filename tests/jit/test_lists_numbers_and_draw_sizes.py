@@ -15,7 +15,7 @@ Eager and jit side by side after every call."""
 import numpy as np
 import pytest
 
-from .harness import check, fallback_reasons, load_module
+from .harness import check, fallback_reasons, numpy_step
 
 SEQS = [[1, 2, 3], [4, 5, 6], [0, 1, 2], [3, 3, 1], [2, 2, 2], [1, 1, 0], [5, 4, 3], [6, 0, 0]]
 
@@ -33,7 +33,7 @@ LISTS = {  # body of step(s, st), with s an input's list of token ids
 
 @pytest.mark.parametrize("name", sorted(LISTS))
 def test_input_lists_given_to_numpy_side_by_side(tmp_path, name):
-    step = load_module(tmp_path, f"import numpy as np\n\n\ndef step(s, st):\n    {LISTS[name]}\n", name).step
+    step = numpy_step(tmp_path, name, "s, st", LISTS[name])
 
     def make():
         return step, {"cnt": np.zeros(7, dtype=np.int64), "w": np.zeros(7)}
@@ -81,7 +81,7 @@ DRAWS = {  # body of step(n, st): n an int argument, st["rng"] a Generator
 
 @pytest.mark.parametrize("name", sorted(DRAWS))
 def test_draws_sized_by_python_ints_side_by_side(tmp_path, name):
-    step = load_module(tmp_path, f"import numpy as np\n\n\ndef step(n, st):\n    {DRAWS[name]}\n", name).step
+    step = numpy_step(tmp_path, name, "n, st", DRAWS[name])
 
     def make():
         return step, {"obs": np.arange(20.0), "size": 0, "rng": np.random.default_rng(0)}

@@ -10,7 +10,7 @@ side after every call (results, state, aliasing, read-only flags)."""
 import numpy as np
 import pytest
 
-from .harness import check, load_module
+from .harness import check, numpy_step
 
 MADE = {  # (body of step(x, st), x's shape)
     "stored_and_view": ('v = np.zeros(4)\n    st["a"] = v\n    st["b"] = v[1:]\n    return x.sum()', (4,)),
@@ -49,15 +49,10 @@ RAVELS = {  # (body of step(a, st), a's orders by call)
 }
 
 
-def _module_step(tmp_path, name, body, args):
-    src = f"import numpy as np\n\n\ndef step({args}):\n    {body}\n"
-    return load_module(tmp_path, src, f"made_{name}").step
-
-
 @pytest.mark.parametrize("name", sorted(MADE))
 def test_arrays_made_in_the_step_and_their_views_side_by_side(tmp_path, name):
     body, shape = MADE[name]
-    step = _module_step(tmp_path, name, body, "x, st")
+    step = numpy_step(tmp_path, f"made_{name}", "x, st", body)
 
     def call(st, i):
         return np.arange(float(np.prod(shape))).reshape(shape) * (i + 1), st
@@ -68,7 +63,7 @@ def test_arrays_made_in_the_step_and_their_views_side_by_side(tmp_path, name):
 @pytest.mark.parametrize("name", sorted(RAVELS))
 def test_ravel_of_arrays_written_in_place_side_by_side(tmp_path, name):
     body, orders = RAVELS[name]
-    step = _module_step(tmp_path, name, body, "a, st")
+    step = numpy_step(tmp_path, f"made_{name}", "a, st", body)
 
     def make():
         return step, {"w": np.arange(6.0).reshape(2, 3)}
@@ -200,7 +195,7 @@ CALLER_WRITES = {  # body of step(x, k, st); the caller writes into st["v"] (and
 
 @pytest.mark.parametrize("name", sorted(CALLER_WRITES))
 def test_stored_arrays_the_caller_writes_between_calls_side_by_side(tmp_path, name):
-    step = _module_step(tmp_path, name, CALLER_WRITES[name], "x, k, st")
+    step = numpy_step(tmp_path, f"made_{name}", "x, k, st", CALLER_WRITES[name])
 
     def call(st, i):
         for key in ("v", "r"):
