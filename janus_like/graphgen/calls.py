@@ -30,7 +30,7 @@ from .early_returns import function_body
 from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import LoggedAt, joined_text
 from .recursion import recursion_kind
-from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers,
+from .py_numbers import (LIBRARY_OF_NUMBERS, compensated_sum, is_library_of_numbers, is_number_call, library_of_numbers,
                          mixed_items, mixed_types, number_call, scalar_extreme, sorted_numbers, speculate_pick)
 from .values import BoundMethod, array_copy, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
@@ -366,6 +366,8 @@ class CallsMixin:
             args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
         if func is sum and args and _any_abstract(args[0]):
             total = args[1] if len(args) > 1 else 0
+            if (compensated := compensated_sum(self.builder, list(args[0]), total, self.site)) is not None:
+                return compensated
             for x in args[0]:
                 total = total + x
             return total

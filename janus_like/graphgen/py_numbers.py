@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import heapq
 import statistics
+import sys
 
 import numpy as np
 
@@ -56,6 +57,26 @@ def number_call(builder, func, module, args, site, kwargs=None):
         raise Unsupported("data-dependent-python", f"{getattr(func, '__name__', func)}() of a graph value "
                                                   f"giving a {type(sample).__name__}", site)
     return builder.py_op(func, *args, sample=sample)
+
+
+# From Python 3.12 on, sum() of floats compensates its rounding (Neumaier's sum): a chain of
+# adds gives other last bits, so such a sum is one node calling sum() itself
+_COMPENSATED_SUM = sys.version_info >= (3, 12)
+
+
+def _sum_from(start, *items):
+    return sum(items, start)
+
+
+def compensated_sum(builder, items, start, site):
+    """`sum(losses)` of Python numbers some of which the graph computes, as this Python's sum()
+    gives it (one PY_OP node); None where a chain of adds gives the same bits (ints, or a Python
+    before 3.12, whose sum() adds one item after the other)."""
+    values = (start, *items)
+    if not _COMPENSATED_SUM or not all(_number(a) for a in values) or not any(
+            type(a) is float or isinstance(a, Sym) and np.dtype(a.node.aval[1]).kind not in "biu" for a in values):
+        return None
+    return builder.py_op(_sum_from, *values, sample=py_sample(_sum_from, values, site))
 
 
 def _number(a) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import conv_gpu
 from .registry import bind, register, wants
 
 
@@ -164,8 +165,11 @@ def _cols(xp, x, size, stride, padding):
     if hp < kh or wp < kw:
         raise ValueError(f"window {size} is larger than the padded input {(hp, wp)}")
     oh, ow = out_size(hp, wp, size, stride, (0, 0))
-    cols = xp.empty((c, kh, kw, oh, ow, n), dtype=x.dtype)
-    _taps(cols, xt, stride)
+    if conv_gpu.available(xp):  # one strided copy, one kernel launch (a launch per tap below)
+        cols = conv_gpu.im2col(xp, xt, size, stride, (oh, ow))
+    else:
+        cols = xp.empty((c, kh, kw, oh, ow, n), dtype=x.dtype)
+        _taps(cols, xt, stride)
     return cols.reshape(c * kh * kw, oh * ow * n), (n, oh, ow)
 
 
@@ -208,6 +212,8 @@ def _conv2d_grad_input(xp, g, w, x, stride, padding):
         flipped = xp.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
         return _conv2d_rows(xp, g, flipped, (kh - 1 - ph, kw - 1 - pw)).astype(x.dtype, copy=False)
     dcols = _product(xp, w.reshape(o, -1).T, _batch_last(g)).reshape(c, kh, kw, oh, ow, n)
+    if conv_gpu.available(xp) and conv_gpu.col2im_supported(dcols.dtype):  # the loop below in one kernel
+        return conv_gpu.col2im(xp, dcols, x.shape, stride, padding).astype(x.dtype, copy=False)
     dx = xp.zeros((c, h + 2 * ph, wd + 2 * pw, n), dtype=dcols.dtype)
     for i in range(kh):  # col2im: each kernel tap adds its slice back into the padded input
         for j in range(kw):
@@ -321,6 +327,8 @@ def _max_pool2d_scatter(xp, g, x, best=None, *, size, stride, padding):
     if taps is not None:  # windows tile the input: route g tap by tap to each window's first max
         if best is None:  # the forward's output, when the gradient rule passed it
             best = _max_pool2d(xp, x, size, stride, padding)
+        if conv_gpu.available(xp) and conv_gpu.route_supported(x, g, best):  # the routing below in one kernel
+            return conv_gpu.max_pool_route(xp, g, x, best, size).astype(x.dtype, copy=False)
         out = xp.empty(x.shape, dtype=g.dtype)  # every position is one window's tap: all written below
         nan_best = xp.isnan(best) if np.issubdtype(best.dtype, np.inexact) else None
         if nan_best is not None and not nan_best.any():

@@ -153,7 +153,7 @@ def _aliasing(root):
     order with, for each, the first earlier one it *is*, and for arrays the earlier arrays whose
     memory it shares. Two sides that hold equal values can still differ here: eager's `return y, y`
     gives one array twice, and a later in-place write shows through both."""
-    seen, order, arrays = {}, [], []
+    seen, order, arrays, device_arrays = {}, [], [], []
 
     def walk(obj, path, loose=False):
         if isinstance(obj, _IMMUTABLE) or isinstance(obj, np.random.Generator):
@@ -170,6 +170,10 @@ def _aliasing(root):
         if isinstance(obj, np.ndarray):
             entry[2] = tuple(k for k, a in arrays if np.shares_memory(a, obj, max_work=1000))
             arrays.append((len(order) - 1, obj))
+        elif backend.device_of(obj) == "gpu":  # a CuPy array: its own memory, told apart by CuPy
+            may_share = backend._cupy().may_share_memory
+            entry[2] = tuple(k for k, a in device_arrays if may_share(a, obj))
+            device_arrays.append((len(order) - 1, obj))
         elif isinstance(obj, Tensor):
             walk(obj._data, f"{path}._data", True)
         elif isinstance(obj, list) or type(obj).__name__ == "deque":
@@ -183,6 +187,7 @@ def _aliasing(root):
 
     walk(root, "")
     arrays.clear()  # `walk` refers to itself: the arrays would live until the next collection
+    device_arrays.clear()
     return order
 
 
