@@ -43,7 +43,7 @@ def sgd_rows(w, idx, g, scale, scale_first, unique):
     """`w - scale * Z` (`w - Z` when scale is None; `Z * scale` when not scale_first), Z being
     zeros of w's shape with g's rows added at idx (assigned when `unique`)."""
     if type(idx) is np.ndarray and type(w) is np.ndarray and idx.ndim == 1 and distinct_rows(idx, w.shape[0]):
-        out = w.copy()
+        out = w.copy(order="K")  # (laid out as the subtraction below lays out its result)
         z = g if unique else np.add(g, w.dtype.type(0))  # the scatter's 0.0 + g (assigned: g)
         if scale is not None:
             z = np.multiply(scale, z) if scale_first else np.multiply(z, scale)

@@ -282,14 +282,18 @@ class GraphBuilder:
         """Record that `out` is, by the outcome of `branch` (None: a loop's trip count), the object
         of one of `values`, or of those an earlier merge merged into them (two `y = y if c else`);
         `of_input`: one of them is an input's own object. An array's object passes through the
-        node and is eager's: recorded only where an input's object (or a Tensor) is involved."""
+        node and is eager's: recorded only where an input's object (or a Tensor) or a constant
+        array is involved."""
         ids = []
         for v in values:
             if isinstance(v, Sym):
                 earlier = self.merged_from.get(v.node.id)
                 ids += [v.node.id, *(earlier[1] if earlier else ())]
                 of_input = of_input or bool(earlier and earlier[2])
-        if of_input or out.kind == "tensor":
+        # a constant array is copied where it leaves the call (the graph's own must not): which
+        # copy a merged one shares, by the outcome, is recorded too (`w = v` in one branch)
+        made_constant = any(isinstance(v, Sym) and v.node.op == ir.CONST and v.kind == "array" for v in values)
+        if of_input or out.kind == "tensor" or made_constant:
             self.merged_from[out.node.id] = (branch, tuple(ids), of_input)
 
     def alias(self, base, view):

@@ -133,7 +133,7 @@ class LoopMixin:
         results = []
         for i, (name, v) in enumerate(carried):
             out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
-            frame.locals[name] = self.maybe_entry(Sym(out, v.kind), v)
+            frame.locals[name] = self.maybe_entry(Sym(out, v.kind), v, gen["frame"].get(name))
             results.append(out)
         for i, (wkind, wtarget, wname, init) in enumerate(state.values(), start=len(carried)):
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, init.node.aval)), init.kind)
@@ -157,16 +157,20 @@ class LoopMixin:
         self.builder.views.clear()
         self.builder.views.update((k, list(v)) for k, v in views.items())
 
-    def maybe_entry(self, out, entry):
+    def maybe_entry(self, out, entry, final=None):
         """A loop's result that is its entry value's object when the loop runs zero times (eager
         code then still names that object): writing through it in place, or writing the entry
-        value in place, cannot be modelled (the same rule as a conditional's merged values)."""
+        value in place, cannot be modelled (the same rule as a conditional's merged values).
+        `final`: the body's value at the end of a trip, which may be an input's object too
+        (`v = p` in the body of p written in place before the loop)."""
         if isinstance(entry, Sym) and not isinstance(entry, VarRef):
             out.view = (OPAQUE, None)
             self.builder.alias(entry, out)
-            # eager's object after zero trips is the entry's: an input's array written before the
-            # loop, or an input's Tensor, where the graph's result is its own (outputs.check_merged_identity)
-            self.builder.merged(out, (entry,), _input_identity(entry) is not None, None)
+            # eager's object after zero trips is the entry's, after some the body's: an input's
+            # array written before, or an input's Tensor, where the graph's result is its own
+            # (outputs.check_merged_identity)
+            values = (entry,) if final is None else (entry, final)
+            self.builder.merged(out, values, any(_input_identity(v) is not None for v in values), None)
         return out
 
     def carried_initial(self, name, v):

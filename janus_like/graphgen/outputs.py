@@ -377,13 +377,15 @@ class Outputs:
             else:
                 lines.append(f"_copyto(slots[{slot}], values[{i}])")
         try:
-            lines += [_op_line(op, expr, const) for op in self.ops]
-            lines.append(f"return {expr(self.result)}")
+            tail = [_op_line(op, expr, const) for op in self.ops] + [f"return {expr(self.result)}"]
         except LookupError:
             return None
-        # copies before the commit, which may write an input array in place
+        # copies before the commit, which may write an input array in place; objects that appear
+        # twice after it, as the general path builds them: a view of an input made after the
+        # write (a copying reshape of it holds the written values)
         lines[:0] = copy_lines(self, const) + [f"_t{token} = _wrap({copied_value(self, i)})"
-                                               for token, i in tensors.items()] + containers
+                                               for token, i in tensors.items()]
+        lines += containers + tail
         src = "def finish(values, slots):\n" + "".join(f"    {line}\n" for line in lines)
         env = {"C": consts, "_wrap": _wrap, "_array": _array, "_copy": _copy, "_view": _view, "_next_id": _next_id,
                "_shared_copy": _shared_copy, "_owner": _owner,

@@ -412,7 +412,3 @@ def input_view(v):
     return None if inner is None else ("index", inner, index, None)
 
 
-# view ops whose NumPy function, run on the input after the commit, gives eager's view of it
-_REPLAYED_VIEWS = frozenset({"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "flip", "diagonal",
-                             "ascontiguousarray",  # (ravel: the input itself when C-ordered, as eager's)
-                             "real", "imag"})

@@ -26,7 +26,7 @@ register("pad", lambda xp, x, pad_width, constant_values=0: xp.pad(x, pad_width,
 # (a repeated index adds in eager's order: the same bits); the generator writes the result back
 # into the table like any in-place write.
 def _add_at(xp, x, v, *operands, index):
-    y = x.copy()
+    y = x.copy(order="K")  # (x's layout kept, as eager's write in place keeps it)
     xp.add.at(y, build_index(index, operands), v)
     return y
 

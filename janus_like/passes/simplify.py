@@ -128,9 +128,33 @@ def simplify(graph: ir.Graph) -> ir.Graph:
         target = _identity(n) or _times_one(n)
         if target is not None:
             mapping[n.id] = target
+    _keep_block_results(graph, mapping)
     if mapping:
         substitute(graph, mapping)
     return graph
+
+
+def _keep_block_results(graph, mapping):
+    """A conditional's or loop's result is eager's new array (`v = x * 1` in a branch, an
+    `astype` to the same dtype): as the value of an array from outside the block, the node would
+    hand that array's own object on. Such results keep their op."""
+    def resolve(v):
+        while isinstance(v, ir.Node) and v.id in mapping:
+            v = mapping[v.id]
+        return v
+
+    for n in graph.all_nodes():
+        if n.op == ir.COND:
+            blocks = (("then_nodes", "then_outs"), ("else_nodes", "else_outs"))
+        elif n.op == ir.LOOP:
+            blocks = (("body_nodes", "body_outs"),)
+        else:
+            continue
+        for nodes, outs in blocks:
+            inside = {m.id for m in n.params[nodes]}
+            for o in n.params[outs]:
+                if isinstance(o, ir.Node) and o.id in mapping and resolve(o).id not in inside:
+                    del mapping[o.id]
 
 
 def sum_to_reshape(graph: ir.Graph) -> ir.Graph:

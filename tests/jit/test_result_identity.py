@@ -283,3 +283,36 @@ def test_a_value_two_branches_may_keep_is_one_object_with_what_was_stored(tmp_pa
         h, box = jf(x, y)
         eager_h, eager_box = module.of_local_twice(x, y)
         assert (h is box["a"]) == (eager_h is eager_box["a"]), i
+
+
+def times_one_in_a_branch(x, k, st):
+    if k == 0:
+        v = x * 1  # a new array (the simplification pass took it as x)
+    else:
+        v = x + 0
+    st["v"] = v
+    return x.sum()
+
+
+def same_array_in_one_branch(k, st):
+    v = np.zeros(3)
+    if k == 0:
+        w = v  # one object with st["v"] after this outcome, two after the other
+    else:
+        w = np.ones(3)
+    st["v"] = v
+    st["w"] = w
+    return w.sum()
+
+
+def test_a_branchs_new_array_is_not_the_array_it_was_computed_from():
+    st = {}
+    jf = check(lambda: (times_one_in_a_branch, {}), [lambda s, i=i: (np.arange(3.0) + i, i % 3, s) for i in range(9)],
+               min_graph_calls=3)
+    x = np.arange(3.0)
+    jf(x, 0, st)
+    assert st["v"] is not x
+
+
+def test_a_constant_a_branch_may_pass_on_is_one_object_with_it_by_the_outcome():
+    check(lambda: (same_array_in_one_branch, {}), [lambda s, i=i: (i % 3, s) for i in range(9)], min_graph_calls=2)
