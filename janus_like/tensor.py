@@ -409,7 +409,7 @@ _FUNCTIONS = {
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
     # (np.copy of a NumPy scalar is a 0-d ndarray, where the scalar's own copy() is a scalar)
-    np.copy: lambda a, order="K": a.copy() if isinstance(a, Tensor) else _registry.bind(_registry.P.copy, a),
+    np.copy: lambda a, order="K": a.copy() if isinstance(a, Tensor) else _registry.bind(_registry.P.copy_keep, a),
     np.pad: lambda array, pad_width, mode="constant", constant_values=0: F.pad(array, pad_width, constant_values),
     np.roll: lambda a, shift, axis=None: F.roll(a, shift, axis), np.flip: lambda m, axis=None: F.flip(m, axis),
     np.nan_to_num: F.nan_to_num, np.tile: lambda A, reps: F.tile(A, reps),

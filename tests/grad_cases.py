@@ -254,6 +254,11 @@ def _(draw, rng):
     return (lambda x: bind(P.copy, x)), (normal(rng, draw(SHAPES)),)
 
 
+@case("copy_keep")
+def _(draw, rng):  # np.copy: laid out as x (a Fortran-ordered operand here)
+    return (lambda x: bind(P.copy_keep, x)), (np.asfortranarray(normal(rng, draw(SHAPES))),)
+
+
 @case("to_device")
 def _(draw, rng):  # a CPU-to-CPU transfer here; the GPU direction is in tests/test_devices.py
     return (lambda x: F.to_device(x, "cpu")), (normal(rng, draw(SHAPES)),)
@@ -473,7 +478,8 @@ COVERED_PRIMITIVES = {
     "matmul", "norm", "remainder", "log1p", "expm1", "log2", "log10", "reciprocal", "arctan", "sinh", "cosh",
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",
-    "copy", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d", "max_pool2d_gather",
+    "copy", "copy_keep", "to_device", "conv2d", "conv2d_grad_input", "conv2d_grad_weight", "max_pool2d",
+    "max_pool2d_gather",
     "max_pool2d_scatter", "avg_pool2d", "avg_pool2d_grad", "pad", "add_at", "logaddexp", "roll", "flip", "solve", "inv",
     "tan", "arcsin", "arccos", "arctan2", "nan_to_num", "tile",
     "recursion",  # a staged recursive function: tests/jit/test_recursion_regions.py (finite differences)

@@ -293,6 +293,8 @@ class GraphBuilder:
         # a constant array is copied where it leaves the call (the graph's own must not): which
         # copy a merged one shares, by the outcome, is recorded too (`w = v` in one branch)
         made_constant = any(isinstance(v, Sym) and v.node.op == ir.CONST and v.kind == "array" for v in values)
+        if made_constant and any(isinstance(v, Sym) and v.node.op == ir.INPUT for v in values):
+            of_input = True  # (the caller's array after one outcome, a copy of the constant after the other)
         if of_input or out.kind == "tensor" or made_constant:
             self.merged_from[out.node.id] = (branch, tuple(ids), of_input)
 

@@ -144,6 +144,10 @@ class InputProgram:
 
     def check_type(self, slot, site):
         t = type(slot.value)
+        if t is int:  # the graph holds an int as an int64: NumPy converts a larger one otherwise
+            self.check(slot, f"type({{v}}) is int and {-2 ** 63} <= {{v}} < {2 ** 63}",
+                       Assumption("type", site, "int (in int64's range)", slot.text))
+            return
         self.check(slot, f"type({{v}}) is {self._const(t)}",
                    Assumption("type", site, t.__name__, slot.text))
 

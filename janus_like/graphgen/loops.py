@@ -94,12 +94,17 @@ class LoopMixin:
             carried, state = self.carried_state(carried, found, gen, kind)
         # views the body made (`W[k]` at the trip's `k`) are of the body's values: a write after
         # the loop must not read them again (at the count the loop ended with: out of bounds)
+        bases = self._bases_of_finals(carried, gen["frame"])
         self._views_back(views)
         body_names = {n for n, _ in carried}
         self.set_site(node, frame)
         outs = []
+        written_boxes = {id(w[1]) for w in state.values() if w[0] == "box"}
         for (name, v), ph in zip(carried, gen["placeholders"]):
             new = gen["frame"].get(name, _MISSING)
+            if id(new) in written_boxes:  # `v = a` of an `a += p` in the body: eager's v is a (after a trip)
+                raise Unsupported("varying-trip-count", f"{name!r} is bound inside the loop to an array the loop "
+                                                        "writes in place", self.site)
             if not isinstance(new, Sym) or new.node.aval != ph.aval or new.kind != v.kind:
                 raise Unsupported("varying-trip-count", f"{name!r} changes type, shape or dtype inside the loop",
                                   self.site)
@@ -134,6 +139,8 @@ class LoopMixin:
         for i, (name, v) in enumerate(carried):
             out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
             frame.locals[name] = self.maybe_entry(Sym(out, v.kind), v, gen["frame"].get(name))
+            for base in bases.get(name, ()):  # (`v = p[j:j + 2]` in the body, `p += 1` after)
+                self.builder.alias(base, frame.locals[name])
             results.append(out)
         for i, (wkind, wtarget, wname, init) in enumerate(state.values(), start=len(carried)):
             out = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, init.node.aval)), init.kind)
@@ -151,6 +158,17 @@ class LoopMixin:
             stale.kind = "stale"
             frame.locals[target] = stale
         frame.locals.pop(_RUNNING, None)
+
+    def _bases_of_finals(self, carried, body_frame):
+        """{name: the arrays the body's last value of a carried name is a view of}: eager's value
+        after the loop is that view, so a later write of its base changes it."""
+        found = {}
+        for name, _ in carried:
+            final = body_frame.get(name)
+            if isinstance(final, Sym):
+                found[name] = [self.builder._view_bases[k] for k, views in self.builder.views.items()
+                               if k in self.builder._view_bases and any(v is final for v in views)]
+        return found
 
     def _views_back(self, views):
         """The builder's views as they were before the loop (`views`, a copy of them)."""
@@ -170,6 +188,10 @@ class LoopMixin:
             # array written before, or an input's Tensor, where the graph's result is its own
             # (outputs.check_merged_identity)
             values = (entry,) if final is None else (entry, final)
+            base = final  # `v = a` or `v = p[j:j + 2]` in the body, `a += 1` after: eager's v shows it
+            while isinstance(base, Sym) and not isinstance(base, VarRef):
+                self.builder.alias(base, out)
+                base = None if base.view is None else base.view[1] if base.view[0] is OPAQUE else base.view[0]
             self.builder.merged(out, values, any(_input_identity(v) is not None for v in values), None)
         return out
 

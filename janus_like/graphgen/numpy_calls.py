@@ -71,6 +71,12 @@ class NumpyCallsMixin:
         if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
             from ..ops.registry import P, bind
 
+            if not self.builder.polymorphic:  # (a graph of fixed sizes: its length must be one too)
+                n = self.concrete_sizes(args[0])
+                if isinstance(n, Sym):
+                    raise Unsupported("shape-dependent", "np.arange() of a length the graph computes (the array's "
+                                                         "shape would be its value)", self.site)
+                return self.lift(np.arange(n))
             return _as_kind(bind(P.arange, args[0]), "array")
         if is_conversion(func):  # np.asarray(x), np.array([a, b]), np.float32(x)
             return convert(func, args, kwargs, self.site)

@@ -68,10 +68,21 @@ def _sum_from(start, *items):
     return sum(items, start)
 
 
+def leading_numbers(items) -> int:
+    """How many of `items`, from the first, are Python numbers: sum() compensates its rounding
+    over those only, adds the correction in at the first other item (a NumPy scalar), and adds
+    the rest one after the other."""
+    for k, item in enumerate(items):
+        if not _number(item):
+            return k
+    return len(items)
+
+
 def compensated_sum(builder, items, start, site):
     """`sum(losses)` of Python numbers some of which the graph computes, as this Python's sum()
     gives it (one PY_OP node); None where a chain of adds gives the same bits (ints, or a Python
-    before 3.12, whose sum() adds one item after the other)."""
+    before 3.12, whose sum() adds one item after the other). `items`: the leading Python numbers
+    of the summed items (`leading_numbers`)."""
     values = (start, *items)
     if not _COMPENSATED_SUM or not all(_number(a) for a in values) or not any(
             type(a) is float or isinstance(a, Sym) and np.dtype(a.node.aval[1]).kind not in "biu" for a in values):

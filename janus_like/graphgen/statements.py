@@ -138,19 +138,24 @@ class StatementsMixin:
     def stmt_AugAssign(self, node, frame):
         op = _BINOPS[type(node.op)]
         target = node.target
+        # Python reads the target before the value (`s += f(x)` of an unbound s raises
+        # UnboundLocalError, not f's error); its current value is taken after the value, which
+        # may have written the same array in place
+        if isinstance(target, ast.Name):
+            self.load_name(target.id, frame, target)
+        elif isinstance(target, (ast.Attribute, ast.Subscript)):
+            obj = self.eval(target.value, frame)
+            index = self.eval(target.slice, frame) if isinstance(target, ast.Subscript) else None
         rhs = self.eval(node.value, frame)
         if isinstance(target, ast.Name):
             cur = self.load_name(target.id, frame, target)
             self.store_name(target.id, self.augment(cur, op, rhs), frame)
         elif isinstance(target, ast.Attribute):
-            obj = self.eval(target.value, frame)
             cur = self.getattr(obj, target.attr, site_key(frame.filename, target))  # (profiled: `t.step += 1`)
             new = self.augment(cur, op, rhs)
             if new is not cur:
                 self.setattr(obj, target.attr, new)
         elif isinstance(target, ast.Subscript):
-            obj = self.eval(target.value, frame)
-            index = self.eval(target.slice, frame)
             cur = self.getitem(obj, index, site_key(frame.filename, target))
             if isinstance(cur, Sym) and cur.view is not None and cur.view[1] is WINDOW:  # read, computed, written back
                 self.setitem(obj, index, self.inplace_value(cur, op(Sym(cur.node, "array"), rhs)))

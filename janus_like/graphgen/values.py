@@ -34,9 +34,9 @@ CACHED = object()  # ... that is an array a `functools.lru_cache` function retur
 
 # ops whose 0-d result is a 0-d ndarray (np.array(s), np.asarray(s), np.where, a[...] = v), and ops
 # whose 0-d result is what their operand is (a NumPy scalar's reshape, astype, .T is a NumPy scalar)
-_ZERO_D_ARRAY_OPS = frozenset({"copy", "asarray", "ascontiguousarray", "zeros_like", "ones_like", "full_like", "where",
-                               "tensordot", "roll", "sort", "tile", "pad", "broadcast_to", "index_update", "index_add",
-                               "add_at"})
+_ZERO_D_ARRAY_OPS = frozenset({"copy", "copy_keep", "asarray", "ascontiguousarray", "zeros_like", "ones_like",
+                               "full_like", "where", "tensordot", "roll", "sort", "tile", "pad", "broadcast_to",
+                               "index_update", "index_add", "add_at"})
 _OPERAND_TYPE_OPS = frozenset({"cast", "reshape", "squeeze", "transpose", "real", "imag", "view", "flip",
                                "reshape_like", "broadcast_like", "sum_to", "diagonal"})
 

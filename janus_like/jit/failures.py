@@ -293,4 +293,7 @@ def rejected(g, index) -> Fallback:
         return Fallback("view-write", f"inputs share memory with an array written in place ({failed.describe()})")
     if failed.kind == "writeable":
         return Fallback("user-error", f"an array the call writes in place is read-only ({failed.describe()})")
+    if failed.kind == "type" and failed.expected == "int (in int64's range)":
+        return Fallback("data-dependent-python", f"a Python int outside int64's range, which the graph holds as an "
+                                                 f"int64 ({failed.describe()})")
     return Fallback("unsupported-syntax", f"the graph's own check failed on its inputs ({failed.describe()})")

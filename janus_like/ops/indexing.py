@@ -32,6 +32,7 @@ def split_index(index, is_array):
             arr = np.asarray(item)
             operands.append(arr.astype(np.intp) if arr.size == 0 and arr.dtype.kind == "f" else arr)  # `h[[]]`
         else:
+            np.zeros(1)[item]  # (NumPy's own error for a float or a string: IndexError, as eager raises)
             raise TypeError(f"unsupported index component {item!r} of type {type(item).__name__}")
     return (tuple(template), not isinstance(index, tuple)), operands
 

@@ -11,6 +11,10 @@ register("copy", lambda xp, x: xp.array(x, copy=True, order="C"), vjp=lambda g, 
          doc="a fresh C-ordered buffer with the same contents (NumPy's ndarray.copy): a reduction of it "
              "adds in the same order whatever the layout of x (a broadcast, a transpose)")
 
+register("copy_keep", lambda xp, x: xp.array(x, copy=True, order="K"), vjp=lambda g, o, x: (g,),
+         doc="a fresh buffer laid out as x (NumPy's np.copy, order='K'): a Fortran-ordered array's copy "
+             "is summed in x's order")
+
 # Made by the contiguous_operands pass (after differentiation), and np.ascontiguousarray of an
 # array in user code: no gradient rule.
 register("ascontiguousarray", lambda xp, x: xp.ascontiguousarray(x),

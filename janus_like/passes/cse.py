@@ -15,7 +15,7 @@ from .simplify import substitute
 
 
 # made to be written into, or a new object each call (`x.view()`, a copy of x or x itself): not merged
-_FRESH = {"copy", "zeros_like", "ones_like", "full_like", "view", "ascontiguousarray"}
+_FRESH = {"copy", "copy_keep", "zeros_like", "ones_like", "full_like", "view", "ascontiguousarray"}
 _CONST_MAX = 4096  # elements: equal constants up to this size are compared by their bytes
 
 

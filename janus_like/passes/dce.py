@@ -47,6 +47,10 @@ _SAFE_PY = frozenset((operator.add, operator.sub, operator.mul, operator.neg, op
 # ops indexing with operands after the first `k` inputs: an index the graph computes may be out of
 # bounds (`x[int(np.argmax(x)) + 2]`, `np.take(x, idx + 1)`), as eager's IndexError says
 _INDEXING = {"getitem": 1, "index_update": 2, "index_add": 2}
+# ops that raise where their window does not fit the input (a graph of varying sizes)
+_WINDOWED = frozenset(("conv2d", "conv2d_grad_input", "conv2d_grad_weight", "im2col", "conv2d_cols",
+                       "conv2d_grad_weight_cols", "max_pool2d", "max_pool2d_gather", "max_pool2d_scatter",
+                       "avg_pool2d", "avg_pool2d_grad"))
 
 
 def _may_raise(n, sized=False, checks=None) -> bool:
@@ -73,6 +77,8 @@ def _raises_on_values(n, sized) -> bool:
     op = REGISTRY.get(n.op)
     if op is not None and op.raises:  # (a singular matrix; NumPy's own function: np.linalg.cholesky of a
         return True  # matrix that is not positive definite, np.digitize of unsorted bins)
+    if sized and n.op in _WINDOWED:  # a window larger than an input of another size
+        return True
     if n.op == "getitem" and _reads_its_write(n):
         return False
     if n.op in _INDEXING:  # (a constant index was tried at generation; a boolean mask's shape is fixed)

@@ -363,6 +363,34 @@ def test_an_error_eager_raises_too_stays_the_users():
     assert "user-error" in fallback_reasons(jf) and "internal-error" not in fallback_reasons(jf)
 
 
+def test_a_float_index_raises_numpys_error_while_generating():
+    """`M[k % 3]` of a float k: NumPy's IndexError, so the user's error (it was a TypeError of
+    the generator's, reported as a janus_like defect)."""
+    def make():
+        def f(m, k):
+            return m[k % 3] * 2
+        return f, {}
+
+    calls = [lambda s: (np.ones((3, 4)), 1)] * 5 + [lambda s, i=i: (np.ones((3, 4)), 2.0) for i in range(3)]
+    jf = check(make, calls)
+    assert "user-error" in fallback_reasons(jf) and "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def test_an_augmented_assignment_reads_its_target_first():
+    """`s += ... int("nnnn")` of an unbound s: Python raises UnboundLocalError before it
+    evaluates the value (the generator raised int()'s ValueError first, reported as a janus_like
+    defect)."""
+    def make():
+        def f(x, st):
+            st["b"] += float(x[0])  # (a target that exists: read first too)
+            s += float(x[0]) + int("n" * len(x))  # noqa: F821
+            return s
+        return f, {"b": 0.0}
+
+    jf = check(make, [lambda s, i=i: (np.ones(4) * i, s) for i in range(6)], min_graph_calls=0)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
 def test_an_error_raised_while_generating_that_eager_raises_too_stays_the_users():
     """`1 / (len(x) - 3)` is folded while generating (len(x) is fixed by the shape guard): for
     a length-3 input generation raises ZeroDivisionError. Eager raises it too, so it is the

@@ -76,6 +76,9 @@ DRAWS = {  # body of step(n, st): n an int argument, st["rng"] a Generator
     "permutation_of_argument": 'return st["obs"][st["rng"].permutation(n)].sum()',
     "global_randn": "return np.random.randn(n).sum(), np.random.normal(0, 1, n).shape",
     "sized_by_computed": 'k = n * 2 - 1\n    return st["rng"].random(k).sum()',
+    # an arange of a computed length, shuffled: the shuffle's length was the stand-in's
+    "shuffled_arange": 'a = np.arange(n + 2)\n    st["rng"].shuffle(a)\n    return a',
+    "arange_of_argument": 'return np.arange(n) * 2.0, st["rng"].permutation(np.arange(n)).shape',
 }
 
 
@@ -86,7 +89,21 @@ def test_draws_sized_by_python_ints_side_by_side(tmp_path, name):
     def make():
         return step, {"obs": np.arange(20.0), "size": 0, "rng": np.random.default_rng(0)}
 
-    ns = [3, 3, 3, 3, 3, 4, 2, 3, 5]
-    staged = name in ("sized_by_argument", "permutation_of_argument", "global_randn")  # (n guarded by value)
+    ns = [3, 3, 3, 3, 3, 4, 2, 3, 5, 0, 3]
+    staged = name in ("sized_by_argument", "permutation_of_argument", "global_randn",
+                      "arange_of_argument")  # (n guarded by value)
     jf = check(make, [lambda st, n=n: (n, st) for n in ns], min_graph_calls=2 if staged else 0)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def test_a_python_int_outside_int64s_range_is_not_taken_as_an_int64():
+    """Once an int argument's value guard is relaxed, the graph holds it as an int64: 2**63 + 7
+    (a float64 array in eager's `np.array([1, k])`, 2**64 an object array) runs eagerly."""
+    def make():
+        def step(k, st):
+            return np.array([1, k]).dtype.str, k + 1
+        return step, {}
+
+    ks = [2, 2, 2, 2, 3, 5, 2 ** 63, 7, 2 ** 63 + 7, 2 ** 64, -2 ** 63 - 1, 9, -2 ** 63]
+    jf = check(make, [lambda st, k=k: (k, st) for k in ks], min_graph_calls=3)
+    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()

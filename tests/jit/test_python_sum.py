@@ -15,6 +15,14 @@ def floats_of(x, st):
     return sum(parts), sum(st["history"]), sum(parts, 0.25), sum([len(st["history"]), float(x[0])])
 
 
+def floats_then_a_numpy_scalar(x, st):
+    """sum() compensates over the leading Python floats and adds the rest one by one."""
+    losses = [float(x[0]), float(x[1]), float(x[2]), float(x[3]), x[4]]
+    named = {"a": float(x[0]), "b": float(x[1]), "c": float(x[2]), "d": x[4], "e": float(x[3])}
+    return (sum(losses), sum(losses, 0.5), sum(float(v) if k < 4 else v for k, v in enumerate(x)),
+            sum(named.values()), sum([float(x[0]), float(x[1]), np.asarray(x[4]), float(x[2])]))
+
+
 def ints_of(x, st):
     st["n"].pop(0)
     st["n"].append(int(x.argmax()))
@@ -45,6 +53,14 @@ def test_sums_of_python_floats_give_eagers_bits(monkeypatch, compensated):
     if compensated:
         assert any(n.params.get("fn") is py_numbers._sum_from for g in jf.graphs() for n in g.graph.all_nodes()
                    if n.op == PY_OP), ops
+
+
+@pytest.mark.parametrize("compensated", [False, True])
+def test_sums_of_floats_and_numpy_scalars_give_eagers_bits(monkeypatch, compensated):
+    if compensated:
+        monkeypatch.setattr(py_numbers, "_COMPENSATED_SUM", True)
+    jf = check(lambda: (floats_then_a_numpy_scalar, {}), _calls(12), min_graph_calls=6)
+    assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
 
 
 def test_the_compensated_node_is_not_used_for_ints(monkeypatch):
