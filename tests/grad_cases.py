@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from janus_like import F
-from janus_like.ops import P, bind
 
 from gradcheck import (ND_SHAPES, SHAPES, _arr, _is_float_array, _projections, away_from_zero, axis_for,
                        broadcast_shapes, distinct, interleaved, normal, positive)
@@ -247,16 +246,6 @@ def _(draw, rng):
     shape = draw(SHAPES)
     like = np.zeros(tuple(reversed(shape)), dtype=np.int8)
     return (lambda x: F.reshape_like(x, like)), (normal(rng, shape),)
-
-
-@case("copy")
-def _(draw, rng):
-    return (lambda x: bind(P.copy, x)), (normal(rng, draw(SHAPES)),)
-
-
-@case("copy_keep")
-def _(draw, rng):  # np.copy: laid out as x (a Fortran-ordered operand here)
-    return (lambda x: bind(P.copy_keep, x)), (np.asfortranarray(normal(rng, draw(SHAPES))),)
 
 
 @case("to_device")
@@ -501,5 +490,5 @@ def drawn_float_case(data, name):
     return (fn, args, _projections(fn, args, 0), wrt) if wrt else None
 
 
-import grad_cases_layout  # noqa: E402,F401  (registers the padding, rearrangement and linear-system cases)
+import grad_cases_layout  # noqa: E402,F401  (registers the copy, padding, rearrangement and linear-system cases)
 import grad_cases_scans  # noqa: E402,F401  (running sums, products, sorting, triangles, hypot)

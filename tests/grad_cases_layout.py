@@ -1,14 +1,25 @@
-"""Gradient cases of np.pad, np.tile, np.roll, np.flip, np.linalg.solve and np.linalg.inv (registered into
-grad_cases.CASES when grad_cases is imported)."""
+"""Gradient cases of the copies (ndarray.copy, np.copy), np.pad, np.tile, np.roll, np.flip, np.linalg.solve and
+np.linalg.inv (registered into grad_cases.CASES when grad_cases is imported)."""
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import strategies as st
 
 from janus_like import F
+from janus_like.ops import P, bind
 
-from gradcheck import ND_SHAPES, normal
+from gradcheck import ND_SHAPES, SHAPES, normal
 from grad_cases import case
+
+
+@case("copy")
+def _(draw, rng):
+    return (lambda x: bind(P.copy, x)), (normal(rng, draw(SHAPES)),)
+
+
+@case("copy_keep")
+def _(draw, rng):  # np.copy: laid out as x (a Fortran-ordered operand here)
+    return (lambda x: bind(P.copy_keep, x)), (np.asfortranarray(normal(rng, draw(SHAPES))),)
 
 
 @case("pad")

@@ -30,9 +30,8 @@ from .early_returns import function_body
 from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import LoggedAt, joined_text
 from .recursion import recursion_kind
-from .py_numbers import (LIBRARY_OF_NUMBERS, compensated_sum, is_library_of_numbers, is_number_call, leading_numbers,
-                         library_of_numbers, mixed_items, mixed_types, number_call, scalar_extreme, sorted_numbers,
-                         speculate_pick)
+from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers, mixed_items,
+                         mixed_types, number_call, python_sum, scalar_extreme, sorted_numbers, speculate_pick)
 from .values import BoundMethod, array_copy, DeferredStr, LocalFunction, ObjRef, Sym, Unsupported, VarRef
 from .attributes import _library_owned
 from .support import (ContainerMethod, ErrState, Frame, MAX_DEPTH, _INLINE_LIBRARY, _LIBRARY_PREFIXES, _LOG_FUNCTIONS,
@@ -366,13 +365,7 @@ class CallsMixin:
         if func in (max, min, sorted) and len(args) >= 1 and isinstance(args[0], _VIEWS):
             args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
         if func is sum and args and _any_abstract(args[0]):
-            total, items = args[1] if len(args) > 1 else 0, list(args[0])
-            run = leading_numbers(items)  # (sum() compensates those only: py_numbers.compensated_sum)
-            if (compensated := compensated_sum(self.builder, items[:run], total, self.site)) is not None:
-                total, items = compensated, items[run:]
-            for x in items:
-                total = total + x
-            return total
+            return python_sum(self.builder, list(args[0]), args[1] if len(args) > 1 else 0, self.site)
         module = getattr(func, "__module__", None)
         if func in (max, min) and (items := mixed_types(func, args, kwargs)) is not None:
             return speculate_pick(self, func, items, self.pick_key, what="Python numbers of several types")
@@ -422,11 +415,7 @@ class CallsMixin:
             items.append(x)
             if numbers and not (type(x) in (int, float, bool) or isinstance(x, Sym) and x.kind == "py"):
                 numbers = False  # (the Python numbers before the first array: summed as sum() sums them)
-                total = compensated_sum(self.builder, items[:-1], start, self.site)
-                if total is None:
-                    total = start
-                    for y in items[:-1]:
-                        total = total + y
+                total = python_sum(self.builder, items[:-1], start, self.site)
             if not numbers:
                 total = total + x
         return (None, items) if numbers else (total, items)

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from .. import backend
-from ..jit.assumptions import Assumption
+from ..jit.assumptions import INT64_RANGE, Assumption
 
 
 def _same_dtype(const: str) -> str:
@@ -146,7 +146,7 @@ class InputProgram:
         t = type(slot.value)
         if t is int:  # the graph holds an int as an int64: NumPy converts a larger one otherwise
             self.check(slot, f"type({{v}}) is int and {-2 ** 63} <= {{v}} < {2 ** 63}",
-                       Assumption("type", site, "int (in int64's range)", slot.text))
+                       Assumption("type", site, INT64_RANGE, slot.text))
             return
         self.check(slot, f"type({{v}}) is {self._const(t)}",
                    Assumption("type", site, t.__name__, slot.text))

@@ -139,7 +139,7 @@ class LoopMixin:
         for i, (name, v) in enumerate(carried):
             out = self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": i}, v.node.aval))
             frame.locals[name] = self.maybe_entry(Sym(out, v.kind), v, gen["frame"].get(name))
-            for base in bases.get(name, ()):  # (`v = p[j:j + 2]` in the body, `p += 1` after)
+            for base in bases.get(name, ()):  # (`v = a` in the body, `a += 1` after)
                 self.builder.alias(base, frame.locals[name])
             results.append(out)
         for i, (wkind, wtarget, wname, init) in enumerate(state.values(), start=len(carried)):
@@ -160,14 +160,15 @@ class LoopMixin:
         frame.locals.pop(_RUNNING, None)
 
     def _bases_of_finals(self, carried, body_frame):
-        """{name: the arrays the body's last value of a carried name is a view of}: eager's value
-        after the loop is that view, so a later write of its base changes it."""
+        """{name: the body's last value of a carried name and the arrays it is a view of}: eager's
+        value after the loop is that array or view (`v = a` or `v = p[j:j + 2]` in the body), so
+        a later write of either changes it (read before the body's views are dropped)."""
         found = {}
         for name, _ in carried:
             final = body_frame.get(name)
-            if isinstance(final, Sym):
-                found[name] = [self.builder._view_bases[k] for k, views in self.builder.views.items()
-                               if k in self.builder._view_bases and any(v is final for v in views)]
+            if isinstance(final, Sym) and not isinstance(final, VarRef):
+                found[name] = [final] + [self.builder._view_bases[k] for k, views in self.builder.views.items()
+                                         if k in self.builder._view_bases and any(v is final for v in views)]
         return found
 
     def _views_back(self, views):
@@ -188,10 +189,6 @@ class LoopMixin:
             # array written before, or an input's Tensor, where the graph's result is its own
             # (outputs.check_merged_identity)
             values = (entry,) if final is None else (entry, final)
-            base = final  # `v = a` or `v = p[j:j + 2]` in the body, `a += 1` after: eager's v shows it
-            while isinstance(base, Sym) and not isinstance(base, VarRef):
-                self.builder.alias(base, out)
-                base = None if base.view is None else base.view[1] if base.view[0] is OPAQUE else base.view[0]
             self.builder.merged(out, values, any(_input_identity(v) is not None for v in values), None)
         return out
 

@@ -68,21 +68,24 @@ def _sum_from(start, *items):
     return sum(items, start)
 
 
-def leading_numbers(items) -> int:
-    """How many of `items`, from the first, are Python numbers: sum() compensates its rounding
-    over those only, adds the correction in at the first other item (a NumPy scalar), and adds
-    the rest one after the other."""
-    for k, item in enumerate(items):
-        if not _number(item):
-            return k
-    return len(items)
+def python_sum(builder, items, start, site):
+    """`sum(items, start)` of values some of which the graph computes, as this Python's sum()
+    adds them: its rounding compensated over the leading Python numbers (`compensated_sum`), the
+    correction added in at the first other item (a NumPy scalar, an array), the rest added one
+    after the other."""
+    run = next((k for k, item in enumerate(items) if not _number(item)), len(items))
+    total = compensated_sum(builder, items[:run], start, site)
+    if total is None:
+        total, run = start, 0
+    for x in items[run:]:
+        total = total + x
+    return total
 
 
 def compensated_sum(builder, items, start, site):
-    """`sum(losses)` of Python numbers some of which the graph computes, as this Python's sum()
-    gives it (one PY_OP node); None where a chain of adds gives the same bits (ints, or a Python
-    before 3.12, whose sum() adds one item after the other). `items`: the leading Python numbers
-    of the summed items (`leading_numbers`)."""
+    """`sum(items, start)` of Python numbers some of which the graph computes, as this Python's
+    sum() gives it (one PY_OP node); None where a chain of adds gives the same bits (ints, or a
+    Python before 3.12, whose sum() adds one item after the other)."""
     values = (start, *items)
     if not _COMPENSATED_SUM or not all(_number(a) for a in values) or not any(
             type(a) is float or isinstance(a, Sym) and np.dtype(a.node.aval[1]).kind not in "biu" for a in values):

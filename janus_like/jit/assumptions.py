@@ -30,6 +30,10 @@ KINDS = {
 }
 
 
+# what a Python int argument's type check expects: the graph holds the int as an int64
+INT64_RANGE = "int (in int64's range)"
+
+
 @dataclass(eq=False)
 class Assumption:
     kind: str

@@ -19,7 +19,7 @@ import collections
 import os
 import re
 
-from .assumptions import Fallback, user_site
+from .assumptions import INT64_RANGE, Fallback, user_site
 
 GROWING_AFTER = 4  # length-guard failures of one container before `_growing` decides
 WINDOW_RUNS_PER_MISS = 2  # graph runs per failure of a window's bounds assert that keep the window
@@ -293,7 +293,7 @@ def rejected(g, index) -> Fallback:
         return Fallback("view-write", f"inputs share memory with an array written in place ({failed.describe()})")
     if failed.kind == "writeable":
         return Fallback("user-error", f"an array the call writes in place is read-only ({failed.describe()})")
-    if failed.kind == "type" and failed.expected == "int (in int64's range)":
+    if failed.kind == "type" and failed.expected == INT64_RANGE:
         return Fallback("data-dependent-python", f"a Python int outside int64's range, which the graph holds as an "
                                                  f"int64 ({failed.describe()})")
     return Fallback("unsupported-syntax", f"the graph's own check failed on its inputs ({failed.describe()})")

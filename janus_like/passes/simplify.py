@@ -52,6 +52,13 @@ def _identity(n):
     return ir.identity_operand(n.op, n.inputs, n.aval) or _identity_input_rest(n)
 
 
+def _resolve(v, mapping):
+    """What `mapping` replaces v by, after every replacement in turn."""
+    while isinstance(v, ir.Node) and v.id in mapping:
+        v = mapping[v.id]
+    return v
+
+
 def substitute(graph: ir.Graph, mapping: dict) -> None:
     """Replace every use of node id k by mapping[k] (a Node), everywhere in the graph."""
     if not mapping:
@@ -59,9 +66,7 @@ def substitute(graph: ir.Graph, mapping: dict) -> None:
     Node = ir.Node
 
     def resolve(v):
-        while isinstance(v, Node) and v.id in mapping:
-            v = mapping[v.id]
-        return v
+        return _resolve(v, mapping)
 
     for n in graph.all_nodes():
         # most nodes use nothing that is replaced: test before building a new tuple
@@ -138,11 +143,6 @@ def _keep_block_results(graph, mapping):
     """A conditional's or loop's result is eager's new array (`v = x * 1` in a branch, an
     `astype` to the same dtype): as the value of an array from outside the block, the node would
     hand that array's own object on. Such results keep their op."""
-    def resolve(v):
-        while isinstance(v, ir.Node) and v.id in mapping:
-            v = mapping[v.id]
-        return v
-
     for n in graph.all_nodes():
         if n.op == ir.COND:
             blocks = (("then_nodes", "then_outs"), ("else_nodes", "else_outs"))
@@ -153,7 +153,7 @@ def _keep_block_results(graph, mapping):
         for nodes, outs in blocks:
             inside = {m.id for m in n.params[nodes]}
             for o in n.params[outs]:
-                if isinstance(o, ir.Node) and o.id in mapping and resolve(o).id not in inside:
+                if isinstance(o, ir.Node) and o.id in mapping and _resolve(o, mapping).id not in inside:
                     del mapping[o.id]
 
 
