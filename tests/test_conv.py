@@ -164,6 +164,44 @@ def test_pool_padding_must_be_smaller_than_window():
         F.max_pool2d(jl.tensor(np.ones((1, 1, 4, 4))), 2, padding=2)
 
 
+@pytest.mark.parametrize("call, error, text", [
+    (lambda x, w: F.conv2d(x, w, stride=0), ValueError, "conv2d stride must be positive, got 0"),
+    (lambda x, w: F.conv2d(x, w, stride=(1, -1)), ValueError, "conv2d stride must be positive, got (1, -1)"),
+    (lambda x, w: F.conv2d(x, w, padding=-1), ValueError, "conv2d padding must be non-negative, got -1"),
+    (lambda x, w: F.conv2d(x, w, padding=1.5), TypeError, "conv2d padding must be an int or a pair of ints"),
+    (lambda x, w: F.conv2d(x, w, np.ones(3)), ValueError, "conv2d bias must have shape (4,)"),
+    (lambda x, w: F.max_pool2d(x, 0), ValueError, "max_pool2d size must be positive, got 0"),
+    (lambda x, w: F.max_pool2d(x, 2, -1), ValueError, "max_pool2d stride must be positive, got -1"),
+    (lambda x, w: F.max_pool2d(x, 2.5), TypeError, "max_pool2d size must be an int or a pair of ints, got 2.5"),
+    (lambda x, w: F.avg_pool2d(x, (2, 2, 2)), TypeError, "avg_pool2d size must be an int or a pair of ints"),
+    (lambda x, w: F.avg_pool2d(x, (0, 1)), ValueError, "avg_pool2d size must be positive, got (0, 1)"),
+    (lambda x, w: jl.nn.Conv2D(3, 4, 3, stride=0), ValueError, "Conv2D stride must be positive"),
+    (lambda x, w: jl.nn.MaxPool2D(2, padding=-1), ValueError, "MaxPool2D padding must be non-negative"),
+])
+def test_bad_window_parameters_name_the_op_and_the_value(call, error, text):
+    """A stride of 0 was a division by zero, a negative padding a broadcasting error, a negative
+    pooling stride or a float size a result: each is the user's error, named with the op."""
+    x, w = jl.tensor(np.ones((2, 3, 5, 5))), jl.tensor(np.ones((4, 3, 3, 3)))
+    with pytest.raises(error) as info:
+        call(x, w)
+    assert str(info.value).startswith(text)  # (an op's error quotes the source line: the table's text too)
+
+
+def test_an_empty_batch_or_no_output_channels_give_empty_results():
+    """A reshape sized with -1 failed on 0 elements (an empty batch through max pooling, a
+    convolution with no output channels); the results are empty arrays, gradients too."""
+    x, w = jl.tensor(np.ones((0, 3, 4, 4))), jl.Variable(np.ones((2, 3, 3, 3)))
+    with jl.GradientTape() as tape:
+        y = F.max_pool2d(F.conv2d(x, w, padding=1), 2, 1)
+        loss = F.sum(y)
+    assert y.shape == (0, 2, 3, 3) and tape.gradient(loss, w).numpy().tolist() == np.zeros((2, 3, 3, 3)).tolist()
+    x2, w2 = jl.Variable(np.ones((2, 3, 5, 5))), jl.tensor(np.ones((0, 3, 3, 3)))
+    with jl.GradientTape() as tape:
+        loss = F.sum(F.conv2d(x2, w2))
+    assert F.conv2d(x2, w2).shape == (2, 0, 3, 3) and not tape.gradient(loss, x2).numpy().any()
+    assert F.avg_pool2d(np.ones((0, 1, 4, 4)), 2).shape == (0, 1, 2, 2)
+
+
 def test_numpy_arrays_are_accepted():
     x, w = np.ones((1, 1, 3, 3)), np.ones((1, 1, 2, 2))
     y = F.conv2d(x, w)

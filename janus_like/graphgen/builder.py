@@ -19,7 +19,7 @@ from ..ops import api as F
 from ..tensor import Tensor
 from . import masks
 from .shapes import DTYPES, UNSAMPLED, by_rule
-from .values import OPAQUE, Sym, Unsupported, VarRef
+from .values import OPAQUE, Sym, Unsupported, VarRef, stale_error
 
 LOOP_GRAD = "loop-grad"  # a tape entry standing for a whole loop node (see loop_grad.py)
 COND_GRAD = "cond-grad"  # ... and for a whole conditional node (see cond_grad.py)
@@ -123,8 +123,7 @@ class GraphBuilder:
     def _operand(self, a):
         if isinstance(a, Sym):
             if a.kind == "stale":
-                raise Unsupported("view-write", "reading a view of an array that was since written in place",
-                                  self.site)
+                raise stale_error(a, "reading a view of an array that was since written in place", self.site)
             return a.node, a.kind
         if isinstance(a, (Tensor, np.ndarray, np.generic)):
             s = self.constant(a)
@@ -432,8 +431,13 @@ class SymbolicTape:
         from ..autodiff import _flatten
 
         seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
+        if len(seeds) != len(targets):
+            raise Unsupported("user-error", f"output_gradients has {len(seeds)} entries for {len(targets)} targets",
+                              self.builder.site)
         grads: dict = {}
         for t, seed in zip(targets, seeds):
+            if not (isinstance(t, Sym) and t.kind == "tensor"):  # a NumPy or Python value: eager's constant,
+                continue  # connected to nothing (`sum([])`, 0, as a loss)
             if seed is None:
                 if t.size != 1:
                     raise GradientError(f"gradient of a non-scalar target (shape {t.shape}) needs output_gradients")

@@ -151,6 +151,13 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         except Unsupported as exc:
             exc.forced = dict(self.forced)  # the split branches' outcomes this graph was taking
             raise
+        except Exception as exc:  # the user's code raising on a split outcome the call may not take
+            if self.forced:
+                try:
+                    exc.forced = dict(self.forced)
+                except AttributeError:  # (an exception type without attributes)
+                    pass
+            raise
         finally:
             set_builder(old)
         return self.finish(result)

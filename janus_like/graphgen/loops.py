@@ -42,7 +42,7 @@ from .control import _PY_NUMBERS, _bound, _describe, _input_identity
 from .loop_exits import loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
-from .values import Sym, Unsupported, VarRef
+from .values import Sym, Unsupported, VarRef, after_loop
 
 
 class LoopMixin:
@@ -116,9 +116,7 @@ class LoopMixin:
                                                         "or dtype inside the loop", self.site)
             outs.append(new.node)
         for name in local_names:
-            stale = Sym(ir.Node(ir.LOOP_VAR, (), {"name": name}, ((), np.dtype(object)), self.site), "py")
-            stale.kind = "stale"
-            frame.locals[name] = stale
+            frame.locals[name] = after_loop(name, self.site)
         for name, value in before.items():  # a local the body writes in place still names its array
             if name not in body_names and name != target and gen["frame"].get(name, _MISSING) is not value:
                 raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
@@ -154,9 +152,7 @@ class LoopMixin:
                                                  gen["count"].aval)), "py")
             frame.locals[target] = self.builder.py_op(operator.sub, count, counter[3])
         elif counter is not None:  # the loop variable after the loop is not modelled
-            stale = Sym(gen["count"], "py")
-            stale.kind = "stale"
-            frame.locals[target] = stale
+            frame.locals[target] = after_loop(target, self.site)
         frame.locals.pop(_RUNNING, None)
 
     def _bases_of_finals(self, carried, body_frame):

@@ -20,7 +20,7 @@ from .output_copies import (array_root, copied_value, copy as _copy, copy_lines,
                             plan as plan_copies, root as _root, shared_copy as _shared_copy, view as _view)
 from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens, view_base
 from .support import _any_of, input_view, made_fields
-from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot
+from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, stale_error
 from .windows import WINDOW
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
@@ -68,7 +68,7 @@ class Outputs:
             return ("slot", v.slot)
         if isinstance(v, Sym):
             if v.kind == "stale":
-                raise Unsupported("view-write", "returning a view whose base was written in place", "")
+                raise stale_error(v, "returning a view whose base was written in place", "")
             if v.view is not None and v.view[1] is CACHED and v.node.op == ir.CONST:
                 return ("const", v.node.params["value"])  # the cache's own array, as eager's call returns it
             if views and v.view is not None and v.view[1] is WINDOW:  # (windows.py)

@@ -17,7 +17,7 @@ from ..source import site_key
 from . import windows
 from .builder import OPAQUE, SymbolicTape
 from ..ops.registry import P, bind
-from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
+from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar, stale_error
 from .containers import builtin_member, plain_protocol
 from .conversions import convert
 from .windows import WINDOW, has_dynamic_slice, window_index
@@ -227,7 +227,7 @@ class StatementsMixin:
         if box.kind == "stale" or (box.view is not None and box.view[0] is OPAQUE):
             what = next((text for marker, text in _OPAQUE_WRITES if box.view is not None and box.view[1] is marker),
                         "a reshaped or transposed view")
-            raise Unsupported("view-write", f"in-place write through {what}", self.site)
+            raise stale_error(box, f"in-place write through {what}", self.site)
         if self.pure_depth:
             self.branch_box_write(box)
         if box.kind == "array" and box.ndim == 0 and numpy_scalar(new) and not numpy_scalar(box):

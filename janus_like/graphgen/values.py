@@ -83,6 +83,27 @@ class Unsupported(Exception):
         self.retry = False  # this call only (it takes a `try`'s handler): profile it, generate again later
 
 
+AFTER_LOOP = "after_loop"  # the param marking a name's value after a loop node (`stale`, `stale_error`)
+
+
+def after_loop(name, site):
+    """The value of `name` after a loop node where the graph does not model it: a name first bound
+    in the body (eager's is the last trip's), or the loop variable after a loop left early."""
+    stale = Sym(ir.Node(ir.LOOP_VAR, (), {"name": name, AFTER_LOOP: True}, ((), np.dtype(object)), site), "py")
+    stale.kind = "stale"
+    return stale
+
+
+def stale_error(v, written_text, site):
+    """Unsupported for a use of the stale value v: a view of an array since written in place
+    (`written_text` says how it was used), or a name after a loop (`after_loop`)."""
+    if v.node.params.get(AFTER_LOOP):
+        return Unsupported("varying-trip-count", f"{v.node.params['name']!r} is read after a loop the graph runs "
+                                                 "as a loop node, and bound only inside it (bind it before the "
+                                                 "loop)", v.node.site or site)
+    return Unsupported("view-write", written_text, site)
+
+
 class Sym(ArrayMethods):
     __slots__ = ("node", "kind", "origin", "dirty", "view", "__weakref__")
 

@@ -192,6 +192,15 @@ class FailuresMixin:
                 entry.graphs.clear()
             self._note(entry.eager_reason)
             raise
+        if getattr(exc, "forced", None) and self._variant_failed(entry, exc, None):
+            # generated for outcomes of split branches this call does not take (the profile's
+            # majority, or a guess after a miss): the code on that path raises, as eager would
+            # there; the calls taking those outcomes run eagerly, the other graphs stay
+            entry.eager_reason = None
+            self._note(Fallback("user-error", f"generation raised {type(exc).__name__}: {exc} on the outcomes "
+                                              f"{_outcomes(exc.forced)} of split branches, which this call does "
+                                              "not take (the calls taking them run eagerly)"))
+            return result
         entry.graphs.clear()  # a generator defect: the signature's other graphs are not trusted either
         self._note(entry.eager_reason)
         return result
@@ -225,6 +234,12 @@ class FailuresMixin:
         if os.environ.get("JANUS_LIKE_DEBUG") and not sites:
             raise RuntimeError(f"janus_like: {fb.detail}") from exc
         return result
+
+
+def _outcomes(forced) -> str:
+    """Split branches' outcomes ({site key: taken}) as text: "train.py:12 taken, train.py:15 not taken"."""
+    return ", ".join(f"{os.path.basename(key[0])}:{key[1]} {'taken' if taken else 'not taken'}"
+                     for key, taken in forced.items())
 
 
 _STEP = re.compile(r"\.(\w+)|\[('(?:[^'\\]|\\.)*'|-?\d+)\]")

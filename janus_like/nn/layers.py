@@ -13,13 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..ops import api as F
+from ..ops.conv_params import pair_param, pool_params
 from ..tensor import Variable
 from . import init
 from .module import Module
 
 
-def _pair(v) -> tuple[int, int]:
-    return (int(v), int(v)) if np.isscalar(v) else (int(v[0]), int(v[1]))
 
 
 class Linear(Module):
@@ -58,7 +57,9 @@ class Conv2D(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, rng=None,
                  dtype=np.float32):
         rng = init.default_rng() if rng is None else rng
-        kh, kw = _pair(kernel_size)
+        kh, kw = pair_param(kernel_size, "size", "Conv2D")  # (the user's error at construction, not the first call)
+        pair_param(stride, "stride", "Conv2D")
+        pair_param(padding, "padding", "Conv2D")
         self.in_channels, self.out_channels = int(in_channels), int(out_channels)
         self.kernel_size = (kh, kw)
         self.stride, self.padding = stride, padding
@@ -77,6 +78,7 @@ class MaxPool2D(Module):
     """Max over `size` windows (NCHW); `stride` defaults to `size`. Runs `F.max_pool2d`."""
 
     def __init__(self, size, stride=None, padding=0):
+        pool_params(type(self).__name__, size, stride, padding)
         self.size, self.stride, self.padding = size, stride, padding
 
     def forward(self, x):
@@ -90,6 +92,7 @@ class AvgPool2D(Module):
     """Mean over `size` windows (NCHW); `stride` defaults to `size`. Runs `F.avg_pool2d`."""
 
     def __init__(self, size, stride=None, padding=0):
+        pool_params(type(self).__name__, size, stride, padding)
         self.size, self.stride, self.padding = size, stride, padding
 
     def forward(self, x):

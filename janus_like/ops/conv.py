@@ -29,18 +29,18 @@ the denominator (PyTorch's `count_include_pad=True`).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import conv_gpu
+from .conv_params import pair_param, pool_params
 from .registry import bind, register, wants
 
 
-def _pair(v, what):
-    if isinstance(v, (tuple, list)):
-        if len(v) != 2:
-            raise ValueError(f"{what} must be an int or a pair, got {v!r}")
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
+def _rows(a):
+    """`a` as a matrix of its first dimension's rows (sized without -1: the dimensions may be 0)."""
+    return a.reshape(a.shape[0], math.prod(a.shape[1:]))
 
 
 def _check_nchw(x, what):
@@ -187,13 +187,13 @@ def _conv2d_cols(xp, cols, w, x, stride, padding):
     n, _, h, wd = x.shape
     o = w.shape[0]
     oh, ow = out_size(h, wd, w.shape[2:], stride, padding)
-    out = _product(xp, w.reshape(o, -1), cols).reshape(o, oh, ow, n)
+    out = _product(xp, _rows(w), cols).reshape(o, oh, ow, n)
     return xp.ascontiguousarray(out.transpose(3, 0, 1, 2))
 
 
 def _batch_last(g):
     """(N, O, OH, OW) gradient as the (O, OH*OW*N) matrix matching `_cols`."""
-    return g.transpose(1, 2, 3, 0).reshape(g.shape[1], -1)
+    return _rows(g.transpose(1, 2, 3, 0))
 
 
 def _conv2d_grad_input(xp, g, w, x, stride, padding):
@@ -211,7 +211,7 @@ def _conv2d_grad_input(xp, g, w, x, stride, padding):
         # (the padded gradient then holds more zeros than values).
         flipped = xp.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3))
         return _conv2d_rows(xp, g, flipped, (kh - 1 - ph, kw - 1 - pw)).astype(x.dtype, copy=False)
-    dcols = _product(xp, w.reshape(o, -1).T, _batch_last(g)).reshape(c, kh, kw, oh, ow, n)
+    dcols = _product(xp, _rows(w).T, _batch_last(g)).reshape(c, kh, kw, oh, ow, n)
     if conv_gpu.available(xp) and conv_gpu.col2im_supported(dcols.dtype):  # the loop below in one kernel
         return conv_gpu.col2im(xp, dcols, x.shape, stride, padding).astype(x.dtype, copy=False)
     dx = xp.zeros((c, h + 2 * ph, wd + 2 * pw, n), dtype=dcols.dtype)
@@ -243,12 +243,12 @@ def _conv2d_rows(xp, x, w, padding):
     xt = _chwn(xp, x, padding)
     out = xp.empty((o, oh, ow, n), dtype=np.result_type(x.dtype, w.dtype))
     buf = xp.empty(c * kh * kw * rows * ow * n, dtype=x.dtype)
-    wm = w.reshape(o, -1)
+    wm = _rows(w)
     for a in range(0, oh, rows):
         b = min(a + rows, oh)
         block = buf[:c * kh * kw * (b - a) * ow * n].reshape(c, kh, kw, b - a, ow, n)
         _taps(block, xt, (1, 1), a)
-        _product(xp, wm, block.reshape(c * kh * kw, -1), out=out[:, a:b].reshape(o, -1))  # a view of out
+        _product(xp, wm, block.reshape(c * kh * kw, (b - a) * ow * n), out=_rows(out[:, a:b]))  # a view of out
     return xp.ascontiguousarray(out.transpose(3, 0, 1, 2))
 
 
@@ -309,7 +309,7 @@ def _first_argmax(xp, x, size, stride, padding):
     """Flat in-window position (0 .. kh*kw-1) of each window's first maximum: (N, C, OH, OW)."""
     win = _windows(xp, x, size, stride, padding, value=_lowest(x.dtype))
     n, c, oh, ow = win.shape[:4]
-    return xp.argmax(win.reshape(n, c, oh, ow, -1), axis=-1)
+    return xp.argmax(win.reshape(n, c, oh, ow, math.prod(win.shape[4:])), axis=-1)
 
 
 def _max_pool2d_gather(xp, v, x, size, stride, padding, v_pad=0):
@@ -317,7 +317,7 @@ def _max_pool2d_gather(xp, v, x, size, stride, padding, v_pad=0):
     pos = _first_argmax(xp, x, size, stride, padding)
     win = _windows(xp, v, size, stride, padding, value=v_pad)
     n, c, oh, ow = pos.shape
-    flat = win.reshape(n, c, oh, ow, -1)
+    flat = win.reshape(n, c, oh, ow, math.prod(win.shape[4:]))
     return xp.take_along_axis(flat, pos[..., None], axis=-1)[..., 0]
 
 
@@ -454,32 +454,27 @@ def conv2d(x, w, b=None, stride=1, padding=0):
     x: (N, C, H, W); w: (O, C, kh, kw); b: (O,) or None; stride, padding: int or (h, w) pair.
     Returns (N, O, (H + 2*ph - kh) // sh + 1, (W + 2*pw - kw) // sw + 1).
     """
-    out = bind(_CONV, x, w, stride=_pair(stride, "stride"), padding=_pair(padding, "padding"))
+    out = bind(_CONV, x, w, stride=pair_param(stride, "stride"), padding=pair_param(padding, "padding"))
     if b is None:
         return out
     from . import api as F
 
+    if np.ndim(b) != 1 or np.shape(b)[0] != np.shape(w)[0]:
+        raise ValueError(f"conv2d bias must have shape ({np.shape(w)[0]},), one entry per output channel of the "
+                         f"weight {tuple(np.shape(w))}, got shape {tuple(np.shape(b))}")
+
     return F.add(out, F.reshape(b, (1, -1, 1, 1)))  # bias gradient: sum_to, i.e. F.sum over N, H, W
-
-
-def _pool_params(size, stride, padding):
-    size = _pair(size, "size")
-    stride = size if stride is None else _pair(stride, "stride")
-    padding = _pair(padding, "padding")
-    if padding[0] >= size[0] or padding[1] >= size[1]:
-        raise ValueError(f"pooling padding {padding} must be smaller than the window {size}")
-    return dict(size=size, stride=stride, padding=padding)
 
 
 def max_pool2d(x, size, stride=None, padding=0):
     """Max pooling over NCHW input; stride defaults to size, padding is -inf.
     The gradient of each window goes to its first maximal element."""
-    return bind(_MAX, x, **_pool_params(size, stride, padding))
+    return bind(_MAX, x, **pool_params("max_pool2d", size, stride, padding))
 
 
 def avg_pool2d(x, size, stride=None, padding=0):
     """Average pooling over NCHW input; stride defaults to size, padded zeros count in the mean."""
-    return bind(_AVG, x, **_pool_params(size, stride, padding))
+    return bind(_AVG, x, **pool_params("avg_pool2d", size, stride, padding))
 
 
 from . import api  # noqa: E402  (attach to F so `F.conv2d` works)

@@ -467,3 +467,30 @@ def test_a_property_whose_getter_is_not_a_python_function_stays_eager_with_a_rea
         return g * o.lr
     jf = side_by_side(lambda: (step, _Held()), call_sequence(6, lambda s, i: (np.ones(2) * i, s)))
     assert "internal-error" not in fallback_reasons(jf) and "no-source" in fallback_reasons(jf), jf.explain()
+
+
+def early_return_step(x, k, st):
+    for p in st["ps"]:
+        if float(p.sum()) > -1.0:
+            return x * 2
+        p *= 0.5
+    st["ps"].append(x * max(1, k)[::-1])  # raises (an int is not subscriptable), eager too
+    return x
+
+
+def test_a_split_outcome_whose_path_raises_runs_eagerly_on_the_calls_that_take_it():
+    """A `return` in a data-dependent branch is split into one graph per outcome; the first graph
+    takes the outcome the warm-up saw most, which here raises on its path while the generating
+    call takes the other outcome. That was reported as an internal error, and the signature went
+    eager for good; the path's calls now run eagerly (raising eager's error) and the other
+    outcome's graph runs."""
+    sums = [-6, -6, -6, 1, 1, 1, -6, 1, 1, 1]
+
+    def call(st, i):
+        st["ps"][0][:] = sums[i] / 3
+        return np.ones(4) * i, 2, st
+
+    jf = side_by_side(lambda: (early_return_step, {"ps": [np.full(3, -1.0), np.full(3, -1.0)]}),
+                      [lambda st, i=i: call(st, i) for i in range(len(sums))])
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+    assert jf.counters["graph_calls"] >= 3, jf.explain()

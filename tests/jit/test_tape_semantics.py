@@ -113,3 +113,31 @@ def test_a_call_that_raises_does_not_keep_later_calls_eager():
 
     state = lambda: {"w": jl.Variable(random_array(1, (3, 2))), "div": 1}  # noqa: E731
     check(lambda: (validated_step, state()), [lambda s, i=i: call(s, i) for i in range(12)], min_graph_calls=6)
+
+
+def pyramid_step(st, x, arr_target):
+    with jl.GradientTape() as tape:
+        h = x @ st["w"]
+        levels = []
+        while h.shape[1] >= 2:  # no level when the input has one column: the loss is sum([]), 0
+            h = h[:, ::2]
+            levels.append(F.sum(h * h))
+        loss = sum(levels)
+    g = tape.gradient(np.ones(1) if arr_target else loss, st["w"])
+    if g is not None:
+        st["w"].assign_sub(0.01 * g)
+    return loss, g is None
+
+
+def test_gradient_of_a_python_number_or_array_target_is_none():
+    """A loss summed over an empty list is the int 0, and a NumPy array is no Tensor: eager's
+    tape connects neither to anything (no gradient). The graph generator's backward pass read
+    the target's size and failed with an internal error on such a call."""
+    def call(s, i):
+        cols = (4, 4, 4, 4, 1, 4, 1, 4, 4)[i]
+        s["w"] = s["ws"][cols]
+        return s, random_array(i, (3, 2)), i == 7
+
+    state = lambda: {"ws": {c: jl.Variable(random_array(c, (2, c))) for c in (1, 4)}}  # noqa: E731
+    jf = check(lambda: (pyramid_step, state()), [lambda s, i=i: call(s, i) for i in range(9)], min_graph_calls=4)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
