@@ -118,6 +118,12 @@ class GradientTape:
         return _map_structure(pick, sources)
 
 
+def non_scalar_target(t) -> str:
+    """The error text of a gradient of a non-scalar target `t` without output_gradients."""
+    return (f"gradient of a non-scalar target (shape {tuple(t.shape)}) needs output_gradients of the same "
+            f"shape; reduce it first (e.g. loss.sum()) or pass output_gradients=")
+
+
 def _backward(entries, target, output_gradients, sources=None):
     """Cotangents by tensor id. With `sources`, only ops on a path from a source get their rule
     applied, and a rule is told (`registry.wants`) which of its inputs lead to a source: the
@@ -136,9 +142,7 @@ def _backward(entries, target, output_gradients, sources=None):
             continue
         if seed is None:
             if t.size != 1:
-                raise GradientError(
-                    f"gradient of a non-scalar target (shape {tuple(t.shape)}) needs output_gradients "
-                    f"of the same shape; reduce it first (e.g. loss.sum()) or pass output_gradients=")
+                raise GradientError(non_scalar_target(t))
             seed = F.ones_like(t)
         seed = seed if isinstance(seed, Tensor) else Tensor(seed)
         if seed.dtype != t.dtype and np.issubdtype(t.dtype, np.inexact):  # cotangents keep the primal's dtype

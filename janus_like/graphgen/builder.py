@@ -19,7 +19,7 @@ from ..ops import api as F
 from ..tensor import Tensor
 from . import masks
 from .shapes import DTYPES, UNSAMPLED, by_rule
-from .values import OPAQUE, Sym, Unsupported, VarRef, stale_error
+from .values import OPAQUE, Sym, Unsupported, VarRef, array_copy, stale_error
 
 LOOP_GRAD = "loop-grad"  # a tape entry standing for a whole loop node (see loop_grad.py)
 COND_GRAD = "cond-grad"  # ... and for a whole conditional node (see cond_grad.py)
@@ -346,6 +346,13 @@ class _FrozenVar(Sym):
         self.ref = ref
 
 
+class ValueOf(_FrozenVar):
+    """`Variable.value()`: keyed as the Variable (eager's snapshot keeps its tape identity), but,
+    as eager's plain Tensor, not watched by a tape that reads it (only the Variable's own reads are)."""
+
+    __slots__ = ()
+
+
 def _snapshot(a):
     if isinstance(a, (VarRef, _FrozenVar)):
         return _FrozenVar(a.ref if isinstance(a, _FrozenVar) else a, a.node)
@@ -381,7 +388,7 @@ class SymbolicTape:
                 k = _key(a)
                 if k in self.watched:
                     hit = True
-                elif isinstance(a, (VarRef, _FrozenVar)) and self.watch_vars \
+                elif isinstance(a, (VarRef, _FrozenVar)) and not isinstance(a, ValueOf) and self.watch_vars \
                         and self.builder.trainable(a.ref if isinstance(a, _FrozenVar) else a):
                     self.watched.add(k)  # (a Variable with trainable=False is not watched unless asked: eager's)
                     hit = True
@@ -428,7 +435,7 @@ class SymbolicTape:
         return _map_structure(pick, sources)
 
     def _backward(self, targets, output_gradients):
-        from ..autodiff import _flatten
+        from ..autodiff import _flatten, non_scalar_target
 
         seeds = _flatten(output_gradients) if output_gradients is not None else [None] * len(targets)
         if len(seeds) != len(targets):
@@ -440,8 +447,11 @@ class SymbolicTape:
                 continue  # connected to nothing (`sum([])`, 0, as a loss)
             if seed is None:
                 if t.size != 1:
-                    raise GradientError(f"gradient of a non-scalar target (shape {t.shape}) needs output_gradients")
+                    raise GradientError(non_scalar_target(t))
                 seed = F.ones_like(t)
+            seed = _seed(self.builder, seed)
+            if seed.dtype != t.dtype and np.issubdtype(t.dtype, np.inexact):  # cotangents keep the primal's dtype
+                seed = F.cast(seed, t.dtype)
             _acc(grads, _key(t), seed)
         for entry in reversed(self.entries):
             if entry[0] in (LOOP_GRAD, COND_GRAD):  # a loop or conditional node: its own backward node
@@ -459,6 +469,16 @@ class SymbolicTape:
             if entry[0] == COND_GRAD:
                 entry[1].check_connected(grads)
         return {k: (Sym(v.node, "tensor") if isinstance(v, Sym) else v) for k, v in grads.items()}
+
+
+def _seed(builder, seed):
+    """An output gradient as eager's backward pass takes it: a Tensor as it is, anything else as
+    `Tensor(seed)`, a copy (a later write to the caller's array does not reach the gradient)."""
+    if isinstance(seed, Sym):
+        return seed if seed.kind == "tensor" else Sym(array_copy(Sym(seed.node, "array")).node, "tensor")
+    if isinstance(seed, Tensor):
+        return builder.constant(seed, "tensor")
+    return builder.constant(np.array(seed), "tensor")
 
 
 def _acc(grads, key, g):

@@ -18,7 +18,8 @@ from .cond_grad import CondGradient
 from .early_returns import RESULT
 from .loop_exits import _leaves_loop, loop_exit
 from .values import ObjRef, Sym, Unsupported, VarRef, numpy_scalar
-from .support import OneBranch, _Break, input_view, own_attribute, _Continue, _MISSING, _assigned_names, _truth_value
+from .support import (OneBranch, _Break, input_view, own_attribute, _Continue, _MISSING, _Return, _assigned_names,
+                      _truth_value)
 
 
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
@@ -107,6 +108,19 @@ class ControlFlowMixin:
                               self.site)
         return _truth_value(test)
 
+    def exec_branch(self, body, frame):
+        """One arm of a conditional node. The user's code raising there (`o.bias` of an object
+        without one, `d["missing"]`) raises eagerly on every call that takes that arm, which is
+        not the call the graph is generated for when it takes the other: Unsupported, so that the
+        branch is split (one graph per outcome; that outcome's calls run eagerly and raise)."""
+        try:
+            self.exec_block(body, frame)
+        except (Unsupported, _Return, _Break, _Continue, RecursionError):
+            raise
+        except Exception as exc:
+            raise Unsupported("user-error", f"an arm of the branch raises {type(exc).__name__}: {exc} (it raises "
+                                            "eagerly on the calls that take it)", self.site) from exc
+
     def cond(self, node, test, frame):
         """Both branches as a conditional node (after the profile saw both outcomes). The names
         either branch assigns, and the state either one writes (attributes of input objects,
@@ -128,7 +142,7 @@ class ControlFlowMixin:
                     if grad is not None:  # each branch records on a tape of its own (cond_grad.py)
                         self.builder.tapes = [grad.branch_tape()]
                     saved = dict(frame.locals)
-                    self.exec_block(body, frame)
+                    self.exec_branch(body, frame)
                     results.append((block, {n: _bound(frame.locals.get(n, _MISSING)) for n in assigned},
                                     self.take_branch_state(written), containers.take()))
                     frame.locals.clear()

@@ -254,10 +254,9 @@ class Sym(ArrayMethods):
 
     def numpy(self):
         if self.kind == "tensor" and self.device == "gpu":  # a host copy, as Tensor.numpy() makes
-            from ..ops import api as F
-
             return Sym(F.to_device(self, "cpu").node, "array")
-        out = Sym(self.node, "array")
+        # under a tape, a Tensor's values are a constant to it, as np.asarray's (conversions._detach)
+        out = Sym((F.stop_gradient(self) if self.kind == "tensor" and _builder().tapes else self).node, "array")
         if isinstance(self, VarRef) and out.ndim == 0 and numpy_scalar(out):  # a Variable holds a 0-d ndarray
             out = array_copy(out)  # (its assign_add computed a NumPy scalar)
         if self.kind == "tensor":
@@ -437,7 +436,11 @@ class VarRef(Sym):
         return self.assign(F.sub(Sym(self.node, "array"), _raw(delta)))
 
     def value(self):
-        return Sym(self.node, "tensor")
+        """A snapshot Tensor: eager's keeps the Variable's tape identity (a gradient through it is
+        the Variable's, also after a later assign), as a tape entry's frozen value does."""
+        from .builder import ValueOf
+
+        return ValueOf(self, self.node)
 
 
 def _raw(v):

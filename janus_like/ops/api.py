@@ -352,15 +352,23 @@ def stack(xs, axis=0):
 
 
 def split(x, indices_or_sections, axis=0):
-    return [getitem(x, index) for index in split_indices(x.shape, indices_or_sections, axis)]
+    try:
+        return [getitem(x, index) for index in split_indices(x.shape, indices_or_sections, axis)]
+    except ValueError as exc:  # (np.split's text, which the graph of a user's np.split call gives, and the sizes)
+        if str(exc) != _UNEQUAL:
+            raise
+        raise ValueError(f"{exc}: {x.shape[axis]} into {indices_or_sections}") from None
+
+
+_UNEQUAL = "array split does not result in an equal division"
 
 
 def split_indices(shape, indices_or_sections, axis=0):
-    """The basic indices of np.split's parts (each part is a view of x, as NumPy's)."""
+    """The basic indices of np.split's parts (each part is a view of x, as NumPy's), raising as np.split."""
     n = shape[axis]
     if isinstance(indices_or_sections, int):
-        if n % indices_or_sections:
-            raise ValueError(f"array split does not result in an equal division: {n} into {indices_or_sections}")
+        if indices_or_sections < 0 or n % indices_or_sections:  # (n % 0: the ZeroDivisionError np.split raises)
+            raise ValueError(_UNEQUAL if indices_or_sections > 0 else "number sections must be larger than 0.")
         step = n // indices_or_sections
         bounds = list(range(0, n + 1, step))
     else:
