@@ -10,7 +10,7 @@ import contextlib
 import types
 
 from ..source import function_ast, scope_nodes, site_key
-from .builder import SymbolicTape
+from .tape import SymbolicTape
 from .values import ObjRef, Sym, Unsupported
 from .support import ErrState, _Break, _Continue, _Leave, _Return
 

@@ -30,7 +30,7 @@ import numpy as np
 from .. import autodiff, ir
 from ..ops.registry import REGISTRY
 from ..source import in_packages
-from .builder import SymbolicTape
+from .tape import SymbolicTape
 from .support import OPERATORS, ContainerMethod, Frame, _LIBRARY_PREFIXES, _any_abstract, _is_jit
 from .values import BoundMethod, LocalFunction, ObjRef, Sym, Unsupported
 from .py_numbers import speculate_pick

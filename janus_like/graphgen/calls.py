@@ -22,7 +22,7 @@ from ..ops.draws import CLOCKS
 from ..ops.library import library_operands
 from ..source import NoSource, function_ast, has_yield, in_packages, local_names, site_key, state_written_reads
 from ..tensor import Tensor, Variable
-from .builder import SymbolicTape
+from .tape import SymbolicTape
 from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert
 from .draws import _SEARCHES, RngMethod

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..ops import api as F
-from .builder import COND_GRAD, SymbolicTape, _acc, backward_entries, recompute
+from .tape import COND_GRAD, SymbolicTape, _acc, backward_entries, recompute
 from .values import Sym, Unsupported
 
 _REASON = "data-dependent-python"

@@ -18,7 +18,7 @@ from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from ..tensor import Tensor
 from .attributes import library_module
-from .builder import SymbolicTape
+from .tape import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
 from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef

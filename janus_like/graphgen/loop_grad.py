@@ -29,7 +29,7 @@ from ..ops import api as F
 from .values import Sym, Unsupported
 
 OBJECT = np.dtype(object)
-from .builder import LOOP_GRAD, SymbolicTape, _acc, backward_entries, recompute
+from .tape import LOOP_GRAD, SymbolicTape, _acc, backward_entries, recompute
 
 
 def _new_stack():

@@ -14,7 +14,7 @@ from ..quiet import quiet
 from ..ops import api as F
 from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
 from . import masks
-from .builder import SymbolicTape
+from .tape import SymbolicTape
 from .conversions import convert, is_conversion
 from .loop_grad import OBJECT
 from .numpy_forms import (CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, array_like, as_operand, einsum_view,

@@ -15,7 +15,8 @@ import numpy as np
 from ..ops import api as F
 from ..source import site_key
 from . import windows
-from .builder import OPAQUE, SymbolicTape
+from .builder import OPAQUE
+from .tape import SymbolicTape
 from ..ops.registry import P, bind
 from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar, stale_error
 from .containers import builtin_member, plain_protocol

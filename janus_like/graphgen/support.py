@@ -13,7 +13,7 @@ import numpy as np
 from ..ops import api as F
 from ..ops.registry import REGISTRY
 from ..tensor import Tensor
-from .builder import SymbolicTape
+from .tape import SymbolicTape
 from .values import OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
 
 MAX_DEPTH = 400

@@ -438,7 +438,7 @@ class VarRef(Sym):
     def value(self):
         """A snapshot Tensor: eager's keeps the Variable's tape identity (a gradient through it is
         the Variable's, also after a later assign), as a tape entry's frozen value does."""
-        from .builder import ValueOf
+        from .tape import ValueOf
 
         return ValueOf(self, self.node)
 

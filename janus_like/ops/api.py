@@ -352,12 +352,10 @@ def stack(xs, axis=0):
 
 
 def split(x, indices_or_sections, axis=0):
-    try:
-        return [getitem(x, index) for index in split_indices(x.shape, indices_or_sections, axis)]
-    except ValueError as exc:  # (np.split's text, which the graph of a user's np.split call gives, and the sizes)
-        if str(exc) != _UNEQUAL:
-            raise
-        raise ValueError(f"{exc}: {x.shape[axis]} into {indices_or_sections}") from None
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, int) and indices_or_sections > 0 and n % indices_or_sections:
+        raise ValueError(f"{_UNEQUAL}: {n} into {indices_or_sections}")  # (np.split's text, and the sizes)
+    return [getitem(x, index) for index in split_indices(x.shape, indices_or_sections, axis)]
 
 
 _UNEQUAL = "array split does not result in an equal division"
