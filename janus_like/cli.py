@@ -107,13 +107,22 @@ def main(argv=None) -> int:
             return 1
         options = dict(warmup=args.warmup, hot_after=DEFAULT_HOT_AFTER if args.hot_after is None else args.hot_after,
                        include=args.include or ("*",), exclude=args.exclude)
+        failed = None
         try:
             report = os.path.abspath(args.report) if args.report else None  # (before the script's own chdir)
             run_path(args.script, args.args, report=report, jit=not args.no_jit, **options)
+        except Exception as exc:  # uncaught in the script: printed as Python prints it, from the
+            failed = exc  # script's frames (jit/frames.py), through the script's own sys.excepthook
         finally:
             sys.stdout.flush()
             if args.report:
                 print(f"janus-like: report written to {args.report}", file=sys.stderr)
+        if failed is not None:
+            from .jit.frames import user_traceback
+
+            tb = user_traceback(failed.__traceback__)
+            sys.excepthook(type(failed), failed.with_traceback(tb), tb)  # (Python's prints the exception's own)
+            return 1
         return 0
     return 2
 

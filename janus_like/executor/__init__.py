@@ -93,7 +93,7 @@ class CompiledGraph:
         the native tier waits (see `body`)."""
         saves = self._rng_saves()
         if self.tier.run is not None:
-            return fuse(self, self.tier.parts(), saves=saves)
+            return fuse(self, self.tier.parts(), saves=saves, failures=False)  # (its TypeError: a mismatch, `body`)
         if len(self.plan.parts[0]) > INLINE_PLAN_LINES:
             # a long plan is called, not pasted: compiling its text a second time cost as much
             # as its first compile (14 ms of the LSTM step's first call), a frame ~0.1 µs a call
@@ -148,10 +148,16 @@ class CompiledGraph:
             return self.plan(slots)
         return interpret(self.graph, slots, self.devices)
 
-    def try_run(self, args):
+    def try_run(self, args, keep=False):
         """(status, payload): OK -> result; GUARD_FAILED -> assumption index (-1: a read raised);
-        ASSERT_FAILED -> Assumption; RAISED -> exception."""
+        ASSERT_FAILED -> Assumption; RAISED -> exception. A run on these very `args` that failed
+        just before (in the fused function, or here with `keep`: the full path comes next) is
+        not run again: its failure is the result (a failed run's floating-point warnings and
+        `np.seterrcall` calls showed twice before eager's, and its work was done twice)."""
         start = time.perf_counter()
+        failed = self.counts.failure(args)
+        if failed is not None:
+            return (ASSERT_FAILED, failed.assumption) if isinstance(failed, AssertFailed) else (RAISED, failed)
         slots = self.guard(args)
         if slots.__class__ is int:
             return GUARD_FAILED, slots
@@ -161,12 +167,11 @@ class CompiledGraph:
         try:
             values = self.plan(slots) if self._direct else self.body(slots)
             prepared = self.outputs.prepare_effects(values, slots) if self.outputs.effects else []
-        except AssertFailed as exc:
+        except Exception as exc:  # an assert, or an error (the eager re-run reports the user's error exactly)
             self._restore(saved, gens, saved_gens)
-            return ASSERT_FAILED, exc.assumption
-        except Exception as exc:  # the eager re-run reports the user's error exactly
-            self._restore(saved, gens, saved_gens)
-            return RAISED, exc
+            if keep:
+                self.counts.failed.cell_contents = (args, exc)
+            return (ASSERT_FAILED, exc.assumption) if isinstance(exc, AssertFailed) else (RAISED, exc)
         self.counts.last.cell_contents = slots
         result = self._finish(values, slots) if self._finish is not None else self.outputs.finish(values, slots, prepared)
         self._runs += 1

@@ -7,6 +7,7 @@ step this measured 0.2 µs of a 15 µs call: the frames were cheap; the guards' 
 result Tensor and the stats remain):
 
     def call(args):
+        _fail = None                                    # (the last call's failure, untaken)
         t0 = _pc()
         try:
             s0 = args[0]
@@ -17,9 +18,10 @@ result Tensor and the stats remain):
         try:
             v3 = np.matmul(s1, s2)                      # the plan, its S[k] the guard's locals
             values = [v3]
-        except Exception:
-            return MISS                                 # an assert or an error: the full path
-        _slots = S                                      # re-runs it and reports it
+        except Exception as _e:
+            _fail = (args, _e)                          # an assert or an error: the full path
+            return MISS                                 # reports it (without running it again)
+        _slots = S
         _t0 = _wrap(values[0])                          # the finish, the same way: results
         s0._data = values[0]                            # built once, then the commit
         R = _t0
@@ -29,8 +31,11 @@ result Tensor and the stats remain):
         return R
 
 Nothing user-visible happens before the commit, so returning MISS and letting the full path
-(`CompiledGraph.try_run`) run the call again gives exactly what it gives without this function:
-the same fallback, the same error, the same statistics. Graphs with no RNG state to save and a
+(`CompiledGraph.try_run`) take the call gives exactly what it gives without this function: the
+same fallback, the same error, the same statistics. A run that failed leaves its exception in a
+cell for the full path, which takes it (`Counts.failure`) instead of running the graph a second
+time: a failed run's floating-point warnings and `np.seterrcall` calls happened twice before the
+eager run, and its work was done twice. Graphs with no RNG state to save and a
 compiled finish qualify. The body is the plan, or, once the native tier has adopted a function
 for the graph, a call to it (`Tier.parts`): there the fused function replaced four Python
 layers of argument handling, and a native RL policy call went from 8.2 to 5.7 µs (hand NumPy
@@ -55,12 +60,23 @@ MISS = object()  # the call did not complete as a graph: take the full path
 
 class Counts:
     """Calls and seconds counted in closure cells by fused functions (and `last`, the slots of
-    the latest run): `take()` returns the counts so far and starts again from zero."""
+    the latest run; `failed`, (args, exception) of a run that failed, for the full path:
+    `failure`): `take()` returns the counts so far and starts again from zero."""
 
-    __slots__ = ("calls", "seconds", "last")
+    __slots__ = ("calls", "seconds", "last", "failed")
 
     def __init__(self):
         self.calls, self.seconds, self.last = types.CellType(0), types.CellType(0.0), types.CellType(None)
+        self.failed = types.CellType(None)
+
+    def failure(self, args):
+        """The exception of the fused function's run on this very `args` tuple, which failed
+        just before (None: it did not); taken once."""
+        failed = self.failed.cell_contents
+        if failed is None:
+            return None
+        self.failed.cell_contents = None
+        return failed[1] if failed[0] is args else None
 
     def take(self):
         calls, seconds = self.calls.cell_contents, self.seconds.cell_contents
@@ -73,7 +89,7 @@ _GUARD_EXIT = re.compile(r": return -?\d+$")
 _NAMES = re.compile(r"s\d+")
 
 
-def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None):
+def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None, failures=True):
     """The fused call function for CompiledGraph `cg` running `body` (the plan's `parts`, or
     the adopted native function's from `Tier.parts`: lines, result expression, names), or None
     when a piece is missing (a general finish, the interpreter) or the generated namespaces
@@ -84,7 +100,9 @@ def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None):
     the body is a plan with weight updates written in place (executor/blas.py), which it may
     write from here. `saves`: (lines that save RNG states after the guards, lines that put them
     back when the body fails, their names) for a graph that draws (`CompiledGraph._rng_saves`).
-    `located_by`: the plan's (line sites, origin): the body reports the user's lines (located.py)."""
+    `located_by`: the plan's (line sites, origin): the body reports the user's lines (located.py).
+    `failures`: a failed run's exception is the full path's (`Counts.failure`); not for a body
+    whose failure means something else (the native function's TypeError: `CompiledGraph.body`)."""
     pieces = [getattr(f, "parts", None) for f in (cg.guard, cg._finish)]
     if None in pieces or body is None:
         return None
@@ -108,14 +126,14 @@ def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None):
         pattern = re.compile(rf"\b{tuple_name}\[(\d+)\]")
         return [pattern.sub(lambda m: slot_names[int(m.group(1))], line) for line in lines]
 
-    cells = {"_runs": cg.counts.calls, "_secs": cg.counts.seconds, "_slots": cg.counts.last}
+    cells = {"_runs": cg.counts.calls, "_secs": cg.counts.seconds, "_slots": cg.counts.last, "_fail": cg.counts.failed}
     trial = getattr(cg, "trial", None) if deadline is None else None
     if trial is not None:  # the run count at which the JIT measures this graph against eager (jit/choice.py)
         cells["_trial_at"] = trial
     owner = cg.owner_counts
     if owner is not None:  # the JitFunction's graph calls, so that its __call__ need not count
         cells.update(_calls=owner.calls, _calls_s=owner.seconds)
-    src = ["def call(args):", f"    nonlocal {', '.join(cells)}"]
+    src = ["def call(args):", f"    nonlocal {', '.join(cells)}", "    _fail = None"]
     if deadline is not None:
         env["DEADLINE"] = deadline
         src.append("    if _secs >= DEADLINE: return MISS")
@@ -133,8 +151,9 @@ def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None):
         src.append("        _own = True")
     body_at = len(src)
     src += ["    " + line for line in local(body_lines, "S")]
-    src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception:"]
+    src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception as _e:"]
     src += ["        " + line for line in local(restore_lines, "S")]
+    src += ["        _fail = (args, _e)"] if failures else []
     src += ["        return MISS", "    _slots = S"]
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]

@@ -35,6 +35,7 @@ from .polymorphism import UnknownDimsMixin
 from .variants import VariantsMixin, is_split
 from .explain import ReportingMixin
 from . import choice as _choice
+from .frames import trim as _trim
 from .choice import ChoiceMixin, resolve_choice
 
 
@@ -152,53 +153,57 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
 
     # ================================================================== the state machine
     def __call__(self, *args, **kwargs):
-        if self.__self__ is not None:
-            args = (self.__self__,) + args
-        if self._kwonly is not None:  # every call's values as one tuple, the keyword-only ones last,
-            positional = self._defaults_filled(args) if not kwargs else None  # so that `step(x, st, 0.3)`
-            if positional is None:  # is not `lr=0.3`
-                positional = self._positional(args, kwargs)
-            if positional is None:
-                self.counters["calls"] += 1
-                return self._eager_with(Fallback("kwargs", "a call its signature does not bind"), args, kwargs)
-            args, kwargs = positional, {}
-        hot = self._hot
-        if hot is not None and not kwargs and not _tapes and _env_get(_DISABLE_NAME) is None:
-            # The steady state: the graph that ran last, tried first, without computing the
-            # signature key. Its guards check everything the graph relies on, so a call it
-            # accepts is one it computes correctly; anything else takes the full path below.
-            fast = hot.fast  # guards, plan, commit and statistics in one function (executor/fused.py)
-            result = fast(args) if fast is not None else self._run_hot(hot, args)
-            if result is not _MISS:
-                return result
-            if fast.__class__ is _choice.Trial and fast.open is not None:  # a trial's graph block missed: the
-                self._hot = None  # full path's time is the graph's cost too (choice.Trial.charged)
-                return fast.charged(self._dispatch, args, kwargs)
-            # The other graphs of its signature (a tree model's other tree shapes), the same
-            # way: any graph whose guards accept the call computes it correctly. A guard that
-            # fails costs its prefix of the guards; the full path would also compute the key.
-            # First the peer that accepted these very argument objects last time (a dataset's
-            # trees come back every epoch): cycling through 64 shapes, the scan below missed
-            # ~32 guards a call. A stale hint (ids are reused) only costs its guards' miss.
-            ids = tuple(map(id, args))
-            ref, peers = self._hints.get(ids, _NO_HINT)
-            hint = ref()
-            if hint is not None and hint is not hot and hint in peers:  # (not dropped since)
-                result = self._run_hot(hint, args)
+        try:  # (an exception leaves with the user's frames only: jit/frames.py)
+            if self.__self__ is not None:
+                args = (self.__self__,) + args
+            if self._kwonly is not None:  # every call's values as one tuple, the keyword-only ones last,
+                positional = self._defaults_filled(args) if not kwargs else None  # so that `step(x, st, 0.3)`
+                if positional is None:  # is not `lr=0.3`
+                    positional = self._positional(args, kwargs)
+                if positional is None:
+                    self.counters["calls"] += 1
+                    return self._eager_with(Fallback("kwargs", "a call its signature does not bind"), args, kwargs)
+                args, kwargs = positional, {}
+            hot = self._hot
+            if hot is not None and not kwargs and not _tapes and _env_get(_DISABLE_NAME) is None:
+                # The steady state: the graph that ran last, tried first, without computing the
+                # signature key. Its guards check everything the graph relies on, so a call it
+                # accepts is one it computes correctly; anything else takes the full path below.
+                fast = hot.fast  # guards, plan, commit and statistics in one function (executor/fused.py)
+                result = fast(args) if fast is not None else self._run_hot(hot, args)
                 if result is not _MISS:
-                    if self._takes_over(hot, hint):
-                        self._hot, self._hot_peers = hint, peers
                     return result
-            for g in self._hot_peers:
-                if g is not hot and g is not hint:
-                    result = self._run_hot(g, args)
+                if fast.__class__ is _choice.Trial and fast.open is not None:  # a trial's graph block missed: the
+                    self._hot = None  # full path's time is the graph's cost too (choice.Trial.charged)
+                    return fast.charged(self._dispatch, args, kwargs)
+                # The other graphs of its signature (a tree model's other tree shapes), the same
+                # way: any graph whose guards accept the call computes it correctly. A guard that
+                # fails costs its prefix of the guards; the full path would also compute the key.
+                # First the peer that accepted these very argument objects last time (a dataset's
+                # trees come back every epoch): cycling through 64 shapes, the scan below missed
+                # ~32 guards a call. A stale hint (ids are reused) only costs its guards' miss.
+                ids = tuple(map(id, args))
+                ref, peers = self._hints.get(ids, _NO_HINT)
+                hint = ref()
+                if hint is not None and hint is not hot and hint in peers:  # (not dropped since)
+                    result = self._run_hot(hint, args)
                     if result is not _MISS:
-                        if self._takes_over(hot, g):
-                            self._hot = g
-                        self._hint(ids, g, self._hot_peers)
+                        if self._takes_over(hot, hint):
+                            self._hot, self._hot_peers = hint, peers
                         return result
-            self._hot = None
-        return self._dispatch(args, kwargs)
+                for g in self._hot_peers:
+                    if g is not hot and g is not hint:
+                        result = self._run_hot(g, args)
+                        if result is not _MISS:
+                            if self._takes_over(hot, g):
+                                self._hot = g
+                            self._hint(ids, g, self._hot_peers)
+                            return result
+                self._hot = None
+            return self._dispatch(args, kwargs)
+        except BaseException as exc:
+            _trim(exc)
+            raise
 
     def _hint(self, ids, g, peers):
         """Remember that graph g (of the signature whose graphs are `peers`) accepted arguments
@@ -220,7 +225,7 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
 
     def _run_tried(self, g, args):
         """A graph's call on the full path (`try_run`), MISS when it did not complete."""
-        status, result = g.try_run(args)
+        status, result = g.try_run(args, keep=True)  # (a failure: the full path takes it, not run again)
         if status is not ex.OK:
             return _MISS
         self._counters["calls"] += 1
@@ -418,7 +423,11 @@ class _BoundJit:
         self.__wrapped__ = jf.__wrapped__
 
     def __call__(self, *args, **kwargs):
-        return self._jf(self.__self__, *args, **kwargs)
+        try:
+            return self._jf(self.__self__, *args, **kwargs)
+        except BaseException as exc:
+            _trim(exc)
+            raise
 
     def stats(self):
         return self._jf.stats()

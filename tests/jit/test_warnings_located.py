@@ -128,3 +128,26 @@ def test_the_warm_up_copy_of_a_function_compares_with_a_literal_without_a_syntax
         for k in range(6):
             jf(np.ones(2), k)
     assert not [r for r in w if issubclass(r.category, SyntaxWarning)], [str(r.message) for r in w]
+
+
+def test_a_call_that_falls_back_runs_its_graph_once(tmp_path):
+    """A graph run that fails (here an assert: the branch flips on the NaN calls) is not run a
+    second time before eager: under the "always" action the graph's warning shows once before
+    eager's, and an `np.seterrcall` handler is called once by each."""
+    source = STEP.replace("if st[\"s\"] > 1e9:", "if y[0] > -1e9:")
+    eager_mod, jit_mod = load_module(tmp_path, source), load_module(tmp_path, source)
+    jf = jl.jit(jit_mod.step)
+    eager, _ = _shown(eager_mod.step)
+    jit, _ = _shown(jf)
+    assert jf.stats()["fallbacks"] == 2 and jf.stats()["graph_calls"] >= 4, jf.explain()
+    eager, jit = [w[:3] + (w[4],) for w in eager], [w[:3] + (w[4],) for w in jit]  # (twin modules' files)
+    assert len(eager) == 2 and jit == [w for w in eager for _ in range(2)], (eager, jit)
+    handled = []
+    old = np.seterrcall(lambda kind, flag: handled.append(kind))
+    try:
+        with np.errstate(all="call"):
+            for x in _calls()[:6]:
+                jf(x, {"s": 0.0})
+    finally:
+        np.seterrcall(old)
+    assert handled == ["invalid value"] * 2, handled
