@@ -25,7 +25,7 @@ from ..ops.registry import REGISTRY
 from .buffers import _CLIP, _INPLACE, _clip_inline, _known, _pool, plan_async, plan_reuse
 from .interpreter import AssertFailed
 from .plan_helpers import (PY_FORMS, _broadcast_copy, _in_dtype, _mean, _mean_axes, bind_numpy, c_ordered,
-                           control_lines, copy_is_exact, draw_call, filled_call, out_buffer)
+                           control_lines, copy_is_exact, draw_call, filled_call, out_buffer, python_number)
 from . import blas, donation, floats, fusion, located, ranked, rows, scalars
 
 # ops whose implementation is exactly `xp.<fn>(*inputs)` with no params: call NumPy directly
@@ -158,8 +158,8 @@ class _Emitter:
         if n.op == "draw_of":
             return draw_call(self, n)
         if n.op == "pow" and not n.params and len(n.inputs) == 2 and isinstance(x, ir.Node) and ir.numpy_typed(x) \
-                and type(n.inputs[1]) in (int, float):  # the operator, as eager and the kernel (ops/primitives._power)
-            return f"({self.arg(x)} ** {self.const(n.inputs[1])})"
+                and python_number(n.inputs[1]):  # the operator, as eager and the kernel (ops/primitives._power)
+            return f"({self.arg(x)} ** {self.arg(n.inputs[1])})"
         if n.op == "numpy_call":  # NumPy's own function (ops/library.py), called directly
             return filled_call(self, n, self.const(n.params["fn"]))
         if n.op == "getitem" and array_in:

@@ -173,3 +173,12 @@ def c_ordered(x, depth=6) -> bool:
     op = REGISTRY.get(x.op)
     return depth > 0 and op is not None and op.elementwise and not x.params \
         and all(c_ordered(i, depth - 1) for i in x.inputs)
+
+
+def python_number(b) -> bool:
+    """Operand b is a Python number when the plan runs: a constant, or an input read from one (a
+    step's `p` argument). `x ** p` then takes NumPy's scalar fast path, as eagerly (np.sqrt for
+    0.5, np.square for 2: their floating-point warnings name those ufuncs, not np.power)."""
+    if isinstance(b, ir.Node):
+        return b.op == ir.INPUT and bool(b.params.get("python")) and b.aval is not None and b.aval[0] == ()
+    return type(b) in (int, float)

@@ -34,6 +34,14 @@ def _library_owned(obj) -> bool:
     return library_module(module)
 
 
+def data_descriptor(cls, name) -> bool:
+    """`name` is a data descriptor of class `cls` with a `__get__` (a property, a slot): it wins
+    over the instance's `__dict__` in Python's attribute lookup (one with only `__set__`, as
+    networkx's `Graph._node`, does not)."""
+    kind = type(next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None))
+    return hasattr(kind, "__get__") and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
+
+
 def library_module(module: str) -> bool:
     """`module` (a name) is NumPy's, the standard library's or janus_like's own."""
     return in_packages(module, _LIBRARY_PREFIXES + ("janus_like",)) or module.split(".")[0] in sys.stdlib_module_names
@@ -278,6 +286,14 @@ class AttributesMixin:
         self.prog.check_identity(slot, self.site)
         return v
 
+    def plain_lookup(self, cls, name):
+        """An attribute read of an instance of `cls` runs no code of the user's class there: one
+        of its classes defining `__getattribute__` (a read counter, a computed `W`) stays eager."""
+        own = next((k for k in cls.__mro__ if "__getattribute__" in k.__dict__ and not _library_owned(k)), None)
+        if own is not None:
+            raise Unsupported("unsupported-syntax", f"reading attribute {name!r} of a {cls.__name__} through "
+                                                    f"{own.__name__}.__getattribute__", self.site)
+
     def class_member(self, owner, name):
         """Guard that `owner.name` is still the method, property or descriptor the graph was
         made with: a class patched between calls (`Model.forward = ...`, a reloaded module)
@@ -329,3 +345,5 @@ class AttributesMixin:
                 if klass is not object and not _library_owned(klass):
                     holder, _ = self.prog.attr(self.owner_ref(klass).slot, "__dict__", klass.__dict__)
                     self.prog.check_contains(holder, name, False, self.site)
+                    if not isinstance(target, type) and "__getattr__" not in klass.__dict__:  # (one added
+                        self.prog.check_contains(holder, "__getattr__", False, self.site)  # later answers)

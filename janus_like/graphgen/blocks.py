@@ -55,7 +55,11 @@ class BlocksMixin:
                                          f"`try` ({n_caught} of {entered})", site)
             if not handled:
                 self.exec_block(node.orelse, frame)
-        except (_Return, _Break, _Continue, _Leave):  # leaving through `finally`, as Python does
+        except (_Return, _Break, _Continue, _Leave) as leaving:  # leaving through `finally`, as Python does
+            if leaving.__class__ is _Leave and any(
+                    h.type is None or any(issubclass(GeneratorExit, c) for c in _classes(self.eval(h.type, frame)))
+                    for h in node.handlers):
+                raise _closing_seen("a `try` whose handler catches GeneratorExit", site) from None
             self.exec_block(node.finalbody, frame)
             raise
         except Exception as exc:  # a raise the guards decide, for an outer `try`'s handler: `finally` first
@@ -158,7 +162,9 @@ class BlocksMixin:
             else:
                 self.exec_block(node.body, frame)
             left = True
-        except (_Return, _Break, _Continue, _Leave):
+        except (_Return, _Break, _Continue, _Leave) as leaving:
+            if leaving.__class__ is _Leave and any(isinstance(item, _Exit) for item in entered):
+                raise _closing_seen("a `with` whose `__exit__` is given GeneratorExit", self.site) from None
             left = True  # Python calls __exit__ on the way out
             raise
         except Exception as exc:  # a raise the guards decide: eager's `__exit__` gets it (not inlined here),
@@ -218,6 +224,13 @@ def _may_suppress(exit_fn) -> bool:
     return any(isinstance(n, ast.Return) and n.value is not None
                and not (isinstance(n.value, ast.Constant) and n.value.value in (None, False))
                for n in scope_nodes(fn_ast.body))
+
+
+def _closing_seen(what, site):
+    """A loop over a user generator left by `break` or `return` closes the generator: Python
+    raises GeneratorExit at its `yield`. The graph leaves the generator's body through its
+    `finally` blocks only (support._Leave), so code that sees the GeneratorExit runs eagerly."""
+    return Unsupported("generator", f"a generator closed by the loop's break or return inside {what}", site)
 
 
 def _classes(value):

@@ -17,7 +17,7 @@ import numpy as np
 from ..ops import api as F
 from ..source import function_ast, lambda_as_def, local_names, site_key
 from ..tensor import Tensor
-from .attributes import library_module
+from .attributes import data_descriptor, library_module
 from .tape import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
@@ -368,8 +368,9 @@ class ExpressionsMixin:
                     slot, _ = self.prog.attr(obj.slot, name, getattr(target, name))
                     return self.classify(slot, self.site, key)
                 # else a subclass's own: its attributes, properties and methods (an `append` it overrides)
+            self.plain_lookup(type(target), name)
             inst = getattr(target, "__dict__", {})
-            if name in inst:
+            if name in inst and not data_descriptor(type(target), name):  # (a property wins over the __dict__)
                 slot, _ = self.prog.attr(obj.slot, name, inst[name])
                 return self.classify(slot, self.site, key)
             return self.class_attribute(obj, name, key, type(target).__mro__)

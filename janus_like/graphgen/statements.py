@@ -406,6 +406,7 @@ class StatementsMixin:
                                                              and type(attr).__name__ != "member_descriptor"):
                 raise Unsupported("unsupported-syntax", f"setting attribute {name!r} of a {cls.__name__} through "
                                                         f"its own __setattr__ or a descriptor", self.site)
+            self.class_member(cls, "__setattr__")  # (one given to the class later stores otherwise)
             self.state_write("setattr", obj, name, value)
             return
         if isinstance(obj, (Sym, SymbolicTape)):

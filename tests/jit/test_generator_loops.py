@@ -1,7 +1,8 @@
 """`for` loops over the user's generator functions (`graphgen/generators.py`), side by side with
 eager after every call: a minibatch generator in an epoch step, a generator that reads what the
 loop's body writes (the two interleave as in Python), enumerate, break and return in the loop's
-body (the generator is left where it stands, its `finally` runs), `yield from` a generator, a
+body (the generator is left where it stands, its `finally` runs; a handler or `__exit__` that
+would see the GeneratorExit keeps the loop eager), `yield from` a generator, a
 recursive traversal of a tree and a list, a generator's return value, for-else, a generator
 defined in the function; and the forms that stay eager (a yield under a branch on a graph value,
 a generator consumed by next()) give eager's results. `list`, `sum`, `sorted`, `max` of a
@@ -200,6 +201,62 @@ def consumed_by_next(m, x, y):
 def test_forms_that_stay_eager_give_eagers_results():
     for f in (yields_under_a_branch, consumed_by_next):
         jf = check(_make(f), _calls(8), min_graph_calls=0)
+        assert "generator" in fallback_reasons(jf), jf.explain()
+
+
+def closing_rows(m, x):
+    for i in range(len(x)):
+        try:
+            yield x[i]
+        except GeneratorExit:  # the loop's break closes the generator here
+            m.log.append(("closed", i))
+            raise
+
+
+class Section:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self.log.append("ok" if kind is None else kind.__name__)  # GeneratorExit when closed
+        return False
+
+
+def rows_in_a_section(m, x):
+    with m.section:
+        for i in range(len(x)):
+            yield x[i]
+
+
+def breaks_out_of_closing(m, x, y):
+    total = x[0] * 0.0
+    for row in closing_rows(m, x):
+        total = total + row
+        break
+    m.w = m.w + 0.01 * total[:, None]
+    return total
+
+
+def returns_out_of_a_section(m, x, y):
+    for row in rows_in_a_section(m, x):
+        m.w = m.w + 0.01 * row[:, None]
+        return row
+
+
+def test_a_generator_closed_by_break_runs_what_sees_the_generator_exit():
+    """`except GeneratorExit` around the yield, and a `with` whose `__exit__` is told the
+    generator closed: the graph does not deliver the GeneratorExit, so such loops run eagerly
+    (the handler and the exit's argument are eager's)."""
+    def make(f):
+        m = Model()
+        m.section = Section(m.log)
+        return f, {"m": m}
+
+    for f in (breaks_out_of_closing, returns_out_of_a_section):
+        jf = check(lambda: make(f), _calls(8), min_graph_calls=0)
         assert "generator" in fallback_reasons(jf), jf.explain()
 
 

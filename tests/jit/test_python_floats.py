@@ -223,3 +223,16 @@ def test_powers_warn_as_numpys_operator(tmp_path):
         return x, np.arange(3) + i
 
     check(lambda: (module.f, {}), call_sequence(10, args), min_graph_calls=4)
+
+
+def test_a_power_read_from_the_arguments_warns_as_numpys_operator(tmp_path):
+    """An exponent the warm-up saw vary is an input of the graph; a Python number there still
+    takes NumPy's operator (`x ** p` with p = 0.5 warns "in sqrt", as eagerly; the plan's
+    np.power said "in power")."""
+    module = load_module(tmp_path, "import numpy as np\n\n\ndef f(x, p):\n    return x ** p\n", "power_arg")
+    exponents = [2, 3, 2, 3, 2, 0.5, -1.0, 2.0, 0.5]
+
+    def args(s, i):
+        return np.array([-1.0, 4.0, 0.0, 1e300]), exponents[i]
+
+    check(lambda: (module.f, {}), call_sequence(len(exponents), args), min_graph_calls=3)
