@@ -78,8 +78,9 @@ class AttributesMixin:
             fallback = getattr(type(target), "__getattr__", None) if mro[0] is type(target) else None
             if fallback is dict.__getitem__:  # `class Config(dict): __getattr__ = dict.__getitem__`
                 return self.getitem(obj, name, key)
-            if isinstance(fallback, types.FunctionType):  # the class's own __getattr__, inlined
-                self.class_member(type(target), "__getattr__")
+            if isinstance(fallback, types.FunctionType):  # the class's own __getattr__, inlined, while the
+                self.class_member(type(target), "__getattr__")  # name stays missing (`cfg.wd = 0.5` later)
+                self.absent(obj, name)
                 return self.inline(fallback, [obj, name], {})
             if mro[0] is type(target):  # eager's own error (a call raising it re-runs eagerly to raise it)
                 raise AttributeError(f"{type(target).__name__!r} object has no attribute {name!r}")

@@ -60,6 +60,9 @@ class BlocksMixin:
                     h.type is None or any(issubclass(GeneratorExit, c) for c in _classes(self.eval(h.type, frame)))
                     for h in node.handlers):
                 raise _closing_seen("a `try` whose handler catches GeneratorExit", site) from None
+            if leaving.__class__ is _Leave and any(isinstance(n, (ast.Yield, ast.YieldFrom))
+                                                   for n in ast.walk(ast.Module(node.finalbody, []))):
+                raise _closing_seen("a `try` whose `finally` yields", site) from None
             self.exec_block(node.finalbody, frame)
             raise
         except Exception as exc:  # a raise the guards decide, for an outer `try`'s handler: `finally` first
@@ -235,5 +238,7 @@ def _closing_seen(what, site):
 
 def _classes(value):
     """The exception classes an `except` clause's expression names (a class or a tuple of them)."""
+    if isinstance(value, ObjRef):  # (a module's tuple of classes: `except RETRYABLE:`)
+        value = value.obj
     items = value if isinstance(value, tuple) else (value,)
     return tuple(c for c in items if isinstance(c, type) and issubclass(c, BaseException))

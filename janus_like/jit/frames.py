@@ -23,8 +23,13 @@ PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 PROLOGUE_NAME = "__janus_like_rt__"  # the wrapper's prologues read it (wrapper/rewrite.py RT)
 
 
+# the code of the JIT's functions that call the user's function (jit/function.py registers them)
+CALLS: set = set()
+
+
 def _ours(tb) -> bool:
-    return tb.tb_frame.f_code.co_filename.startswith(PACKAGE)
+    filename = tb.tb_frame.f_code.co_filename
+    return filename.startswith(PACKAGE) or filename.startswith("<frozen importlib._bootstrap")
 
 
 def user_traceback(tb):
@@ -36,6 +41,8 @@ def user_traceback(tb):
         entries.append(tb)
         tb = tb.tb_next
     last_user = max((k for k, e in enumerate(entries) if not _ours(e)), default=-1)
+    if last_user < 0 and entries and entries[-1].tb_frame.f_code in CALLS:  # the call of the user's
+        return None  # function itself raised (a wrong number of arguments): eager's has no frame of it
     kept = [e for k, e in enumerate(entries)
             if k > last_user or not (_ours(e) or (k + 1 < len(entries) and _ours(entries[k + 1])
                                                   and PROLOGUE_NAME in e.tb_frame.f_code.co_names))]

@@ -35,7 +35,7 @@ from .polymorphism import UnknownDimsMixin
 from .variants import VariantsMixin, is_split
 from .explain import ReportingMixin
 from . import choice as _choice
-from .frames import trim as _trim
+from .frames import CALLS as _CALLS, trim as _trim
 from .choice import ChoiceMixin, resolve_choice
 
 
@@ -410,6 +410,9 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
             return (f"{FREE_GRAPHS} or more graphs cached and fewer than half of them ran twice; new signatures "
                     "run eagerly until the cached ones are reused")
         return None
+
+
+_CALLS.update(f.__code__ for f in (JitFunction._plain, JitFunction._eager_with, JitFunction._profiled))
 
 
 class _BoundJit:

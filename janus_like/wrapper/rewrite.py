@@ -4,7 +4,9 @@ Input: a module's source. Output: the module AST, where each candidate function 
 
     def lossFun(inputs, targets, hprev):
         '''docstring stays first'''
-        if __janus_like_rt__.hot[7](): return __janus_like_rt__.call[7](inputs, targets, hprev)
+        if __janus_like_rt__.hot[7]():
+            try: return __janus_like_rt__.call[7](inputs, targets, hprev)
+            except BaseException: __janus_like_rt__.trim(); raise   # the JIT's frames cut (jit/frames.py)
         ...  # the original body, line numbers unchanged
 
 and carries one more (innermost) decorator, `@__janus_like_rt__.register(7)`, so the runtime
@@ -101,6 +103,10 @@ def _add_prologue(fn: ast.FunctionDef, index: int) -> None:
         keywords.append(ast.keyword(None, ast.Name(a.kwarg.arg, ast.Load())))
     test = ast.Call(_rt_attr("hot", index), [], [])
     forward = ast.Return(ast.Call(_rt_attr("call", index), positional, keywords))
+    trim = ast.Expr(ast.Call(ast.Attribute(ast.Name(RT, ast.Load()), "trim", ast.Load()), [], []))
+    # try: return call[7](...)  except BaseException: rt.trim(); raise  (the bare raise adds no frame)
+    forward = ast.Try([forward], [ast.ExceptHandler(ast.Name("BaseException", ast.Load()), None, [trim, ast.Raise()])],
+                      [], [])
     prologue = ast.If(test, [forward], [])
     has_doc = (fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant)
                and isinstance(fn.body[0].value.value, str))

@@ -54,6 +54,14 @@ class Runtime:
         self.call.append(_Decide(self, site.id))
         return site
 
+    @staticmethod
+    def trim():
+        """The prologue's handler: the exception leaving a forwarded call loses the prologue's
+        and the runtime's frames (jit/frames.py), so code that catches it sees eager's."""
+        from ..jit.frames import trim
+
+        trim(sys.exc_info()[1])
+
     def register(self, index):
         def record(fn):
             self.functions[index] = fn

@@ -86,3 +86,27 @@ def test_a_getattr_or_setattr_given_to_the_class_later_is_seen():
         model, calls = _added_later(name, value)
         jf = check(lambda: (fn, model()), calls, min_graph_calls=2)
         assert jf.stats()["guard_failures"] >= 1, jf.explain()
+
+
+class Config:
+    def __init__(self):
+        self.lr = 0.1
+
+    def __getattr__(self, name):  # defaults for settings not given
+        if name.startswith("wd"):
+            return 0.0
+        raise AttributeError(name)
+
+
+def decayed(c, x):
+    return x * (1.0 - c.lr) - c.wd * x
+
+
+def test_an_attribute_getattr_answered_is_read_once_it_is_set():
+    def call(c, i):
+        if i == 5:
+            c.wd = 0.5  # an attribute of its own now: __getattr__ no longer answers
+        return c, np.full(2, float(i))
+
+    jf = check(lambda: (decayed, Config()), [lambda c, i=i: call(c, i) for i in range(8)], min_graph_calls=2)
+    assert jf.stats()["guard_failures"] >= 1, jf.explain()

@@ -231,6 +231,38 @@ def rows_in_a_section(m, x):
             yield x[i]
 
 
+CLOSING = (ValueError, GeneratorExit)
+
+
+def closing_by_a_global_tuple(m, x):
+    try:
+        for i in range(len(x)):
+            yield x[i]
+    except CLOSING:  # a module's tuple naming GeneratorExit
+        m.log.append("closed")
+        raise
+
+
+def yielding_finally(m, x):
+    try:
+        for i in range(len(x)):
+            yield x[i]
+    finally:
+        yield x[0] * -1.0  # (a user's bug: Python's close() ignores it and reports RuntimeError)
+
+
+def breaks_out_of_a_tuple_handler(m, x, y):
+    total = x[0] * 0.0
+    for row in closing_by_a_global_tuple(m, x):
+        total = total + row
+        break
+    for row in yielding_finally(m, x):
+        total = total + row
+        break
+    m.w = m.w + 0.01 * total[:, None]
+    return total
+
+
 def breaks_out_of_closing(m, x, y):
     total = x[0] * 0.0
     for row in closing_rows(m, x):
@@ -255,7 +287,7 @@ def test_a_generator_closed_by_break_runs_what_sees_the_generator_exit():
         m.section = Section(m.log)
         return f, {"m": m}
 
-    for f in (breaks_out_of_closing, returns_out_of_a_section):
+    for f in (breaks_out_of_closing, returns_out_of_a_section, breaks_out_of_a_tuple_handler):
         jf = check(lambda: make(f), _calls(8), min_graph_calls=0)
         assert "generator" in fallback_reasons(jf), jf.explain()
 

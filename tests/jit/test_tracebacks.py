@@ -75,6 +75,22 @@ def test_a_users_error_carries_eagers_frames_on_every_path(tmp_path):
     assert _frames(outer, big, st2, inner) == expected
 
 
+def test_a_call_with_the_wrong_arguments_has_no_frame_of_the_jit(tmp_path):
+    mod = load_module(tmp_path, STEP)
+    jf, st = jl.jit(mod.step), {"W": np.zeros(2)}
+    for k in range(6):
+        expected = None
+        try:
+            mod.step(np.ones(2))
+        except TypeError as exc:
+            expected = [f.name for f in traceback.extract_tb(exc.__traceback__)]
+        try:
+            jf(np.ones(2))
+        except TypeError as exc:
+            assert [f.name for f in traceback.extract_tb(exc.__traceback__)] == expected
+        jf(np.ones(2), st)  # (warm-up, then graphs)
+
+
 def test_an_error_of_janus_likes_own_code_keeps_its_frames():
     """Where no user frame follows (the JIT's own defect), the frames are the report."""
     jf = jl.jit(lambda x: x + 1)
@@ -89,9 +105,13 @@ def test_an_error_of_janus_likes_own_code_keeps_its_frames():
 
 
 def test_janus_like_run_prints_an_uncaught_exception_as_python_does(tmp_path):
+    """Also an exception the script catches and prints itself (the prologue's forwarding frame
+    and the runtime's are cut as the exception leaves the function)."""
     script = tmp_path / "fails.py"
-    script.write_text(STEP + "\nst = {'W': np.zeros(2)}\nfor i in range(10):\n"
-                             "    step(np.full(2, 1.0 if i < 8 else 200.0), st)\n")
+    script.write_text(STEP + "\nimport traceback\nst = {'W': np.zeros(2)}\nfor i in range(12):\n"
+                             "    try:\n        step(np.full(2, 1.0 if i < 6 else 20.0), st)\n"
+                             "    except ValueError:\n        traceback.print_exc()\n"
+                             "step(np.full(2, 200.0), st)\n")
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     wrapped = subprocess.run([sys.executable, "-m", "janus_like.cli", "run", str(script)], capture_output=True,
                              text=True)
