@@ -38,7 +38,7 @@ def data_descriptor(cls, name) -> bool:
     """`name` is a data descriptor of class `cls` with a `__get__` (a property, a slot): it wins
     over the instance's `__dict__` in Python's attribute lookup (one with only `__set__`, as
     networkx's `Graph._node`, does not)."""
-    kind = type(next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None))
+    kind = type(class_lookup(cls.__mro__, name))
     return hasattr(kind, "__get__") and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
 
 

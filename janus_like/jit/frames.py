@@ -20,8 +20,6 @@ import os
 import types
 
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-PROLOGUE_NAME = "__janus_like_rt__"  # the wrapper's prologues read it (wrapper/rewrite.py RT)
-
 
 # the code of the JIT's functions that call the user's function (jit/function.py registers them)
 CALLS: set = set()
@@ -36,6 +34,8 @@ def user_traceback(tb):
     """Traceback chain `tb` without janus_like's frames that lead to the user's code (and the
     wrapper's prologue frames that forwarded a call into janus_like); a trailing run of
     janus_like frames (where an exception of janus_like's own was raised) is kept."""
+    from ..wrapper.rewrite import RT  # the name the prologues read (imported here: only on the way out)
+
     entries = []
     while tb is not None:
         entries.append(tb)
@@ -45,7 +45,7 @@ def user_traceback(tb):
         return None  # function itself raised (a wrong number of arguments): eager's has no frame of it
     kept = [e for k, e in enumerate(entries)
             if k > last_user or not (_ours(e) or (k + 1 < len(entries) and _ours(entries[k + 1])
-                                                  and PROLOGUE_NAME in e.tb_frame.f_code.co_names))]
+                                                  and RT in e.tb_frame.f_code.co_names))]
     if len(kept) == len(entries):
         return entries[0] if entries else None
     out = None
