@@ -49,7 +49,7 @@ def input_rng_method(obj, name):
     its draws, else None."""
     if type(obj.obj) is np.random.Generator:
         return RngMethod(obj, name) if callable(getattr(obj.obj, name, None)) and not name.startswith("_") else None
-    if type(obj.obj) is random.Random and name in _RANDOM_DRAWS:
+    if type(obj.obj) is random.Random and (name in _RANDOM_DRAWS or name == "choice"):
         return RngMethod(obj, name)
     return None
 
@@ -59,7 +59,22 @@ class DrawsMixin:
 
     def rng_method_call(self, method, args, kwargs):
         """A call of an RngMethod: a draw from the generator in its input slot."""
+        if method.name == "choice" and type(method.ref.obj) is random.Random:
+            args, kwargs = self.number_choice(args, kwargs)
         return self.generator_draw(method.ref, method.name, args, kwargs)
+
+    def number_choice(self, args, kwargs):
+        """The arguments of `random.choice(pool)` for a draw node, with `pool` (an input list,
+        guarded as for any read, or one the function holds) a list or tuple of Python numbers:
+        the node calls `choice` on those numbers, so the generator moves as eagerly, and its
+        result is a number, equal to the one eager returns."""
+        pool = args[0] if len(args) == 1 and not kwargs else None
+        items = self.materialize(pool, self.site) if isinstance(pool, ObjRef) else pool
+        if not isinstance(items, (list, tuple)) or not items or any(
+                isinstance(v, Sym) and v.kind != "py" or not isinstance(v, Sym) and type(v) not in (int, float, bool)
+                for v in items):
+            raise Unsupported("unsupported-call", "random.choice() of anything but a list of Python numbers", self.site)
+        return (list(items),), {}
 
     def generator_draw(self, rng, method, args, kwargs):
         """`rng.normal(0, 0.1, size=x.shape)`, `rng.random() < p`, `rng.permutation(n)` on a
@@ -124,7 +139,9 @@ class DrawsMixin:
         `random.Random` reached through the inputs (its identity guarded where it was read): a
         draw node, as for a numpy Generator, for the methods that give a number and leave
         their arguments alone."""
-        if method.__name__ not in _RANDOM_DRAWS:
+        if method.__name__ == "choice":  # (`lr = random.choice(rates)`)
+            args, kwargs = self.number_choice(args, kwargs)
+        elif method.__name__ not in _RANDOM_DRAWS:
             raise Unsupported("unsupported-call", f"random.{method.__name__}() in a graph", self.site)
         return self.generator_draw(method.__self__, method.__name__, args, kwargs)
 

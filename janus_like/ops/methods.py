@@ -44,7 +44,7 @@ class ArrayMethods:
     def round(self, decimals=0): return F.round(self, decimals)
     def cumsum(self, axis=None, dtype=None): return F.cumsum(self, axis, dtype)
     def prod(self, axis=None, *, keepdims=False, dtype=None): return F.prod(self, axis, keepdims, dtype)
-    def clip(self, lo=None, hi=None): return F.clip(self, lo, hi)
+    def clip(self, min=None, max=None): return F.clip(self, min, max)  # (NumPy's names: x.clip(min=0))
     def dot(self, o): return F.dot(self, o)
     def exp(self): return F.exp(self)
     def log(self): return F.log(self)

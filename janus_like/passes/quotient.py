@@ -100,6 +100,7 @@ def _rewrite(block, uses):
     from ..jit.assumptions import Assumption
 
     ids = {n.id for n in block}
+    shared = {}  # (c2, lr, c1, eps) -> the scalars already made: one assert and one root a step, not one a weight
     i = 0
     while i < len(block):
         n = block[i]
@@ -114,15 +115,20 @@ def _rewrite(block, uses):
         def node(op, inputs, aval):
             return ir.Node(op, tuple(inputs), {}, aval, n.site)
 
-        positive = node("gt", (c2, 0), ((), np.dtype(bool)))
-        check = ir.Node(ir.ASSERT, (positive,), {"expect": True, "assumption": Assumption(
-            "sign", n.site, "> 0", path="Adam's second-moment correction (1 - beta2**t), reassociated",
-            relax=("quotient",))}, None, n.site)  # failing repeatedly: the signature's graphs go without
-        k = node("sqrt", (c2,), one)
-        scale = node("div", (node("mul", (lr, k), one), c1), one)
-        new = [positive, check, k, scale.inputs[0], scale, node("mul", (eps, k), one)]
+        key = tuple(x.id if isinstance(x, ir.Node) else (type(x), repr(x)) for x in (c2, lr, c1, eps))
+        new = []
+        if key not in shared:
+            positive = node("gt", (c2, 0), ((), np.dtype(bool)))
+            check = ir.Node(ir.ASSERT, (positive,), {"expect": True, "assumption": Assumption(
+                "sign", n.site, "> 0", path="Adam's second-moment correction (1 - beta2**t), reassociated",
+                relax=("quotient",))}, None, n.site)  # failing repeatedly: the signature's graphs go without
+            k = node("sqrt", (c2,), one)
+            scale = node("div", (node("mul", (lr, k), one), c1), one)
+            new = [positive, check, k, scale.inputs[0], scale, node("mul", (eps, k), one)]
+            shared[key] = (scale, new[-1])
+        scale, eps_k = shared[key]
         root = node("sqrt", (v,), full)
-        den = node("add", (root, new[-1]), full)
+        den = node("add", (root, eps_k), full)
         num = node("mul", (m, scale), full)
         new += [root, den, num]
         block[i - 1:i - 1] = new

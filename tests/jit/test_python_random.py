@@ -119,3 +119,46 @@ def test_bisect_of_changed_milestones_regenerates():
         return s["m"], random_array(i, (2,))
 
     check(lambda: (step, {"m": _model()}), [lambda s, i=i: call(s, i) for i in range(12)], min_graph_calls=6)
+
+
+def test_choice_of_python_numbers_draws_as_eager():
+    """`random.choice(rates)` of Python numbers (the module's hidden generator, the model's own
+    `random.Random`, numbers the step computes): a draw node calling `choice` on the numbers, so
+    the generator moves as eagerly; the pool changed between calls (call 10 appends, call 13
+    changes an item) and a failed branch after the draws (call 11) keep the contract."""
+    def step(m, x):
+        lr = random.choice(m["rates"])
+        k = m["rng"].choice((1, 2, 3))
+        s = float(np.sum(x))
+        v = random.choice([s, 2.0 * s, -s, True])
+        if s > 0:  # speculated: positive sums in warm-up
+            x = x * k
+        m["w"].assign_sub(lr * 0.01 * (x.T @ x)[:, :3] * v)
+        return v, k
+
+    def call(s, i):
+        if i == 10:
+            s["m"]["rates"].append(0.5)
+        if i == 13:
+            s["m"]["rates"][0] = 0.25
+        return s["m"], np.abs(random_array(i, (5, 4))) * (-1.0 if i == 11 else 1.0)
+
+    def make():
+        random.seed(3)
+        return step, {"m": dict(_model(), rates=[0.1, 0.2])}
+
+    jf = check(make, [lambda s, i=i: call(s, i) for i in range(16)], min_graph_calls=9)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+def test_choice_of_arrays_stays_eager():
+    """`random.choice` of arrays returns the caller's object: the step runs eagerly, named."""
+    def step(m, x):
+        return x @ random.choice(m["ws"])
+
+    def make():
+        random.seed(4)
+        return step, {"m": {"ws": [np.ones((4, 2)), np.zeros((4, 2))]}}
+
+    jf = check(make, _calls(6), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "random.choice()" in jf.explain()

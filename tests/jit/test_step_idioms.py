@@ -375,3 +375,17 @@ def test_metrics_written_into_a_state_dict_are_not_speculated():
     calls = call_sequence(10, lambda s, i: (s, random_array(i, (3,))))
     jf = check(lambda: (_metrics_step, {"w": np.zeros(3), "m": {}}), calls, min_graph_calls=6)
     assert not fallback_reasons(jf), jf.explain()
+
+
+@pytest.mark.parametrize("expr", ["h.clip(min=0)", "h.clip(max=0.5)", "h.clip(-0.5, max=0.5)", "h.clip(min=lo)",
+                                  "h.clip(None, 0.25)", "np.clip(h, min=0, max=1)"])
+def test_clip_with_numpys_keyword_names(tmp_path, expr):
+    """`x.clip(min=0)`: the array method's keywords are NumPy's `min` and `max` (it ran eagerly)."""
+    module = load_module(tmp_path, "import numpy as np\n\ndef f(x, w, lo):\n    h = x @ w\n"
+                                   f"    return {expr}\n")
+
+    def call(s, i):
+        return random_array(i, (3, 4)), s["w"], -0.1 * i
+
+    jf = check(lambda: (module.f, {"w": random_array(9, (4, 2))}), call_sequence(7, call), min_graph_calls=4)
+    assert not fallback_reasons(jf), jf.explain()

@@ -91,6 +91,45 @@ def test_two_of_seven_passes_go():
     assert step.op == "div" and [n.op for n in g.nodes].count(ir.ASSERT) == 1
 
 
+def _two_updates(lr_a, lr_b, shape=(6, 5)):
+    """graph(var_a, m_a, v_a, var_b, m_b, v_b, c1, c2): two weights' updates at learning rates
+    `lr_a` and `lr_b`."""
+    full = (shape, F32)
+    ins = [_input(k, shape) for k in range(6)] + [_input(6, ()), _input(7, ())]
+    c1, c2 = ins[6:]
+    nodes, outs = list(ins), []
+    for (var, m, v), lr in ((ins[0:3], lr_a), (ins[3:6], lr_b)):
+        mh, vh = ir.Node("div", (m, c1), {}, full), ir.Node("div", (v, c2), {}, full)
+        root = ir.Node("sqrt", (vh,), {}, full)
+        den = ir.Node("add", (root, 1e-8), {}, full)
+        q = ir.Node("div", (mh, den), {}, full)
+        step = ir.Node("mul", (lr, q), {}, full)
+        new = ir.Node("sub", (var, step), {}, full)
+        nodes += [mh, vh, root, den, q, step, new]
+        outs.append(new)
+    return ir.Graph("g", nodes, outs, 8)
+
+
+@pytest.mark.parametrize("lr_a, lr_b, shared", [(1e-3, 1e-3, True), (1e-3, 2e-3, False), (0.0, 0.0, True),
+                                                 (0.0, -0.0, False)])  # m * -0.0 is -0.0 where m * 0.0 is 0.0
+def test_weights_with_the_same_scalars_share_one_assert_and_root(lr_a, lr_b, shared):
+    g = _two_updates(lr_a, lr_b)
+    rng = np.random.default_rng(3)
+    slots = [rng.standard_normal((6, 5)).astype(np.float32) for _ in range(6)]
+    slots[2], slots[5] = np.abs(slots[2]), np.abs(slots[5])
+    slots += [np.asarray(0.19, F32), np.asarray(0.0199, F32)]
+    before = interpret(g, slots)
+    fold_adam_quotient(g)
+    dce(g)
+    ir.verify(g)
+    ops = [n.op for n in g.nodes if n.aval is None or n.aval[0] == ()]
+    assert ops.count(ir.ASSERT) == ops.count("sqrt") == (1 if shared else 2)
+    for b, a, p in zip(before, interpret(g, slots), compile_plan(g)(slots)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(a, p)
+        assert np.array_equal(np.signbit(a), np.signbit(p))
+
+
 def test_a_correction_that_is_not_positive_fails_the_assert():
     g, _ = _update()
     fold_adam_quotient(g)
