@@ -9,6 +9,7 @@ from __future__ import annotations
 import bisect
 import copy
 import functools
+import operator
 import random
 
 import numpy as np
@@ -193,6 +194,27 @@ class DrawsMixin:
         sample = values[0] if not isinstance(values[0], Sym) else kinds.pop()()
         return self.builder.py_op(functools.partial(_lookup, keys), key, *values, sample=sample)
 
+    def table_store(self, obj, key, value):
+        """`counts[int(y[0])] += 1`, `best[k] = score` with the key a Python number the graph
+        computes, into a list (or dict of int, bool or str keys) of Python numbers of one
+        type, with a value of that type: every item is written, with a PY_OP giving the value at
+        the key's position and the old item elsewhere. An index out of range (or a dict's key
+        that is missing: eager would add it) raises when the graph runs, and eager's re-run does
+        what eager does."""
+        items = self.materialize(obj, self.site) if isinstance(obj, ObjRef) else obj
+        keys = tuple(items) if isinstance(items, dict) else None
+        values = tuple(items.values()) if keys is not None else tuple(items) if isinstance(items, list) else ()
+        kinds = {v.py_type if isinstance(v, Sym) else type(v) for v in values + (value,)}
+        if not values or len(values) > _TABLE_STORES or len(kinds) != 1 or kinds - {int, float, bool} \
+                or any(isinstance(v, Sym) and v.kind != "py" for v in values + (value,)) \
+                or keys is not None and any(type(k) not in (int, bool, str) for k in keys):
+            raise Unsupported("data-dependent-python", "writing a Python container at an index the graph computes "
+                                                       "(only lists and dicts of Python numbers of one type)", self.site)
+        for j, (k, old) in enumerate(zip(keys or range(len(values)), values)):
+            sample = old if not isinstance(old, Sym) else kinds.copy().pop()()
+            new = self.builder.py_op(functools.partial(_put, k, keys or len(values)), key, value, old, sample=sample)
+            self.setitem(obj, k, new)
+
 
 def templates(args, kwargs, what, site):
     """A call's arguments as templates for a node that calls a function (`draw_of`,
@@ -259,6 +281,23 @@ def _stand_in_draw(rng, method, args, kwargs, values, site, bump=False):
         except Exception as exc:
             error = error or exc
     raise Unsupported("unsupported-call", f"{method}() of graph values: {error}", site) from error
+
+
+_TABLE_STORES = 64  # the most items `table_store` writes a call
+
+
+def _put(position, keys, key, value, old):
+    """The item at `position` (a list index, or a dict's key) after `container[key] = value`:
+    `keys` is the list's length or the dict's keys. Raises as the store would not: IndexError
+    for an index out of range, KeyError for a key the dict lacks."""
+    if type(keys) is int:
+        i = operator.index(key)
+        if not -keys <= i < keys:
+            raise IndexError("list assignment index out of range")
+        return value if i % keys == position else old
+    if key not in keys:
+        raise KeyError(key)
+    return value if key == position else old
 
 
 def _lookup(keys, key, *values):

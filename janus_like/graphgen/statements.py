@@ -443,6 +443,9 @@ class StatementsMixin:
         if isinstance(obj, ObjRef):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
+            if isinstance(index, Sym) and index.kind == "py" and type(obj.obj) in (list, dict) \
+                    and plain_protocol(obj.obj):
+                return self.table_store(obj, index, value)
             key = _dict_key(index)
             self.resizes(obj.obj, key)
             shadow = self.shadow(obj)
@@ -450,6 +453,8 @@ class StatementsMixin:
             self.writes.append(("setitem", obj, key, value))
             return
         if isinstance(obj, (list, dict)):
+            if isinstance(index, Sym) and index.kind == "py" and type(obj) in (list, dict):
+                return self.table_store(obj, index, value)  # (a list the function made: `hist[int(v)] += 1`)
             obj[_dict_key(index)] = value
             return
         raise Unsupported("unsupported-syntax", f"item assignment on {type(obj).__name__}", self.site)
