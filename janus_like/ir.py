@@ -31,7 +31,10 @@ LOOP_VAR = "loop_var"  # a carried value inside a loop's blocks (bound by the lo
 # value that must own its buffer (a Variable's after assign, a new array returned) is copied
 ALIASING_OPS = frozenset({INPUT, CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
                           "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get", "recursion",
-                          "diagonal", "real", "imag", "sliding_window_view"})
+                          "diagonal", "real", "imag", "sliding_window_view", "flip", "view", "asarray",
+                          "ascontiguousarray"})  # (the last two: x itself when it is an array in C order)
+# views NumPy makes read-only (`np.diagonal`, `np.broadcast_to`): `v * 1` of one is a new array
+READ_ONLY_VIEWS = frozenset({"diagonal", "broadcast_to", "broadcast_like", "sliding_window_view"})
 PY_OP = "py_op"  # Python arithmetic on Python numbers (int + int stays int); params: fn
 STRUCTURAL = {INPUT, CONST, ASSERT, TO_PY, RANDOM, COND, TUPLE_GET, LOOP, LOOP_VAR, PY_OP}
 STATEFUL = {ASSERT, RANDOM, COND, LOOP}

@@ -17,7 +17,7 @@ import types
 from .. import ir
 from ..ops.draws import GAUSS_FREE, SlotRng, global_state, restore, restore_global, state_of
 from .codegen import compile_plan
-from .fused import MISS, Counts, fuse
+from .fused import MISS, Counts, fuse, keeps_last_slots
 from .gpu_plan import compile_gpu_plan
 from .heap import graph_bytes, keep_for
 from .interpreter import AssertFailed, interpret
@@ -62,6 +62,7 @@ class CompiledGraph:
         self.generators = [g for g in rngs if g.__class__ is not SlotRng]
         self.generator_slots = sorted({g.index for g in rngs if g.__class__ is SlotRng})
         self.counts = Counts()  # runs, seconds and slots of the fused function's calls
+        self._keep_slots = keeps_last_slots()
         self._runs = 0  # the others' (try_run)
         self._time_s = 0.0
         self.last_s = 0.0  # try_run's last successful run, guards to result
@@ -83,7 +84,8 @@ class CompiledGraph:
 
     @property
     def last_slots(self):
-        """The slots of the latest successful run (plan-vs-interpreter checks, reports)."""
+        """The slots of the latest successful run, for plan-vs-interpreter checks; kept only
+        under JANUS_LIKE_VERIFY (fused.keeps_last_slots), else None."""
         return self.counts.last.cell_contents
 
     def _fused(self, deadline=None):
@@ -172,7 +174,8 @@ class CompiledGraph:
             if keep:
                 self.counts.failed.cell_contents = (args, exc)
             return (ASSERT_FAILED, exc.assumption) if isinstance(exc, AssertFailed) else (RAISED, exc)
-        self.counts.last.cell_contents = slots
+        if self._keep_slots:
+            self.counts.last.cell_contents = slots
         result = self._finish(values, slots) if self._finish is not None else self.outputs.finish(values, slots, prepared)
         self._runs += 1
         self.last_s = elapsed = time.perf_counter() - start

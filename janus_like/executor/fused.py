@@ -49,6 +49,7 @@ four cell updates cost a fraction of that.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 import types
@@ -57,6 +58,15 @@ from . import located
 
 MISS = object()  # the call did not complete as a graph: take the full path
 
+
+
+def keeps_last_slots() -> bool:
+    """Whether a graph keeps its latest successful run's slots (`CompiledGraph.last_slots`, for
+    the test suite's plan-against-interpreter checks: JANUS_LIKE_VERIFY). Otherwise it keeps
+    none: the slots hold the call's arguments and the state it read, which eager code lets go
+    when the call returns (a parameter array the step replaced is freed, a weak reference to
+    it dies), and one set per cached graph would keep their memory."""
+    return os.environ.get("JANUS_LIKE_VERIFY", "") not in ("", "0")
 
 class Counts:
     """Calls and seconds counted in closure cells by fused functions (and `last`, the slots of
@@ -140,7 +150,8 @@ def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None, failur
     if trial is not None:
         src.append("    if _runs >= _trial_at: return MISS")
     src.append("    t0 = _pc()")
-    if own:  # the last run's slots would hold the weights the plan may write in place (blas.py)
+    keep = keeps_last_slots()
+    if own and keep:  # the last run's slots would hold the weights the plan may write in place (blas.py)
         src.append("    _slots = None")
     src.append("    try:")
     src += ["        " + _GUARD_EXIT.sub(": return MISS", line) for line in guard_lines]
@@ -154,7 +165,7 @@ def fuse(cg, body, deadline=None, own=False, saves=None, located_by=None, failur
     src += [f"        values = {local([body_ret], 'S')[0]}", "    except Exception as _e:"]
     src += ["        " + line for line in local(restore_lines, "S")]
     src += ["        _fail = (args, _e)"] if failures else []
-    src += ["        return MISS", "    _slots = S"]
+    src += ["        return MISS"] + ["    _slots = S"] * keep
     finish = local(finish_lines, "slots")
     src += ["    " + line for line in finish[:-1]]
     src += [f"    R = {finish[-1][len('return '):]}", "    e = _pc() - t0", "    _runs += 1", "    _secs += e"]

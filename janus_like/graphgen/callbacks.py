@@ -80,6 +80,19 @@ def _name(f) -> str:
     return getattr(f, "__qualname__", None) or getattr(f, "__name__", None) or type(f).__name__
 
 
+
+_RAISING_PY = frozenset((operator.truediv, operator.floordiv, operator.mod, operator.pow, divmod))
+
+
+def _unsafe(n) -> bool:
+    """Node n draws, has an effect, or may raise when the graph runs (an index it computes, a
+    Python division): not made for an item of any()/all() that eager may not reach."""
+    if n.op in ir.STATEFUL and n.op != ir.ASSERT or n.op in REGISTRY and REGISTRY[n.op].stateful:
+        return True
+    if n.op == ir.PY_OP:
+        return n.params.get("fn") in _RAISING_PY or not isinstance(n.params.get("fn"), types.BuiltinFunctionType)
+    return n.op in ("getitem", "take", "index_update") and any(isinstance(i, ir.Node) for i in n.inputs[1:])
+
 class CallbacksMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -129,22 +142,33 @@ class CallbacksMixin:
         items = iter(self.iterate_lazily(iterable))
         acc = None
         while True:
-            block, mark, effects = builder.block, len(builder.block), len(self.effects)
+            block, mark, effects, state = builder.block, len(builder.block), len(self.effects), self._state_mark()
             try:
                 item = next(items)
             except StopIteration:
                 return (not is_any) if acc is None else acc
-            if acc is not None and (len(self.effects) != effects or builder.block is not block or any(
-                    n.op in ir.STATEFUL and n.op != ir.ASSERT or n.op in REGISTRY and REGISTRY[n.op].stateful
-                    for n in block[mark:])):
-                raise Unsupported("data-dependent-python", "any()/all() whose later items draw random numbers or "
-                                                           "print, after an item the graph computes", self.site)
+            except Exception as exc:  # (an item eager may never reach: `any(x[j] > 2 for j in idx)`)
+                if acc is None:
+                    raise
+                raise Unsupported("data-dependent-python", f"any()/all() whose later item raises {type(exc).__name__}"
+                                                           ", after an item the graph computes", self.site) from exc
+            if acc is not None and (len(self.effects) != effects or builder.block is not block
+                                    or self._state_mark() != state or any(map(_unsafe, block[mark:]))):
+                raise Unsupported("data-dependent-python", "any()/all() whose later items draw random numbers, print, "
+                                                           "write state or may raise, after an item the graph computes",
+                                  self.site)
             if isinstance(item, Sym):
                 truth = item if item.kind == "py" and item.dtype == np.bool_ else \
                     builder.py_op(operator.truth, self.one_truth(item))
                 acc = truth if acc is None else builder.py_op(operator.or_ if is_any else operator.and_, acc, truth)
             elif bool(self.truth(item)) == is_any:
                 return is_any
+
+    def _state_mark(self):
+        """A mark that changes when the function writes state the graph commits or a list it
+        appends to (the writes an item after the deciding one must not make)."""
+        return (len(self.writes), len(self.overlay), len(self.global_overlay), len(self.cell_overlay),
+                len(self.shadows), sum(len(v[1]) for v in self.appends.values()), len(self.new_objects))
 
     # ---------------------------------------------------------------- the replayed builtins
     def _map(self, args, kwargs):

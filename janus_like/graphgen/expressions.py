@@ -26,7 +26,7 @@ from .containers import builtin_member
 from .windows import DynamicSlice, has_dynamic_slice, read_window
 from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key,
                       _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj,
-                      users_jit_attribute)
+                      _may_raise, _pure, users_jit_attribute)
 
 
 class ExpressionsMixin:
@@ -137,7 +137,7 @@ class ExpressionsMixin:
         trip's broke that assertion on every call.)"""
         if isinstance(node, ast.Compare) and len(node.ops) > 1 and all(_pure(c) for c in node.comparators):
             return self.chain_truth(node, frame)
-        if not (isinstance(node, ast.BoolOp) and all(_pure(v) for v in node.values[1:])):
+        if not (isinstance(node, ast.BoolOp) and all(_pure(v) and not _may_raise(v) for v in node.values[1:])):
             return self.eval(node, frame)
         try:
             return self.whole_truth(node, frame)
@@ -485,12 +485,3 @@ class ExpressionsMixin:
 
 # string constants the compiler interns (all characters those of names)
 _NAME_CHARS = re.compile(r"[A-Za-z0-9_]*")
-
-_PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare, ast.UnaryOp,
-               ast.BinOp, ast.BoolOp, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
-
-
-def _pure(node):
-    """An expression whose evaluation has no effects a caller could see (no calls)."""
-    return all(isinstance(n, _PURE_NODES) for n in ast.walk(node))
-

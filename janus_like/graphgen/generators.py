@@ -32,8 +32,7 @@ import ast
 import contextlib
 
 from ..source import function_ast, has_yield
-from .expressions import _pure
-from .support import _MISSING, _Break, _Continue, _Leave, _Return
+from .support import _MISSING, _Break, _Continue, _Leave, _Return, _pure
 from .values import BoundMethod, LocalFunction, Unsupported
 
 

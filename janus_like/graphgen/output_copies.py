@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import ir
 
-READ_ONLY_VIEWS = frozenset({"diagonal", "broadcast_to", "broadcast_like", "sliding_window_view"})
+READ_ONLY_VIEWS = ir.READ_ONLY_VIEWS
 
 
 def root(node):

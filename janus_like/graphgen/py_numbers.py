@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import math
 import statistics
 import sys
 
@@ -19,7 +20,7 @@ from ..jit.assumptions import Assumption
 from ..profiler.profile import picked_position
 from .builder import py_sample
 from .support import _CMPOPS
-from .values import Sym, Unsupported
+from .values import Sym, Unsupported, numpy_scalar
 
 # builtins that take and give Python numbers; `math` module functions are added by module name
 _NUMBER_BUILTINS = (min, max, round, pow)
@@ -50,6 +51,10 @@ def number_call(builder, func, module, args, site, kwargs=None):
             return args[0]
         if not args:
             raise Unsupported("op-error", f"{func.__name__}() of an empty sequence", site)
+    if func is math.trunc and any(isinstance(a, Sym) and a.kind != "py" and not (
+            a.ndim == 0 and a.dtype == np.float64 and numpy_scalar(a)) for a in args):  # (float's own __trunc__)
+        raise Unsupported("user-error", "math.trunc() of an array or of a NumPy scalar other than float64 (eager "
+                                        "raises TypeError: its type defines no __trunc__)", site)
     if module == "math":  # a one-element array goes in as the Python number math converts it to
         args = tuple(builder.to_py(a, a.py_type) if isinstance(a, Sym) and a.kind != "py" else a for a in args)
     sample = py_sample(func, args, site)

@@ -412,3 +412,18 @@ def input_view(v):
     return None if inner is None else ("index", inner, index, None)
 
 
+_PURE_NODES = (ast.Name, ast.Constant, ast.Attribute, ast.Subscript, ast.Slice, ast.Tuple, ast.Compare, ast.UnaryOp,
+               ast.BinOp, ast.BoolOp, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+def _pure(node):
+    """An expression whose evaluation has no effects a caller could see (no calls)."""
+    return all(isinstance(n, _PURE_NODES) for n in ast.walk(node))
+
+
+def _may_raise(node):
+    """An expression that may raise where an operand before it would have stopped eager
+    (`while k < n and x[k] < th`: x[n]): an index that is not a constant, a division."""
+    return any(isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
+               or isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow))
+               for n in ast.walk(node))

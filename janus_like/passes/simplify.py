@@ -36,10 +36,17 @@ def _sum_to_as_reshape(n):
     return ir.Node("reshape_like", (x, like), {}, n.aval, n.site)
 
 
+# Views NumPy makes read-only, with repeated elements or strides of 0 (`np.broadcast_to(b, s)`,
+# `x.diagonal()`): `v * 1` or `v.astype(v.dtype)` of one is eager's new, writeable array in its
+# own layout, which the commit's copy of the view (graphgen/output_copies.py) would not give.
+_FROZEN_VIEWS = ir.READ_ONLY_VIEWS
+
+
 def _identity_input_rest(n):
     if n.op == "cast":
         x = n.inputs[0]
-        if isinstance(x, ir.Node) and x.aval and np.dtype(x.aval[1]) == np.dtype(n.params["dtype"]):
+        if isinstance(x, ir.Node) and x.aval and np.dtype(x.aval[1]) == np.dtype(n.params["dtype"]) \
+                and x.op not in _FROZEN_VIEWS:
             return x
     elif n.op == "stop_gradient":
         x = n.inputs[0]
@@ -121,7 +128,7 @@ def _times_one(n):
     for x, one in ((a, b), (b, a)) if n.op == "mul" else ((a, b),):
         if type(one) is int and one == 1 and isinstance(x, ir.Node) and x.aval is not None \
                 and tuple(x.aval[0]) == tuple(n.aval[0]) != () and np.dtype(x.aval[1]) == np.dtype(n.aval[1]) \
-                and np.issubdtype(np.dtype(x.aval[1]), np.inexact) and ir.numpy_typed(x):
+                and np.issubdtype(np.dtype(x.aval[1]), np.inexact) and ir.numpy_typed(x) and x.op not in _FROZEN_VIEWS:
             return x
     return None
 

@@ -452,3 +452,29 @@ def test_the_guards_and_the_plans_globals_never_clash():
         shared = set(guard_env) & set(plan_env) - {"np", "__builtins__"}
         assert all(guard_env[k] is plan_env[k] for k in shared), sorted(shared)
         assert g.fast is not None
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_a_graph_keeps_no_argument_or_state_array_alive(monkeypatch, replace):
+    """Outside the test suite's checks (JANUS_LIKE_VERIFY), a graph keeps none of its last
+    run's slots: a parameter array the step replaced (`st["W"] = st["W"] - ...`) is freed when
+    the call returns, as eagerly (a weak reference to it dies), and so is the batch."""
+    import weakref
+
+    monkeypatch.setenv("JANUS_LIKE_VERIFY", "0")
+
+    def step(x, st):
+        if replace:
+            st["W"] = st["W"] - 0.1 * np.outer(x, x[:2])
+        else:
+            st["W"] -= 0.1 * np.outer(x, x[:2])
+        return float(st["W"].sum())
+
+    def call(st, i):
+        st["alive"] = [r() is not None for r in st["refs"]]  # which earlier arrays still live
+        x = np.full(3, 0.1 * i)
+        st["refs"] += [weakref.ref(st["W"]), weakref.ref(x)]
+        return x, st
+
+    jf = side_by_side(lambda: (step, {"W": np.ones((3, 2)), "refs": []}), call_sequence(8, call))
+    assert jf.stats()["graph_calls"] >= 4 and all(g.last_slots is None for g in jf.graphs())

@@ -105,6 +105,35 @@ def test_any_whose_later_items_draw_stays_eager():
     assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
 
 
+def logged_checks(grads, st):
+    def finite(k, g):
+        st["checked"].append(k)
+        return bool(np.isfinite(g).all())
+    return all(finite(k, g) for k, g in enumerate(grads))
+
+
+def indexed_items(x, idx):
+    return x * any(x[j] > 2 for j in idx)
+
+
+def test_any_and_all_whose_later_items_write_state_or_may_raise_are_eagers():
+    """An item after one the graph computes is one eager may never pull: one that appends to a
+    state list (a log of the checks made), or one that indexes at a position the call gives
+    (`x[7]` of three values, past the item that decides), is not built into the graph."""
+    def grads(st, i):
+        gs = [np.ones(2), np.ones(2), np.ones(2)]
+        if i in (3, 5):
+            gs[1] = np.array([np.nan, 1.0])
+        return gs, st
+
+    jf = check(lambda: (logged_checks, {"checked": []}), [lambda s, i=i: grads(s, i) for i in range(9)],
+               min_graph_calls=0)
+    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
+    calls = [lambda s, i=i: (np.array([1.0, 3.0, 0.0]), [0, 1, 2] if i < 4 else [0, 1, 7]) for i in range(7)]
+    jf = check(lambda: (indexed_items, {}), calls, min_graph_calls=0)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
 # ------------------------------------------------------------------ a and b, a or b as values
 def gates(x, y):
     s, t = float(np.sum(x)), float(np.sum(y))
@@ -123,3 +152,18 @@ def test_and_or_values_on_graph_values_become_conditional_nodes():
     jf = check(lambda: (gates, {}), [lambda s, k=k: pairs[k % 8] for k in range(24)], min_graph_calls=8)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
     assert "_janus_like" not in jf.explain() and "conditional expression" in jf.explain(), jf.explain()
+
+
+def scan(x, th):
+    k = 0
+    while k < x.shape[0] and x[k] < th:  # x[n] is never read: `and` stops at k < n
+        k += 1
+    return k
+
+
+def test_a_bounded_scan_reads_no_index_past_its_bound():
+    """`while k < n and x[k] < th`: the loop's test is not one truth value of both operands
+    (the graph would read x[n] on the last trip, an IndexError eager never meets)."""
+    ths = [0.5, 1.5, 2.5, 0.5, 3.5, 1.5, 9.0, 2.5, 9.0, 0.5, 9.0]
+    jf = check(lambda: (scan, {}), [lambda s, t=t: (np.arange(4.0), t) for t in ths], min_graph_calls=3)
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()

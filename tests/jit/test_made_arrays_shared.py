@@ -46,6 +46,16 @@ RAVELS = {  # (body of step(a, st), a's orders by call)
     "fortran_raveled": ("a += 1.0\n    r = np.ravel(a)\n    return r, a", "CF"),
     "transposed_state": ('st["w"] -= a\n    return st["w"].T.ravel(), st["w"].ravel()', "C"),
     "view_method_of_state": ('st["w"] += a\n    st["v"] = st["w"].view()\n    return None', "C"),
+    # copies taken before the state is written (`* 1`, `/ 1` and astype to the same dtype are
+    # dropped by a pass: what is left views the state, or is a read-only view)
+    "ravel_astype_snapshot": ('st["s"] = st["w"].ravel().astype(np.float64)\n    st["w"] += a\n    return None', "C"),
+    "ravel_times_one": ('st["s"] = st["w"].ravel() * 1\n    st["w"] += a\n    return None', "C"),
+    "contiguous_astype": ('st["s"] = np.ascontiguousarray(st["w"]).astype(np.float64)\n    st["w"] += a\n'
+                          '    return None', "C"),
+    "flip_times_one": ('st["s"] = np.flip(st["w"], 0) * 1\n    st["t"] = [np.flip(st["w"]) / 1]\n    st["w"] += a\n'
+                       '    return None', "C"),
+    "broadcast_times_one": ('return np.broadcast_to(a[0], (2, 3)) * 1, a.diagonal() * 1, '
+                            'np.broadcast_to(a[1], (3, 3)).astype(np.float64)', "CF"),
 }
 
 

@@ -4,6 +4,7 @@ one keeps it). `np.array(s)`, `a[...]` and 0-d input arrays are 0-d ndarrays, wh
 in place. Each case runs eager and jit side by side and compares results and state after every
 call."""
 import numpy as np
+import pytest
 
 from .harness import check, random_array
 
@@ -197,3 +198,18 @@ def test_reshaped_and_transposed_views_of_updated_state_are_views_of_it():
     state = lambda: {"W": np.zeros((2, 3)), "M": np.eye(3), "v": np.ones(3)}  # noqa: E731
     check(lambda: (step, state()), [lambda s, i=i: (s, random_array(i, (2, 3))) for i in range(8)],
           min_graph_calls=4)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_math_trunc_of_numpy_scalars_raises_as_eager(dtype):
+    """math.trunc takes float64 scalars (a float subclass) only: of np.float32 or np.int64
+    eager raises TypeError, which a call made after the warm-up of another dtype raises too."""
+    import math
+
+    def step(x):
+        return x * 2, math.trunc(x[0])
+
+    def call(s, i):
+        return (np.array([2.7, -1.5]).astype(dtype if i >= 4 else np.float64),)
+
+    check(lambda: (step, {}), [lambda s, i=i: call(s, i) for i in range(7)], min_graph_calls=1)
