@@ -30,7 +30,10 @@ class ComprehensionsMixin:
         if any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
             return self.scoped_comprehension(node, frame, make, add)
         acc = make()
-        saved = dict(frame.locals)
+        # the comprehension's own names (its targets) are put back after it; a local function
+        # it calls may write the function's other locals (`nonlocal count`), which stay written
+        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        saved = {name: frame.locals[name] for name in names if name in frame.locals}
         self.comprehensions += 1
 
         def loop(gens):
@@ -47,7 +50,8 @@ class ComprehensionsMixin:
             loop(node.generators)
         finally:
             self.comprehensions -= 1
-            frame.locals.clear()
+            for name in names:
+                frame.locals.pop(name, None)
             frame.locals.update(saved)
         return acc
 

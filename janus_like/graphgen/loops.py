@@ -270,7 +270,11 @@ class LoopMixin:
                 self.builder.block = gen["cond"]
                 self.builder.tapes = []  # the test is not differentiated
                 if counter is None:
+                    before = self._state_mark(), len(written)
                     test = self.eval_test(node.test, frame)
+                    if (self._state_mark(), len(written)) != before:  # `while k < n and obj.check(x)`
+                        raise Unsupported("varying-trip-count", "a loop test on a graph value that writes state (the "
+                                          "graph would write it where eager's `and` or `or` stops)", self.site)
                     if exit_ is not None and not isinstance(test, Sym):  # `while True:` left by its break
                         test = self.builder.constant(self.truth(test), "py")
                     if not isinstance(test, Sym):

@@ -17,8 +17,8 @@ from . import masks
 from .tape import SymbolicTape
 from .conversions import convert, is_conversion
 from .loop_grad import OBJECT
-from .numpy_forms import (CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, array_like, as_operand, einsum_view,
-                          ndarray_operand)
+from .numpy_forms import (CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, array_like, as_operand,
+                          einsum_sublists, einsum_view, input_tuple, ndarray_operand, same_dtype)
 from .support import _any_abstract, _any_objref, _as_kind
 from .values import ObjRef, Sym, Unsupported, VarRef, array_copy, numpy_scalar
 
@@ -105,6 +105,9 @@ class NumpyCallsMixin:
             args = [array_items(self.builder, items), *args[1:]]
         if func is np.isscalar and len(args) == 1 and not kwargs and isinstance(args[0], Sym):
             return args[0].kind == "py" or args[0].kind == "array" and args[0].ndim == 0 and numpy_scalar(args[0])
+        if func is np.einsum and len(args) >= 2 and type(args[0]) is not str and not _any_abstract(args[1::2]):
+            spec, operands = einsum_sublists(tuple(self.containers_to_python(a) for a in args))  # the sublist form
+            args = [spec, *operands]
         if func is np.einsum and out_target is None and len(args) == 2 and type(args[0]) is str \
                 and isinstance(args[1], Sym) and args[1].kind == "array" and not _any_abstract(kwargs):
             view = einsum_view(args[0], args[1], kwargs, self.site)
@@ -146,6 +149,9 @@ class NumpyCallsMixin:
             arrays = array_like(func)
             if any(type(a) in (list, tuple) for k, a in enumerate(args) if k in arrays) and _any_abstract(args):
                 args = [as_operand(self.builder, a, self.site, True) if k in arrays else a for k, a in enumerate(args)]
+            static = self.containers_to_python  # an input's tuple where NumPy takes a static one (`axis=axes`)
+            args, kwargs = [static(a) if input_tuple(a) else a for a in args], {
+                k: static(a) if input_tuple(a) else a for k, a in kwargs.items()}
             given = kwargs if out_target is None else dict(kwargs, out=out_target)
             unimplemented = unimplemented_arguments(func, args, given)
             if unimplemented and out_target is None and func not in _VIEWS_OR_DATA_SHAPED \
@@ -275,7 +281,7 @@ class NumpyCallsMixin:
             return self.call_numpy(np.compress, [args[0], x, *args[1:]], dict(kwargs))
         given = (*args, *kwargs.values())
         if method.name == "view" and len(given) <= 1 and set(kwargs) <= {"dtype"} and not _any_abstract(given) \
-                and all(_same_dtype(d, x.dtype) for d in given):
+                and all(same_dtype(d, x.dtype) for d in given):
             if x.kind == "array":  # `x[...]`: a view of x the generator refreshes after writes and writes through
                 return self.getitem(x, Ellipsis)
             from ..ops.registry import P, bind
@@ -442,15 +448,6 @@ def _result_kind(sample, tensors: bool, name: str, site) -> str:
     if isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind in "biufc":
         return "tensor" if isinstance(sample, np.ndarray) and tensors else "array"
     raise Unsupported("unsupported-call", f"{name} giving a {type(sample).__name__}", site)
-
-
-def _same_dtype(given, dtype) -> bool:
-    """Whether `given` (a view's argument) names `dtype` itself (not a type, which NumPy reads as
-    an ndarray subclass, nor another dtype: a reinterpretation)."""
-    try:
-        return not (isinstance(given, type) and issubclass(given, np.ndarray)) and np.dtype(given) == dtype
-    except TypeError:
-        return False
 
 
 def _refuse_global_state(func, site):

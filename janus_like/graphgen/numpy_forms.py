@@ -83,3 +83,33 @@ def array_like(func) -> frozenset:
 
 
 _ARRAY_LIKE = frozenset(("a", "b", "x", "x1", "x2", "m", "array", "ary", "y"))
+
+
+def einsum_sublists(args):
+    """(subscripts, operands) of np.einsum's sublist form `op0, sub0, op1, sub1, ..., [out]`,
+    with NumPy's own letters for the axis numbers (0-25 'A'-'Z', 26-51 'a'-'z': an implicit
+    output keeps NumPy's order)."""
+    import string
+
+    letters = string.ascii_uppercase + string.ascii_lowercase
+
+    def word(sub):
+        return "".join("..." if s is Ellipsis else letters[int(s)] for s in sub)
+
+    pairs = len(args) // 2
+    spec = ",".join(word(sub) for sub in args[1:2 * pairs:2])
+    return spec + ("->" + word(args[-1]) if len(args) % 2 else ""), tuple(args[0:2 * pairs:2])
+
+
+def input_tuple(v) -> bool:
+    """v is a tuple the function reads from its inputs (its items guarded or read as values)."""
+    return isinstance(v, ObjRef) and type(v.obj) is tuple
+
+
+def same_dtype(given, dtype) -> bool:
+    """Whether `given` (a view's argument) names `dtype` itself (not a type, which NumPy reads as
+    an ndarray subclass, nor another dtype: a reinterpretation)."""
+    try:
+        return not (isinstance(given, type) and issubclass(given, np.ndarray)) and np.dtype(given) == dtype
+    except TypeError:
+        return False

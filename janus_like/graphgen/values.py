@@ -146,7 +146,11 @@ class Sym(ArrayMethods):
     def __float__(self):
         raise Unsupported("data-dependent-python", "float() of a graph value inside library code")
 
-    __int__ = __index__ = __float__
+    def __index__(self):  # (`x.sum(axis=k)` of an axis the warm-up saw vary: read as a value)
+        raise Unsupported("data-dependent-python", "a graph value used as an integer (an axis, a size or an "
+                                                  "index) inside library code")
+
+    __int__ = __index__
 
     def __hash__(self):  # a dict key or set item in library code (`dict(zip(ids, ...))`): eager hashes the value
         raise Unsupported("data-dependent-python", "a graph value hashed by library code (a dict key or set item)")

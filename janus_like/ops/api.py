@@ -275,6 +275,8 @@ def tensordot(a, b, axes=2):
 
 
 def einsum(subscripts, *operands):
+    if not isinstance(subscripts, str):  # (a graph takes NumPy's sublist form as its string: numpy_forms.py)
+        raise TypeError("einsum of Tensors takes a subscripts string, not the sublist form")
     return bind(P.einsum, *operands, subscripts=subscripts)
 
 
@@ -409,7 +411,10 @@ def take(x, indices, axis=None):
     if axis is None:
         return getitem(reshape(x, (-1,)), indices)
     ax = axis % x.ndim
-    return getitem(x, (slice(None),) * ax + (indices,))
+    out = getitem(x, (slice(None),) * ax + (indices,))
+    if ax and len(getattr(indices, "shape", np.shape(indices))):  # NumPy's take is C-ordered, where
+        out = bind(P.copy, out)  # `x[:, idx]` is not
+    return out
 
 
 def embedding(table, ids):

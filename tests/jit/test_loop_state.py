@@ -465,3 +465,27 @@ def test_a_written_input_a_loop_may_leave_as_it_was_is_not_returned_as_a_copy():
         jf = check(make(index), calls, min_graph_calls=0)
         assert "data-dependent-python" in fallback_reasons(jf), jf.explain()
     check(made, calls, min_graph_calls=4)
+
+
+class _Budget:
+    def __init__(self):
+        self.n = 0
+
+    def take(self, v, th):
+        self.n += 1  # counts the checks eager's `and` lets through
+        return v < th
+
+
+def test_a_loop_test_that_writes_state_is_eagers():
+    """`while k < 3 and budget.take(...)`: eager's `and` calls `take` only while k < 3; a loop
+    node would make the test's writes on the last trip too (the count was one too large)."""
+    def step(x, th, st):
+        k = 0
+        while k < 3 and st["b"].take(float(x[k]), th):
+            k += 1
+        return k
+
+    ths = [0.5, 1.5, 2.5, 0.5, 3.5, 1.5, 9.0, 0.5]
+    jf = check(lambda: (step, {"b": _Budget()}), [lambda s, t=t: (np.arange(4.0), t, s) for t in ths],
+               min_graph_calls=0)
+    assert "varying-trip-count" in fallback_reasons(jf), jf.explain()

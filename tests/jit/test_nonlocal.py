@@ -146,3 +146,26 @@ def test_closure_state_random_call_sequences(calls):
 
     check(make, [lambda s, c=c, i=i: (random_array(i, (c[0],), c[1]), c[2]) for i, c in enumerate(calls)],
           min_graph_calls=0)
+
+
+def test_a_local_function_called_in_comprehensions_writes_the_enclosing_local():
+    """`[acc(v) for v in vals]` with `acc` writing `nonlocal count`: the comprehension's own
+    name (`v`) is put back after it, the count it made stays written (it was lost)."""
+    def step(x, vals):
+        count, seen = 0, 0
+
+        def acc(v):
+            nonlocal count, seen
+            count += v
+            seen = v
+            return count
+
+        out = [acc(v) for v in vals]
+        both = {v: acc(w) for v in vals[:2] for w in vals[1:]}
+        v = 10
+        firsts = sorted({acc(v) for v in vals[:1]})
+        return x * count, out, both, firsts, seen, v
+
+    calls = call_sequence(6, lambda s, i: (np.ones(2) * i, [1, 2, 3 + i % 2]))
+    jf = check(lambda: (step, {}), calls, min_graph_calls=2)
+    assert not fallback_reasons(jf) - {"assumption"}, jf.explain()

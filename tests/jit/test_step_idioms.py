@@ -389,3 +389,50 @@ def test_clip_with_numpys_keyword_names(tmp_path, expr):
 
     jf = check(lambda: (module.f, {"w": random_array(9, (4, 2))}), call_sequence(7, call), min_graph_calls=4)
     assert not fallback_reasons(jf), jf.explain()
+
+
+@pytest.mark.parametrize("expr", ["h.sum(axis=axes)", "np.mean(h, axis=axes, keepdims=True)", "h.max(axes)",
+                                  "np.transpose(h, perm)", "h.reshape(shape)", "np.linalg.norm(h, axis=axes)"])
+def test_axes_and_shapes_passed_as_tuples(tmp_path, expr):
+    """A tuple argument where NumPy takes a static one (a generic norm helper's axes): its
+    items are guarded constants (it raised an op-error, and the step stayed eager)."""
+    module = load_module(tmp_path, "import numpy as np\n\ndef f(x, axes, perm, shape):\n"
+                                   f"    h = x * 2.0\n    return {expr}\n")
+
+    def call(s, i):
+        return random_array(i, (2, 3, 4)), (0, 2), (2, 0, 1), (6, 4)
+
+    jf = check(lambda: (module.f, {}), call_sequence(7, call), min_graph_calls=4)
+    assert not fallback_reasons(jf), jf.explain()
+
+
+@pytest.mark.parametrize("expr", ["np.einsum(x, [0, 1, 2], [0, 2])", "np.einsum(x[0], [1, 0])",
+                                  "np.einsum(x[0], [0, 1], w, [1, 27], [27, 0])", "np.einsum(x, [Ellipsis, 1, 1])",
+                                  "np.einsum(x, [0, 1, 1], w, [1, 2])"])
+def test_einsum_in_the_sublist_form(tmp_path, expr):
+    """`np.einsum(x, [0, 1], y, [1, 2], [0, 2])` (it recursed until Python's limit, an internal
+    error): NumPy's letters for the axis numbers, an implicit output in NumPy's order."""
+    module = load_module(tmp_path, f"import numpy as np\n\ndef f(x, w):\n    return {expr}\n")
+
+    def call(s, i):
+        return random_array(i, (2, 3, 3)), random_array(i + 9, (3, 4))
+
+    jf = check(lambda: (module.f, {}), call_sequence(6, call), min_graph_calls=3)
+    assert not fallback_reasons(jf), jf.explain()
+
+
+@pytest.mark.parametrize("expr", ["x.take(idx, axis=1)", "np.take(x, idx, axis=-1)", "np.take(x, idx2, axis=1)",
+                                  "x.take(idx, axis=0)"])
+def test_take_along_a_later_axis_is_c_ordered(tmp_path, expr):
+    """np.take's result is C-ordered; `x[:, idx]`, which the graph made it, is not (a caller's
+    `np.ascontiguousarray(r)` or `r.ravel()` then copied under jit only)."""
+    import janus_like as jl
+
+    module = load_module(tmp_path, f"import numpy as np\n\ndef f(x, idx, idx2):\n    return {expr}\n")
+    jf = jl.jit(module.f, choose="graph")
+    for i in range(6):
+        args = (random_array(i, (4, 5)), np.array([0, 2, 1]), np.array([[0, 1], [3, 4]]))
+        got, want = jf(*args), module.f(*args)
+        np.testing.assert_array_equal(got, want)
+        assert (got.flags.c_contiguous, got.flags.f_contiguous) == (want.flags.c_contiguous, want.flags.f_contiguous)
+    assert jf.stats()["graph_calls"] >= 2, jf.explain()
