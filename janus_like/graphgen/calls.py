@@ -317,6 +317,8 @@ class CallsMixin:
                                                      "is a new object each call)", self.site)
         if func in (id, hash) and len(args) == 1 and not kwargs:
             return self.object_id(func, args[0])
+        if func in (vars, locals) and not args and not kwargs:  # (the generator's own frame otherwise)
+            raise Unsupported("unsupported-call", f"{func.__name__}() of the function's own names", self.site)
         if func is vars and len(args) == 1 and isinstance(args[0], ObjRef):
             return self.attributes(args[0])
         if func is vars and args and id(args[0]) in self.new_objects:  # its own dict: built apart at the commit
@@ -362,8 +364,9 @@ class CallsMixin:
             if total is not None:
                 return total
             args = [items, *args[1:]]  # Python numbers: summed as sum() sums them (py_numbers.py)
-        if func in (max, min, sorted) and len(args) >= 1 and isinstance(args[0], _VIEWS):
-            args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway
+        if func in (max, min, sorted) and len(args) >= 1 and isinstance(args[0], (*_VIEWS, dict)):
+            args = [list(args[0]), *args[1:]]  # `max(float(n) for n in norms)`: these consume it whole anyway;
+            # a dict's keys (`for k in sorted(params)`), guarded where it was read
         if func is sum and args and _any_abstract(args[0]):
             return python_sum(self.builder, list(args[0]), args[1] if len(args) > 1 else 0, self.site)
         module = getattr(func, "__module__", None)

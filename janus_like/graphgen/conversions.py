@@ -116,6 +116,8 @@ def _scalar(x, dtype):
 
 def _one(func, x, dtype):
     """np.asarray / np.array of one graph value."""
+    if x.kind == "py" and np.dtype(x.dtype).kind in "iu":  # a Python int past int64: eager's array holds
+        _int64_asserted(x)  # objects (`np.full(2, k * 4)`), the graph's would overflow
     if x.kind == "py" or (func is np.array and x.shape == ()):
         out = _as_kind(array_copy(Sym(x.node, "array")), "array")  # a fresh 0-d array (NumPy scalars too)
     elif x.shape == ():
@@ -129,6 +131,20 @@ def _one(func, x, dtype):
     if dtype is not None and dtype != out.dtype:
         out = _as_kind(F.cast(out, dtype), "array")
     return out
+
+
+def _in_int64(v) -> bool:
+    return -2 ** 63 <= v < 2 ** 63
+
+
+def _int64_asserted(x):
+    """Assert that the Python int x, which the graph computes, is in int64's range."""
+    from ..jit.assumptions import INT64_RANGE, Assumption
+    from .values import _builder
+
+    b = _builder()
+    b.assert_(b.py_op(_in_int64, x, sample=True), True, Assumption("type", b.site, INT64_RANGE,
+                                                                   "a Python int given to NumPy"))
 
 
 def _stand_in(x):

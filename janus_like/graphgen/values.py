@@ -139,6 +139,10 @@ class Sym(ArrayMethods):
         _builder().alias(self, out)
         return out
 
+    @property
+    def flags(self):  # (`np.isfortran(r)`: NumPy's Python code reads it)
+        raise Unsupported("unsupported-call", "an array's flags (its memory layout) read in a graph")
+
     def __bool__(self):
         raise Unsupported("data-dependent-python", "truth value of an array computed in the graph is needed "
                                                   "by library code")

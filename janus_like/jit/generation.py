@@ -64,7 +64,9 @@ class GenerationMixin:
         except Unsupported as exc:
             return self._failed(entry, exc, forced)
         except RecursionError:
-            entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation")
+            entry.eager_reason = Fallback("recursion-limit", "Python recursion limit during generation (a recursion "
+                                          "whose end depends on a value the graph computes, such as a depth the "
+                                          "warm-up saw vary, does not end while the graph is made)")
             self._note(entry.eager_reason)
             return None
         finally:

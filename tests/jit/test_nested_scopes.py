@@ -73,3 +73,17 @@ def test_walrus_in_a_generator_expression_stays_eager_as_unsupported_syntax():
     jf = side_by_side(lambda: (longest_past, {"w": np.ones(3), "n": 0}), calls)
     assert jf.stats()["graph_calls"] == 0
     assert "user-error" not in jf.explain() and "`:=` inside a comprehension" in jf.explain()
+
+
+def names_counted(st, x):
+    a = x * 2.0
+    st["n"] = len(vars())
+    st["ks"] = sorted(vars())
+    return a.sum()
+
+
+def test_vars_without_an_argument_is_not_the_generators_frame():
+    """`len(vars())`, `sorted(vars())`: the graph generator's own frame was taken for the
+    function's (six names where eager has three); the step stays eager with the reason named."""
+    jf = side_by_side(lambda: (names_counted, {}), _calls(6))
+    assert jf.stats()["graph_calls"] == 0 and "vars()" in jf.explain(), jf.explain()

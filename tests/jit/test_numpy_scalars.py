@@ -213,3 +213,28 @@ def test_math_trunc_of_numpy_scalars_raises_as_eager(dtype):
         return (np.array([2.7, -1.5]).astype(dtype if i >= 4 else np.float64),)
 
     check(lambda: (step, {}), [lambda s, i=i: call(s, i) for i in range(7)], min_graph_calls=1)
+
+
+def test_a_python_int_past_int64_given_to_numpy_is_eagers():
+    """`np.full(2, k * 4)` and `np.asarray(k * 4)` with `k * 4` past int64 on one call: eager's
+    arrays hold Python ints (dtype object); the graph's conversion overflowed (an internal error
+    that turned the function's graphs off). Its range is asserted: that call runs eagerly, the
+    next ones as graphs again."""
+    def step(x, k):
+        return x, np.full(2, k * 4), np.asarray(k + 1)
+
+    ks = [2, 3, 4, 5, 2 ** 62, 2, 3, 4, 5]
+    jf = check(lambda: (step, {}), [lambda s, k=k: (np.arange(3), k) for k in ks], min_graph_calls=5)
+    assert "internal-error" not in {fb.reason for fb in jf.fallbacks()}, jf.explain()
+
+
+def test_an_arrays_flags_read_in_the_step_is_eagers():
+    """`np.isfortran(r)` of an array the graph makes reads its flags (an internal error before):
+    the step runs eagerly with the reason named."""
+    def step(a):
+        r = a * 2.0
+        return r, np.isfortran(r)
+
+    jf = check(lambda: (step, {}), [lambda s, i=i: (np.asfortranarray(np.ones((2, 3)) * i),) for i in range(6)],
+               min_graph_calls=0)
+    assert "flags" in jf.explain() and "internal-error" not in jf.explain(), jf.explain()

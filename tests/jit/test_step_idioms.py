@@ -436,3 +436,24 @@ def test_take_along_a_later_axis_is_c_ordered(tmp_path, expr):
         np.testing.assert_array_equal(got, want)
         assert (got.flags.c_contiguous, got.flags.f_contiguous) == (want.flags.c_contiguous, want.flags.f_contiguous)
     assert jf.stats()["graph_calls"] >= 2, jf.explain()
+
+
+def test_sorted_keys_of_a_parameter_dict():
+    """`for k in sorted(params)` (and `max(d)`, `min(d)`): Python takes the dict's keys, which
+    the guards read (the values were taken, and the step stayed eager); a key added on call 5
+    is another graph."""
+    def step(x, st):
+        tot = 0.0
+        for k in sorted(st["params"]):
+            st["params"][k] -= 0.1 * x
+            tot += float(st["params"][k].sum())
+        return tot, max(st["params"]), min(st["params"]), sorted(st["params"], reverse=True)
+
+    def call(s, i):
+        if i == 5:
+            s["params"]["a0"] = np.ones(2)
+        return np.full(2, 0.1 * i), s
+
+    make = lambda: (step, {"params": {"w2": np.ones(2), "w1": np.ones(2) * 2, "b": np.zeros(2)}})  # noqa: E731
+    jf = check(make, call_sequence(9, call), min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
