@@ -81,6 +81,27 @@ def _name(f) -> str:
 
 
 
+
+class _Lazy:
+    """The items of a generator expression or a replayed `map`, pulled as they are needed;
+    `shared`: they are pulled from an iterator the function holds (`it = iter(x)`), which a
+    pull the graph makes and eager does not would move on."""
+    __slots__ = ("items", "shared")
+
+    def __init__(self, items, shared):
+        self.items, self.shared = items, shared
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self.items)
+
+
+def _pulls_shared(source) -> bool:
+    """Pulling `source` (what iterate_lazily gave) moves an iterator that other code holds."""
+    return source.shared if isinstance(source, _Lazy) else hasattr(type(source), "__next__")
+
 _RAISING_PY = frozenset((operator.truediv, operator.floordiv, operator.mod, operator.pow, divmod))
 
 
@@ -139,9 +160,14 @@ class CallbacksMixin:
         built only when building them draws no random numbers and makes no effect (a print);
         computing them anyway changes nothing else."""
         builder = self.builder
-        items = iter(self.iterate_lazily(iterable))
+        items = self.iterate_lazily(iterable)
+        shared, items = _pulls_shared(items), iter(items)
         acc = None
         while True:
+            if acc is not None and shared:
+                raise Unsupported("data-dependent-python", "any()/all() of an iterator the function holds, after an "
+                                                           "item the graph computes (eager stops pulling it there)",
+                                  self.site)
             block, mark, effects, state = builder.block, len(builder.block), len(self.effects), self._state_mark()
             try:
                 item = next(items)
@@ -174,7 +200,9 @@ class CallbacksMixin:
     def _map(self, args, kwargs):
         if kwargs or len(args) < 2 or not is_user_callable(args[0]):
             return _NOT_HANDLED
-        f, iterators = args[0], [iter(self.iterate_lazily(a)) for a in args[1:]]
+        f, iterators = args[0], [self.iterate_lazily(a) for a in args[1:]]
+        shared = any(map(_pulls_shared, iterators))
+        iterators = [iter(it) for it in iterators]
 
         def pulled():
             while True:
@@ -185,7 +213,7 @@ class CallbacksMixin:
                     except StopIteration:
                         return
                 yield self.call(f, items, {})
-        return pulled()
+        return _Lazy(pulled(), shared)
 
     def _accumulate(self, args, kwargs):
         """`itertools.accumulate(rewards, lambda g, r: 0.9 * g + r)`, `accumulate(xs, operator.mul)`:
@@ -292,7 +320,7 @@ class CallbacksMixin:
         """A generator expression: its first iterable evaluated now, everything else in its own
         scope when the next item is pulled (names of the enclosing function read then)."""
         scope, steps = self.scoped_iteration(node, frame)
-        return (self.eval(node.elt, scope) for _ in steps)
+        return _Lazy((self.eval(node.elt, scope) for _ in steps), steps.shared)
 
     def scoped_iteration(self, node, frame):
         """(scope, steps) for a comprehension or generator expression run in its own scope, as
@@ -302,6 +330,7 @@ class CallbacksMixin:
         if any(isinstance(n, ast.NamedExpr) for n in ast.walk(node)):  # (it binds in the function's scope)
             raise Unsupported("unsupported-syntax", "`:=` inside a comprehension", self.site)
         first = self.iterate_lazily(self.eval(node.generators[0].iter, frame))
+        shared = _pulls_shared(first)  # (an iterator the function holds: pulling it is seen)
         targets = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
         scope = Frame(frame.func, frame.globals, frame.filename, frame, frozenset(targets))
         scope.cells = frame.cells
@@ -317,7 +346,7 @@ class CallbacksMixin:
                     yield
                 else:
                     yield from steps(k + 1, self.iterate_lazily(self.eval(node.generators[k + 1].iter, scope)))
-        return scope, steps(0, first)
+        return scope, _Lazy(steps(0, first), shared)
 
 
 _HANDLERS = {

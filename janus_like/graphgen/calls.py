@@ -356,6 +356,8 @@ class CallsMixin:
             return None
         if func is setattr:
             raise Unsupported("unsupported-call", "setattr() of this object or name", self.site)
+        if func in (str, repr, ascii, format):  # (a deque's or a Counter's text is its class's)
+            args = [self.snapshot_for_effect(a) if isinstance(a, ObjRef) else a for a in args]
         args = self._containers(args, (list, tuple, dict, collections.deque))
         if func is sum and len(args) == 1 and set(kwargs) == {"start"}:  # sum(grads, start=g0): as sum(grads, g0)
             args, kwargs = [args[0], kwargs["start"]], {}

@@ -167,6 +167,12 @@ class ContainersMixin:
         else:
             self.flush_appends(obj.obj)
         shadow = self.shadows.get(id(obj.obj))
+        if hasattr(type(obj.obj), "__missing__") and not isinstance(key, Sym) and key not in (
+                obj.obj if shadow is None else shadow):  # a defaultdict inserts the key: eager does that
+            err = Unsupported("data-dependent-python", f"a missing key of a {type(obj.obj).__name__} (it inserts one)",
+                              self.site)
+            err.retry = True  # this call only: the next one finds the key
+            raise err
         if shadow is not None:
             return shadow[key]
         if isinstance(key, Sym):
@@ -178,11 +184,6 @@ class ContainersMixin:
             if tail and _last_items(key) and (-len(obj.obj) <= key.start or key.start >= (key.stop or 0)):
                 return [self.container_item(obj, i) for i in range(key.start, key.stop or 0)]
             return self.materialize(obj, self.site)[key]
-        if hasattr(type(obj.obj), "__missing__") and key not in obj.obj:  # a defaultdict inserts: eager does that
-            err = Unsupported("data-dependent-python", f"a missing key of a {type(obj.obj).__name__} (it inserts one)",
-                              self.site)
-            err.retry = True  # this call only: the next one finds the key
-            raise err
         try:
             value = obj.obj[key]
         except (KeyError, IndexError, TypeError) as exc:
@@ -299,10 +300,17 @@ class ContainersMixin:
                 raise Unsupported("unsupported-call", f"a write into a {type(ref.obj).__name__}, whose class "
                                                       "has its own item methods", self.site)
             self.written_containers.add(id(ref.obj))  # its float items: read as inputs (evaluator._dynamic)
+            self.bound_guarded(ref)
             base = self.materialize(ref, self.site)
             s = dict(base) if isinstance(base, dict) else list(base)
             self.shadows[id(ref.obj)] = s
         return s
+
+    def bound_guarded(self, ref):
+        """A deque the function writes keeps its `maxlen` (the graph drops the oldest items by it):
+        one swapped for a deque of another bound between calls takes another graph."""
+        if isinstance(ref.obj, collections.deque):
+            self.prog.check_result(ref.slot, "{v}.maxlen", ref.obj.maxlen, self.site)
 
     def container_method(self, m, args, kwargs):
         ref, name = m.ref, m.name
@@ -317,6 +325,7 @@ class ContainersMixin:
                 # every call; the commit appends (`flush_appends` when the function reads it)
                 if name == "extend":
                     args = [list(self.iterate(args[0]))]
+                self.bound_guarded(ref)
                 self.appends.setdefault(id(target), (ref, []))[1].extend(args if name == "append" else args[0])
                 self.written_containers.add(id(target))  # a log of floats: each call's items differ
                 self.writes.append(("call", ref, name, list(args), {}))

@@ -15,6 +15,8 @@ is cut from any gradient tape, as it is eagerly.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..ops import api as F
@@ -116,8 +118,7 @@ def _scalar(x, dtype):
 
 def _one(func, x, dtype):
     """np.asarray / np.array of one graph value."""
-    if x.kind == "py" and np.dtype(x.dtype).kind in "iu":  # a Python int past int64: eager's array holds
-        _int64_asserted(x)  # objects (`np.full(2, k * 4)`), the graph's would overflow
+    _int_asserted(x, dtype)
     if x.kind == "py" or (func is np.array and x.shape == ()):
         out = _as_kind(array_copy(Sym(x.node, "array")), "array")  # a fresh 0-d array (NumPy scalars too)
     elif x.shape == ():
@@ -133,18 +134,23 @@ def _one(func, x, dtype):
     return out
 
 
-def _in_int64(v) -> bool:
-    return -2 ** 63 <= v < 2 ** 63
+def _in_range(low, high, v) -> bool:
+    return low <= v <= high
 
 
-def _int64_asserted(x):
-    """Assert that the Python int x, which the graph computes, is in int64's range."""
-    from ..jit.assumptions import INT64_RANGE, Assumption
+def _int_asserted(x, dtype):
+    """Assert that x, a Python int the graph computes given to NumPy, is in the range of the
+    integer `dtype` it is made (or of int64, with no dtype): past it, eager's array holds
+    objects (`np.full(2, k * 4)`, `np.array([1.0, k])`) or NumPy raises OverflowError
+    (`np.array(-k, dtype=np.uint64)`), where the graph's conversion would overflow or wrap."""
+    from ..jit.assumptions import Assumption
     from .values import _builder
 
-    b = _builder()
-    b.assert_(b.py_op(_in_int64, x, sample=True), True, Assumption("type", b.site, INT64_RANGE,
-                                                                   "a Python int given to NumPy"))
+    if x.kind != "py" or np.dtype(x.dtype).kind not in "iu" or dtype is not None and np.dtype(dtype).kind not in "iu":
+        return
+    info, b = np.iinfo(np.int64 if dtype is None else dtype), _builder()
+    within = b.py_op(functools.partial(_in_range, int(info.min), int(info.max)), x, sample=True)
+    b.assert_(within, True, Assumption("type", b.site, f"int (in {info.dtype}'s range)", "a Python int given to NumPy"))
 
 
 def _stand_in(x):
@@ -176,6 +182,7 @@ def _nested(rows, dtype, name, site):
             return np.array(x, dtype=target)  # a constant part
         x = _detach(x)
         if x.kind == "py":
+            _int_asserted(x, dtype)
             x = _as_kind(array_copy(Sym(x.node, "array")), "array")
         return x if x.dtype == target else F.cast(x, target)
 

@@ -71,10 +71,11 @@ class DrawsMixin:
         result is a number, equal to the one eager returns."""
         pool = args[0] if len(args) == 1 and not kwargs else None
         items = self.materialize(pool, self.site) if isinstance(pool, ObjRef) else pool
-        if not isinstance(items, (list, tuple)) or not items or any(
-                isinstance(v, Sym) and v.kind != "py" or not isinstance(v, Sym) and type(v) not in (int, float, bool)
-                for v in items):
-            raise Unsupported("unsupported-call", "random.choice() of anything but a list of Python numbers", self.site)
+        kinds = {v.py_type if isinstance(v, Sym) else type(v) for v in items or ()}
+        if not isinstance(items, (list, tuple)) or not items or len(kinds) != 1 or kinds - {int, float, bool} \
+                or any(isinstance(v, Sym) and v.kind != "py" for v in items):  # (the draw's type is the items')
+            raise Unsupported("unsupported-call", "random.choice() of anything but a list of Python numbers of "
+                                                  "one type", self.site)
         return (list(items),), {}
 
     def generator_draw(self, rng, method, args, kwargs):
@@ -208,8 +209,9 @@ class DrawsMixin:
         if not values or len(values) > _TABLE_STORES or len(kinds) != 1 or kinds - {int, float, bool} \
                 or any(isinstance(v, Sym) and v.kind != "py" for v in values + (value,)) \
                 or keys is not None and any(type(k) not in (int, bool, str) for k in keys):
-            raise Unsupported("data-dependent-python", "writing a Python container at an index the graph computes "
-                                                       "(only lists and dicts of Python numbers of one type)", self.site)
+            raise Unsupported("data-dependent-python", "writing a Python container at an index the graph "
+                                                       "computes (only lists and dicts of Python numbers of one type)",
+                              self.site)
         for j, (k, old) in enumerate(zip(keys or range(len(values)), values)):
             sample = old if not isinstance(old, Sym) else kinds.copy().pop()()
             new = self.builder.py_op(functools.partial(_put, k, keys or len(values)), key, value, old, sample=sample)

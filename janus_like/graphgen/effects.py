@@ -5,6 +5,7 @@ constants, whose cached result becomes a graph constant.
 """
 from __future__ import annotations
 
+import collections
 import re
 import string
 import types
@@ -59,6 +60,10 @@ class EffectsMixin:
             return _as_kind(array_copy(Sym(v.node, "array")), v.kind)
         if isinstance(v, Sym):  # its value now: a later in-place write (`y += 1`) points v at a new node
             return Sym(v.node, v.kind)
+        if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict, collections.deque)) \
+                and type(v.obj) not in (list, tuple, dict) and not hasattr(v.obj, "_fields"):
+            # a Counter, a defaultdict, a deque: its text is its class's, of its state now
+            raise Unsupported("data-dependent-python", f"text of a {type(v.obj).__name__} from the inputs", self.site)
         if isinstance(v, ObjRef) and isinstance(v.obj, (list, tuple, dict)):
             items = self.materialize(v, self.site)
             if isinstance(items, dict):

@@ -160,7 +160,21 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             raise
         finally:
             set_builder(old)
-        return self.finish(result)
+        try:
+            return self.finish(result)
+        finally:
+            self.release()
+
+    def release(self):
+        """Let go of the call's objects the generation read: the builder holds callbacks of this
+        generator, a cycle the garbage collector frees only when it next runs, and until then the
+        call's arguments (a batch, an object with a `__del__`) would stay alive."""
+        for held in (self.memo, self.slot_values, self.overlay, self.shadows, self.appends, self.global_overlay,
+                     self.cell_overlay, self.new_objects):
+            held.clear()
+        self.materialized.clear()
+        self.writes.clear()
+        self.effects.clear()
 
     def classify(self, slot, site, ast_key=None):
         """Abstract value of a freshly read slot; adds its guards."""

@@ -442,6 +442,7 @@ def build_outputs(gen, result) -> Outputs:
     out.result = out.spec(result)
     check_merged_identity(out, gen.builder.merged_from)
     out.plan_copies()
+    out.escape, out.new_objects = Outputs().escape, {}  # (they held the generator, and so the call's inputs)
     return out
 
 

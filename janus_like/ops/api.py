@@ -411,9 +411,9 @@ def take(x, indices, axis=None):
     if axis is None:
         return getitem(reshape(x, (-1,)), indices)
     ax = axis % x.ndim
-    out = getitem(x, (slice(None),) * ax + (indices,))
-    if ax and len(getattr(indices, "shape", np.shape(indices))):  # NumPy's take is C-ordered, where
-        out = bind(P.copy, out)  # `x[:, idx]` is not
+    out, many = getitem(x, (slice(None),) * ax + (indices,)), len(np.shape(indices)) > 0
+    if many and ax or not many and x.ndim > 1:  # NumPy's take is a new C-ordered array:
+        out = bind(P.copy, out)  # `x[:, idx]` is not C-ordered, `x[:, 2]` and `x[2]` are views
     return out
 
 

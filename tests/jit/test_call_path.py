@@ -478,3 +478,23 @@ def test_a_graph_keeps_no_argument_or_state_array_alive(monkeypatch, replace):
 
     jf = side_by_side(lambda: (step, {"W": np.ones((3, 2)), "refs": []}), call_sequence(8, call))
     assert jf.stats()["graph_calls"] >= 4 and all(g.last_slots is None for g in jf.graphs())
+
+
+class _Batch:
+    def __init__(self, i, log):
+        self.x, self.i, self.log = np.full(2, float(i)), i, log
+
+    def __del__(self):
+        self.log.append(self.i)
+
+
+def test_the_call_a_graph_was_made_from_is_freed_too(monkeypatch):
+    """The graph's outputs held the generator (its escape check, its new objects), and with it
+    the objects of the call it was made from: that batch's `__del__` never ran."""
+    monkeypatch.setenv("JANUS_LIKE_VERIFY", "0")
+
+    def step(b, st):
+        return b.x * 2
+
+    jf = side_by_side(lambda: (step, {"deleted": []}), call_sequence(8, lambda s, i: (_Batch(i, s["deleted"]), s)))
+    assert jf.stats()["graph_calls"] >= 4

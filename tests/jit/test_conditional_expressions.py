@@ -167,3 +167,17 @@ def test_a_bounded_scan_reads_no_index_past_its_bound():
     ths = [0.5, 1.5, 2.5, 0.5, 3.5, 1.5, 9.0, 2.5, 9.0, 0.5, 9.0]
     jf = check(lambda: (scan, {}), [lambda s, t=t: (np.arange(4.0), t) for t in ths], min_graph_calls=3)
     assert "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def rest_after_any(x):
+    it = iter(x)
+    found = any(v > 0 for v in it)
+    return found, list(it)
+
+
+def test_any_over_an_iterator_the_function_holds_is_eagers():
+    """`it = iter(x); any(v > 0 for v in it); list(it)`: eager stops pulling `it` at the first
+    true item, so the rest holds the items after it; the graph pulled them all."""
+    calls = [lambda s, i=i: (np.array([-1.0, 2.0, 3.0]) * (1 if i % 2 else -1),) for i in range(7)]
+    jf = check(lambda: (rest_after_any, {}), calls, min_graph_calls=0)
+    assert "data-dependent-python" in fallback_reasons(jf), jf.explain()

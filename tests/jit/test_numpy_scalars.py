@@ -238,3 +238,29 @@ def test_an_arrays_flags_read_in_the_step_is_eagers():
     jf = check(lambda: (step, {}), [lambda s, i=i: (np.asfortranarray(np.ones((2, 3)) * i),) for i in range(6)],
                min_graph_calls=0)
     assert "flags" in jf.explain() and "internal-error" not in jf.explain(), jf.explain()
+
+
+@pytest.mark.parametrize("expr", ["np.array(-k, dtype=np.uint64)", "np.full(2, k * 40, dtype=np.uint8)",
+                                  "np.array([float(k), k * 2 ** 60])", "np.array([(k - 4) * 2 ** 33], dtype=np.int32)"])
+def test_python_ints_out_of_the_range_of_the_dtype_numpy_makes(tmp_path, expr):
+    """A Python int the graph computes, made an array of a narrower or unsigned dtype (eager:
+    OverflowError) or put in a list beside a float past int64 (eager: an object array): the
+    graph wrapped it or made float64. Its range is asserted; those calls run eagerly."""
+    from .harness import load_module
+
+    module = load_module(tmp_path, f"import numpy as np\n\ndef f(x, k):\n    return x * 2, {expr}\n")
+    ks = [0, 1, 2, 3, 9, 1, 2, 12]
+    check(lambda: (module.f, {}), [lambda s, k=k: (np.arange(3.0), k) for k in ks], min_graph_calls=0)
+
+
+def test_take_of_one_index_is_a_copy():
+    """`x.take(2, axis=1)` and `np.take(x, 1, axis=0)`: NumPy's take copies; the graph's `x[:, 2]`
+    was a view of x, which the step's later `x += 1` changed."""
+    def step(x, st):
+        col, row = x.take(2, axis=1), np.take(x, 1, axis=0)
+        st["row"] = row
+        x += 1
+        return col
+
+    check(lambda: (step, {}), [lambda s, i=i: (np.arange(12.0).reshape(3, 4) * i, s) for i in range(6)],
+          min_graph_calls=2)

@@ -130,7 +130,7 @@ def test_choice_of_python_numbers_draws_as_eager():
         lr = random.choice(m["rates"])
         k = m["rng"].choice((1, 2, 3))
         s = float(np.sum(x))
-        v = random.choice([s, 2.0 * s, -s, True])
+        v = random.choice([s, 2.0 * s, -s])
         if s > 0:  # speculated: positive sums in warm-up
             x = x * k
         m["w"].assign_sub(lr * 0.01 * (x.T @ x)[:, :3] * v)
@@ -162,3 +162,14 @@ def test_choice_of_arrays_stays_eager():
 
     jf = check(make, _calls(6), min_graph_calls=0)
     assert jf.stats()["graph_calls"] == 0 and "random.choice()" in jf.explain()
+
+
+def test_choice_of_numbers_of_two_types_stays_eager():
+    """`random.choice([1, 0.5, 2])`: the draw's type is the item drawn (an int or a float), which
+    the graph would take from one of them: the step runs eagerly, named."""
+    def step(m, x):
+        s = random.choice(m["pool"])
+        return np.full(2, s), isinstance(s, int)
+
+    jf = check(lambda: (step, {"m": {"pool": [1, 0.5, 2]}}), _calls(8), min_graph_calls=0)
+    assert jf.stats()["graph_calls"] == 0 and "one type" in jf.explain(), jf.explain()

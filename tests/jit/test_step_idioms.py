@@ -457,3 +457,21 @@ def test_sorted_keys_of_a_parameter_dict():
     make = lambda: (step, {"params": {"w2": np.ones(2), "w1": np.ones(2) * 2, "b": np.zeros(2)}})  # noqa: E731
     jf = check(make, call_sequence(9, call), min_graph_calls=4)
     assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
+
+
+@pytest.mark.parametrize("expr", ["str(st['buf'])", "repr(st['counts'])", "f\"{st['d']}\"", "print(st['buf'])",
+                                  "print(st['d'], st['counts'])"])
+def test_text_of_deques_and_dict_subclasses_is_their_classes(tmp_path, expr):
+    """`str(buf)` of a deque, `print(d)` of a defaultdict or a Counter: the graph formatted the
+    list or dict it reads them as (`[1.0, 2.0]` for `deque([1.0, 2.0], maxlen=3)`), and a print
+    after an append showed the deque from before it. Their text keeps the step eager."""
+    import collections
+
+    module = load_module(tmp_path, "import numpy as np\n\ndef f(x, st):\n    st['buf'].append(float(x[0]))\n"
+                                   f"    st['w'] = st['w'] + x\n    return {expr}\n")
+
+    def make():
+        return module.f, {"w": np.ones(2), "buf": collections.deque([1.0, 2.0], maxlen=3),
+                          "d": collections.defaultdict(float, a=1.0), "counts": collections.Counter(a=2)}
+
+    check(make, call_sequence(6, lambda s, i: (np.full(2, 0.1 * i), s)), min_graph_calls=0)
