@@ -26,7 +26,7 @@ from .containers import builtin_member
 from .windows import DynamicSlice, has_dynamic_slice, read_window
 from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _as_kind, _dict_key,
                       _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj,
-                      _may_raise, _pure, users_jit_attribute)
+                      _may_raise, _pure, python_index, users_jit_attribute)
 
 
 class ExpressionsMixin:
@@ -449,6 +449,8 @@ class ExpressionsMixin:
                     out.view = (obj, _unwrap_obj(index))
                     self.builder.alias(obj, out)
             return out
+        if isinstance(obj, (ObjRef, list, tuple, dict)) and not isinstance(getattr(obj, "obj", None), np.ndarray):
+            index = python_index(self.builder, index)
         if isinstance(index, Sym) and index.kind == "py" and isinstance(obj, (ObjRef, list, tuple, dict)):
             return self.table_lookup(obj, index)
         if isinstance(obj, ObjRef):

@@ -23,7 +23,7 @@ from .containers import builtin_member, plain_protocol
 from .conversions import convert
 from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
-                      _dict_key, _raw, _unwrap_obj, class_lookup, users_jit_attribute)
+                      _dict_key, _raw, _unwrap_obj, class_lookup, python_index, users_jit_attribute)
 
 
 # `__setattr__`s that store into the instance's `__dict__` as object's does (SimpleNamespace's
@@ -443,6 +443,7 @@ class StatementsMixin:
         if isinstance(obj, ObjRef):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
+            index = python_index(self.builder, index) if type(obj.obj) in (list, dict) else index
             if isinstance(index, Sym) and index.kind == "py" and type(obj.obj) in (list, dict) \
                     and plain_protocol(obj.obj):
                 return self.table_store(obj, index, value)
@@ -453,6 +454,7 @@ class StatementsMixin:
             self.writes.append(("setitem", obj, key, value))
             return
         if isinstance(obj, (list, dict)):
+            index = python_index(self.builder, index) if type(obj) in (list, dict) else index
             if isinstance(index, Sym) and index.kind == "py" and type(obj) in (list, dict):
                 return self.table_store(obj, index, value)  # (a list the function made: `hist[int(v)] += 1`)
             obj[_dict_key(index)] = value

@@ -427,3 +427,12 @@ def _may_raise(node):
     return any(isinstance(n, ast.Subscript) and not isinstance(n.slice, ast.Constant)
                or isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mod, ast.Pow))
                for n in ast.walk(node))
+
+
+def python_index(builder, index):
+    """A NumPy integer the graph computes, used to index a Python list or dict (`counts[np.argmax(p)]
+    += 1`): the Python int it stands for (a list takes it through `__index__`, a dict by its equal
+    hash); anything else as it is."""
+    if isinstance(index, Sym) and index.kind == "array" and index.ndim == 0 and np.dtype(index.dtype).kind in "iu":
+        return builder.to_py(index, int)
+    return index

@@ -93,3 +93,19 @@ def test_a_histogram_the_step_makes():
     jf = check(lambda: (step, {"w": np.ones(3)}),
                call_sequence(10, lambda s, i: (np.array([i % 3, (i + 1) % 3, 0, 2]), s)), min_graph_calls=6)
     assert not fallback_reasons(jf), jf.explain()
+
+
+def test_numpy_integer_indices():
+    """`counts[np.argmax(p)] += 1`, `d[p.argmin()] += ...`: a NumPy integer indexes a list as
+    its Python int does (through `__index__`) and a dict by its equal hash (it stayed eager)."""
+    def step(p, st):
+        k = np.argmax(p)
+        st["counts"][k] += 1
+        st["d"][p.argmin()] += float(p.max())
+        hist = [0, 0]
+        hist[np.argmax(p) % 2] += 1
+        return st["counts"][k], st["d"][k], hist
+
+    calls = call_sequence(12, lambda s, i: (np.array([0.1 * i, 1.0 - 0.1 * i, (i % 3) * 0.3]), s))
+    jf = check(lambda: (step, {"counts": [0, 0, 0], "d": {0: 0.0, 1: 0.0, 2: 0.0}}), calls, min_graph_calls=4)
+    assert fallback_reasons(jf) <= {"assumption"}, jf.explain()
