@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from .refs import LocalFunction
 from .support import _dict_key
 
 
@@ -27,7 +28,8 @@ class ComprehensionsMixin:
         return self.comprehension(node, frame, dict, add)
 
     def comprehension(self, node, frame, make, add):
-        if any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
+        if any(isinstance(n, ast.Lambda) or _calls_local(n, frame) for n in ast.walk(node)):
+            # (a local function called there reads and writes the function's names, not the targets)
             return self.scoped_comprehension(node, frame, make, add)
         acc = make()
         # the comprehension's own names (its targets) are put back after it; a local function
@@ -72,3 +74,9 @@ class ComprehensionsMixin:
 
     def expr_GeneratorExp(self, node, frame):
         return self.lazy_genexp(node, frame)  # lazy, in its own scope (callbacks.py)
+
+
+def _calls_local(n, frame) -> bool:
+    """n calls a function the jitted code defined (`[loss() for w in ws]`)."""
+    return isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+        and isinstance(frame.locals.get(n.func.id), LocalFunction)

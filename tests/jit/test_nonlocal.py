@@ -169,3 +169,28 @@ def test_a_local_function_called_in_comprehensions_writes_the_enclosing_local():
     calls = call_sequence(6, lambda s, i: (np.ones(2) * i, [1, 2, 3 + i % 2]))
     jf = check(lambda: (step, {}), calls, min_graph_calls=2)
     assert not fallback_reasons(jf) - {"assumption"}, jf.explain()
+
+
+def test_local_functions_called_in_a_comprehension_see_the_functions_names():
+    """A comprehension runs in its own scope: a local function it calls reads the function's `w`
+    (not the comprehension's target `w`), and one that writes `nonlocal w` writes the function's
+    (putting the comprehension's names back undid that write)."""
+    def step(x, ws):
+        w = x * 0.5
+
+        def loss():
+            return float((w * x).sum())
+
+        losses = [loss() for w in ws]
+        v = 1.0
+
+        def f(a):
+            nonlocal v
+            v = v * float(a)
+            return v
+
+        ys = [f(v) for v in x]
+        return losses, v, ys
+
+    calls = call_sequence(6, lambda s, i: (np.arange(1.0, 4.0) + i, [np.full(3, 2.0), np.full(3, 3.0)]))
+    check(lambda: (step, {}), calls, min_graph_calls=2)
