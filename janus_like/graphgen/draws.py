@@ -71,9 +71,7 @@ class DrawsMixin:
         result is a number, equal to the one eager returns."""
         pool = args[0] if len(args) == 1 and not kwargs else None
         items = self.materialize(pool, self.site) if isinstance(pool, ObjRef) else pool
-        kinds = {v.py_type if isinstance(v, Sym) else type(v) for v in items or ()}
-        if not isinstance(items, (list, tuple)) or not items or len(kinds) != 1 or kinds - {int, float, bool} \
-                or any(isinstance(v, Sym) and v.kind != "py" for v in items):  # (the draw's type is the items')
+        if not isinstance(items, (list, tuple)) or _number_type(items) is None:  # (the draw's type is the items')
             raise Unsupported("unsupported-call", "random.choice() of anything but a list of Python numbers of "
                                                   "one type", self.site)
         return (list(items),), {}
@@ -188,11 +186,10 @@ class DrawsMixin:
             keys, values = tuple(items), tuple(items.values())
         else:
             keys = values = None
-        kinds = {v.py_type if isinstance(v, Sym) else type(v) for v in values or ()}
-        if not values or len(kinds) != 1 or kinds - {int, float, bool} \
-                or any(isinstance(v, Sym) and v.kind != "py" for v in values):
+        kind = _number_type(values or ())
+        if kind is None:
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
-        sample = values[0] if not isinstance(values[0], Sym) else kinds.pop()()
+        sample = values[0] if not isinstance(values[0], Sym) else kind()
         return self.builder.py_op(functools.partial(_lookup, keys), key, *values, sample=sample)
 
     def table_store(self, obj, key, value):
@@ -205,15 +202,14 @@ class DrawsMixin:
         items = self.materialize(obj, self.site) if isinstance(obj, ObjRef) else obj
         keys = tuple(items) if isinstance(items, dict) else None
         values = tuple(items.values()) if keys is not None else tuple(items) if isinstance(items, list) else ()
-        kinds = {v.py_type if isinstance(v, Sym) else type(v) for v in values + (value,)}
-        if not values or len(values) > _TABLE_STORES or len(kinds) != 1 or kinds - {int, float, bool} \
-                or any(isinstance(v, Sym) and v.kind != "py" for v in values + (value,)) \
-                or keys is not None and any(type(k) not in (int, bool, str) for k in keys):
+        kind = _number_type(values + (value,)) if values else None
+        if kind is None or len(values) > _TABLE_STORES or keys is not None and any(
+                type(k) not in (int, bool, str) for k in keys):
             raise Unsupported("data-dependent-python", "writing a Python container at an index the graph "
                                                        "computes (only lists and dicts of Python numbers of one type)",
                               self.site)
         for j, (k, old) in enumerate(zip(keys or range(len(values)), values)):
-            sample = old if not isinstance(old, Sym) else kinds.copy().pop()()
+            sample = old if not isinstance(old, Sym) else kind()
             new = self.builder.py_op(functools.partial(_put, k, keys or len(values)), key, value, old, sample=sample)
             self.setitem(obj, k, new)
 
@@ -283,6 +279,15 @@ def _stand_in_draw(rng, method, args, kwargs, values, site, bump=False):
         except Exception as exc:
             error = error or exc
     raise Unsupported("unsupported-call", f"{method}() of graph values: {error}", site) from error
+
+
+def _number_type(values):
+    """The one Python number type (int, float or bool) of `values`, Python numbers and numbers
+    the graph holds; None when they are none, of several types, or anything else."""
+    kinds = {v.py_type if isinstance(v, Sym) else type(v) for v in values}
+    if len(kinds) != 1 or kinds - {int, float, bool} or any(isinstance(v, Sym) and v.kind != "py" for v in values):
+        return None
+    return kinds.pop()
 
 
 _TABLE_STORES = 64  # the most items `table_store` writes a call

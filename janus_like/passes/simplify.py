@@ -36,17 +36,16 @@ def _sum_to_as_reshape(n):
     return ir.Node("reshape_like", (x, like), {}, n.aval, n.site)
 
 
-# Views NumPy makes read-only, with repeated elements or strides of 0 (`np.broadcast_to(b, s)`,
-# `x.diagonal()`): `v * 1` or `v.astype(v.dtype)` of one is eager's new, writeable array in its
-# own layout, which the commit's copy of the view (graphgen/output_copies.py) would not give.
-_FROZEN_VIEWS = ir.READ_ONLY_VIEWS
+# `v * 1` or `v.astype(v.dtype)` of a view NumPy makes read-only (ir.READ_ONLY_VIEWS: repeated
+# elements, strides of 0) is eager's new, writeable array in its own layout, which the commit's
+# copy of the view (graphgen/output_copies.py) would not give: those stay.
 
 
 def _identity_input_rest(n):
     if n.op == "cast":
         x = n.inputs[0]
         if isinstance(x, ir.Node) and x.aval and np.dtype(x.aval[1]) == np.dtype(n.params["dtype"]) \
-                and x.op not in _FROZEN_VIEWS:
+                and x.op not in ir.READ_ONLY_VIEWS:
             return x
     elif n.op == "stop_gradient":
         x = n.inputs[0]
@@ -128,7 +127,8 @@ def _times_one(n):
     for x, one in ((a, b), (b, a)) if n.op == "mul" else ((a, b),):
         if type(one) is int and one == 1 and isinstance(x, ir.Node) and x.aval is not None \
                 and tuple(x.aval[0]) == tuple(n.aval[0]) != () and np.dtype(x.aval[1]) == np.dtype(n.aval[1]) \
-                and np.issubdtype(np.dtype(x.aval[1]), np.inexact) and ir.numpy_typed(x) and x.op not in _FROZEN_VIEWS:
+                and np.issubdtype(np.dtype(x.aval[1]), np.inexact) and ir.numpy_typed(x) \
+                and x.op not in ir.READ_ONLY_VIEWS:
             return x
     return None
 
