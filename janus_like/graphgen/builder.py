@@ -133,6 +133,8 @@ class GraphBuilder:
             kinds.append(kind)
         if aval is None:
             aval = self.infer(op, args, inputs, kinds, params)
+        if op.name == "squeeze" and params.get("axis") is None and self.polymorphic and isinstance(args[0], Sym):
+            self._no_other_ones(args[0])
         if op.name == "squeeze" and kinds[0] == "array" and isinstance(args[0], Sym) \
                 and tuple(aval[0]) == tuple(args[0].shape):
             return args[0]  # NumPy's squeeze with no axis of length one returns the array itself
@@ -153,6 +155,17 @@ class GraphBuilder:
         for tape in self.tapes:
             tape.record(op, args, params, out)
         return out
+
+    def _no_other_ones(self, x):
+        """`x.squeeze()` in a graph of unknown sizes: the axes it drops are those of length one
+        now, so an assert checks when the graph runs that no other axis has length one (a last
+        batch of one, a mask selecting one row), where eager's squeeze would drop it too."""
+        from ..jit.assumptions import Assumption
+
+        sizes = [self.dim(x, a) for a in range(x.ndim) if x.shape[a] != 1]
+        if sizes:
+            self.assert_(self.py_op(_none_one, *sizes, sample=True), True,
+                         Assumption("shape", self.site, "no other axis of length 1", path="squeeze()"))
 
     def infer(self, op, args, inputs, kinds, params):
         if op.stateful:  # never run a stateful op (an RNG draw) just to learn its shape
@@ -319,3 +332,7 @@ def py_sample(fn, args, site):
         except Exception as exc:
             error = error or exc
     raise Unsupported("op-error", f"{getattr(fn, '__name__', fn)} on Python numbers ({error})", site) from error
+
+
+def _none_one(*sizes):
+    return 1 not in sizes

@@ -28,13 +28,15 @@ class ComprehensionsMixin:
         return self.comprehension(node, frame, dict, add)
 
     def comprehension(self, node, frame, make, add):
-        if any(isinstance(n, ast.Lambda) or _calls_local(n, frame) for n in ast.walk(node)):
-            # (a local function called there reads and writes the function's names, not the targets)
+        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        if names & frame.closure_names or any(isinstance(n, ast.Lambda) or _calls_local(n, frame)
+                                              for n in ast.walk(node)):
+            # (a local function called there, however it is reached, `apply(g, x)`, `fs[0](x)`,
+            # reads and writes the function's names, not the targets)
             return self.scoped_comprehension(node, frame, make, add)
         acc = make()
         # the comprehension's own names (its targets) are put back after it; a local function
         # it calls may write the function's other locals (`nonlocal count`), which stay written
-        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
         saved = {name: frame.locals[name] for name in names if name in frame.locals}
         self.comprehensions += 1
 

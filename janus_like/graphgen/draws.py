@@ -98,6 +98,8 @@ class DrawsMixin:
         from ..ops.draws import SlotRng
         from ..ops.registry import P
 
+        if "out" in kwargs:  # (the node would write the caller's array while the graph runs, unseen)
+            raise Unsupported("unsupported-call", f"{method}(out=...): a draw into an existing array", self.site)
         t_args, t_kwargs, values = templates(args, kwargs, f"{method}()", self.site)
         if values and self.builder.polymorphic and not all(self.builder.fixed(v) for v in values):
             raise Unsupported("unsupported-call", f"{method}() of a graph value of unknown size", self.site)

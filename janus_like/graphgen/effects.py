@@ -68,7 +68,10 @@ class EffectsMixin:
             items = self.materialize(v, self.site)
             if isinstance(items, dict):
                 return {k: self.snapshot_for_effect(x) for k, x in items.items()}
-            return type(items)(self.snapshot_for_effect(x) for x in items)
+            snaps = [self.snapshot_for_effect(x) for x in items]
+            if isinstance(v.obj, tuple) and hasattr(v.obj, "_fields"):  # a namedtuple's text names its class
+                return tuple.__new__(type(v.obj), snaps)
+            return type(items)(snaps)
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
             return type(v)(self.snapshot_for_effect(x) for x in v)
         if isinstance(v, dict):

@@ -69,8 +69,11 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
     containers; this class holds the state they share and the input/output ends."""
 
     def __init__(self, fn, name, profile=None, relaxed=frozenset(), max_unroll=MAX_UNROLL, unknown_dims=None,
-                 reassociate=False, split=None, regions=False, sizes=None):
+                 reassociate=False, split=None, regions=False, sizes=None, static=frozenset()):
         self.fn = fn
+        # ints kept as values though they vary (relax texts): one graph per value (jit/generation.py)
+        self.static = static
+        self.dynamic_ints: list = []  # ints read as graph inputs (relax texts), in the order read
         self.regions = regions  # stage self-recursive callees as recursion regions (recursion.py)
         self.region_misses: list[str] = []  # why a recursive callee was inlined instead (for explain)
         # branches generated once per outcome (control.stmt_If): site key -> the outcome this
@@ -150,6 +153,10 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
             result = self.call(self.fn, list(pos), kw)
         except Unsupported as exc:
             exc.forced = dict(self.forced)  # the split branches' outcomes this graph was taking
+            exc.dynamic_ints = self.dynamic_ints
+            raise
+        except RecursionError as exc:  # a recursion whose end the graph computes (a depth read as an input)
+            exc.dynamic_ints = self.dynamic_ints
             raise
         except Exception as exc:  # the user's code raising on a split outcome the call may not take
             if self.forced:
@@ -209,8 +216,12 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         elif type(v) in (int, float):
             prog.check_type(slot, site)
             out = Sym(self.input_node(slot, np.asarray(v), python_number=True), "py")
+            if type(v) is int:
+                self.dynamic_ints.append(relax_text(slot))
         elif isinstance(v, np.generic):
             if self._dynamic(slot, ast_key):
+                if isinstance(v, np.integer):
+                    self.dynamic_ints.append(relax_text(slot))
                 prog.check_type(slot, site)
                 out = Sym(self.input_node(slot, np.asarray(v), numpy_scalar=True), "array")
             else:
@@ -278,6 +289,8 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         frame.locals.update(bound)
 
     def _dynamic(self, slot, ast_key):
+        if relax_text(slot) in self.static:
+            return False
         if ("value", relax_text(slot)) in self.relaxed:
             return True
         member = None  # the object's own member, profiled by object: its values decide, not the site's

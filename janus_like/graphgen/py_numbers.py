@@ -61,7 +61,32 @@ def number_call(builder, func, module, args, site, kwargs=None):
     if type(sample) not in _NUMBER_TYPES:  # math.frexp's tuple: not a Python number the graph can hold
         raise Unsupported("data-dependent-python", f"{getattr(func, '__name__', func)}() of a graph value "
                                                   f"giving a {type(sample).__name__}", site)
-    return builder.py_op(func, *args, sample=sample)
+    out = builder.py_op(func, *args, sample=sample)
+    return typed_pow(builder, args, out) if func is pow and len(args) == 2 else out
+
+
+def typed_pow(builder, args, out):
+    """`a ** b` or `pow(a, b)` of Python numbers the graph computes (`out`, its PY_OP): Python's
+    result type depends on the values (an int to a negative int is a float, a negative float to
+    a fraction a complex), the graph's is the one made at generation; an assert checks it when
+    the graph runs (a call where it differs runs eagerly). Not where the type cannot change: a
+    constant whole exponent, or a constant float base that is not negative."""
+    a, b = args
+    if not isinstance(b, Sym) and (type(b) is int or type(b) is float and b.is_integer()) \
+            or not isinstance(a, Sym) and type(a) is float and a >= 0:
+        return out
+    t = complex if out.dtype.kind == "c" else out.py_type
+    builder.assert_(builder.py_op(_pow_gives(t), a, b, sample=True), True,
+                    Assumption("type", builder.site, f"{t.__name__}, as at generation", path="a ** b"))
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _pow_gives(t):  # (one function per type: the same check of the same operands is one node)
+    def check(a, b):
+        return type(a ** b) is t
+    check.__name__ = f"pow_gives_{t.__name__}"
+    return check
 
 
 # From Python 3.12 on, sum() of floats compensates its rounding (Neumaier's sum): a chain of

@@ -4,6 +4,7 @@ and every write to state logged for the all-or-nothing commit.
 from __future__ import annotations
 
 import ast
+import collections
 import importlib.util
 import operator
 import os
@@ -192,8 +193,10 @@ class StatementsMixin:
         if isinstance(cur, list) and op is operator.add:
             cur.extend(self.materialize(rhs, self.site) if isinstance(rhs, ObjRef) else rhs)
             return cur
-        if isinstance(cur, ObjRef) and isinstance(cur.obj, list) and op is operator.add:
-            self.container_method(ContainerMethod(cur, "extend"), [rhs], {})
+        if isinstance(cur, ObjRef) and isinstance(cur.obj, (list, collections.deque)) and op is operator.add:
+            if builtin_member(cur.obj, "__iadd__") != "method":  # (a subclass's own `+=`)
+                raise Unsupported("unsupported-call", f"`+=` of {type(cur.obj).__name__} from the inputs", self.site)
+            self.container_method(ContainerMethod(cur, "extend"), [rhs], {})  # (a deque's `+=` extends it too)
             return cur
         return self.binop(op, cur, rhs)  # (`line += f"..."` of graph values: a deferred string too)
 

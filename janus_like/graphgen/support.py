@@ -68,7 +68,7 @@ class _Continue(Exception):
 
 class Frame:
     __slots__ = ("func", "locals", "globals", "cells", "filename", "global_names", "nonlocal_names", "enclosing",
-                 "local_names", "written_reads")
+                 "local_names", "written_reads", "closure_names")
 
     def __init__(self, func, globals_, filename, enclosing=None, local_names=None):
         self.func = func
@@ -82,6 +82,8 @@ class Frame:
         self.local_names = local_names  # this function's own local names (for a local function's scoping)
         # sites reading state the function also assigns (source.state_written_reads; inlined_body)
         self.written_reads = enclosing.written_reads if enclosing is not None else frozenset()
+        # the names the local functions defined here mention (their late-bound reads of this frame)
+        self.closure_names = set()
 
 
 class OneBranch:

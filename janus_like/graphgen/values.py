@@ -361,7 +361,11 @@ def _arith(pyop, op, *args):
     """Python operators: Python numbers held in the graph keep Python semantics (int + int is an
     int); anything involving an array is the registry op."""
     if all(_is_py(a) for a in args):
-        return _builder().py_op(pyop, *args)
+        out = _builder().py_op(pyop, *args)
+        if pyop is operator.pow:  # (its type depends on the values: py_numbers.typed_pow)
+            from .py_numbers import typed_pow
+            return typed_pow(_builder(), args, out)
+        return out
     if op is None:
         raise Unsupported("unsupported-syntax", f"operator {pyop.__name__} on arrays in the graph")
     return op(*args)

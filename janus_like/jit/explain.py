@@ -48,6 +48,11 @@ def describe(jf) -> str:
             lines.append(f"    assume {a.describe()}" + (f"  [failed {a.failures}x]" if a.failures else ""))
         if len(g.assumptions) > 40:
             lines.append(f"    ... {len(g.assumptions) - 40} more assumptions")
+    if jf._static_values:
+        lines.append(f"  ints kept as values, one graph per value (an axis, a size, an index or a depth): "
+                     f"{', '.join(sorted(jf._static_values))}")
+    if jf._never_static:
+        lines.append(f"  ints no longer kept as values (a new value every call): {', '.join(sorted(jf._never_static))}")
     if jf.region_misses:
         lines.append("  no recursion region (new tree shapes run eagerly): " + "; ".join(jf.region_misses))
     for e in jf._entries.values():

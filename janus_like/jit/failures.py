@@ -58,7 +58,8 @@ class FailuresMixin:
             return False
         assumption = g.assumptions[index]
         self._log("assumptions", assumption.failure_text)
-        if assumption.relax is not None and assumption.kind == "value":
+        if assumption.relax is not None and assumption.kind == "value" and \
+                assumption.relax[1] not in self._static_values:  # (an int kept as a value: a new graph)
             self.counters["fallbacks"] += 1
             return not self._count_failure(entry, g, assumption)
         if assumption.kind in ("length", "keys") and self._growing(entry, assumption, args):

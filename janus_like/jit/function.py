@@ -51,6 +51,7 @@ from .choice import ChoiceMixin, resolve_choice
 # (`_hints`), so a cached shape costs one guard check, not a scan of the others' guards.
 MAX_GRAPHS = 64
 FREE_GRAPHS = 8
+KEPT_TRIES = 4  # graphs made for ints kept as values, none run twice: the ints are inputs again
 _MAX_HINTS = 1 << 14
 _NO_HINT = (lambda: None, ())
 
@@ -111,6 +112,9 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
         self._pending = None  # (graph, the hot graph's runs) when it took a call the hot one missed (variants.py)
         self._hints: dict = {}  # ids of a call's arguments -> (the graph that accepted them, its peers)
         self._relaxed_values: set = set()  # values relaxed in any signature: varying in all (failures.py)
+        self._static_values: set = set()  # ints kept as values, one graph per value (generation._compiled)
+        self._never_static: set = set()  # ints kept as values that changed every call (_unkeep)
+        self._kept_graphs: list = []  # the graphs made while ints were kept as values
         self._regions = None  # recursion regions: None untried, then whether graphs stage them (_region_graph)
         self.region_misses: list[str] = []  # why none could be staged, when they were tried and were not
         self._counters = dict(calls=0, warmup_calls=0, eager_calls=0, graph_calls=0, fallbacks=0,
@@ -296,6 +300,9 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
             c["guard_failures"] += 1
             if self._guard_failed(entry, *guard_failure, args):
                 return self._eager(args)
+        if self._static_values and (len(self._kept_graphs) >= KEPT_TRIES or self._cache_full() is not None) \
+                and not any(g.runs >= 2 for g in self._kept_graphs):
+            self._unkeep()
         full = self._cache_full()
         if full is not None and self._regions is None and full.startswith(f"{FREE_GRAPHS} or more"):
             g = self._region_graph(entry, args)
@@ -400,6 +407,20 @@ class JitFunction(GenerationMixin, FailuresMixin, VariantsMixin, UnknownDimsMixi
 
     def _total_graphs(self):
         return sum(len(e.graphs) for e in self._entries.values())
+
+    def _unkeep(self):
+        """The ints kept as values (generation._compiled) took a new value on every call since
+        (a step counter in a slice bound): none of the KEPT_TRIES graphs made for them ran twice.
+        They are inputs again from now on, which sends the signatures that needed them eager,
+        and those graphs go."""
+        self._log("regen", f"{', '.join(sorted(self._static_values))} kept as values took a new value every "
+                           "call: read as inputs again")
+        self._never_static |= self._static_values
+        self._static_values.clear()
+        gone = set(map(id, self._kept_graphs))
+        self._kept_graphs = []
+        for e in self._entries.values():
+            e.graphs[:] = [g for g in e.graphs if id(g) not in gone]
 
     def _cache_full(self) -> str | None:
         """Why a new signature gets no graph (it runs eagerly), or None."""

@@ -28,7 +28,8 @@ class GenerationMixin:
         gen = Generator(self.__wrapped__, name, self.profile, frozenset(entry.relaxed | self._relaxed_values),
                         unknown_dims=dims,
                         reassociate=self.reassociate, split={**entry.split, **(forced or {})},
-                        regions=bool(self._regions), sizes=sizes).generate(args)
+                        regions=bool(self._regions), sizes=sizes,
+                        static=frozenset(self._static_values)).generate(args)
         optimize(gen.graph, self.reassociate, entry.relaxed)
         # the guards', then the asserts' the graph runs (a pass may add one: passes/quotient.py)
         gen.assumptions += [n.params["assumption"] for n in gen.graph.asserts]
@@ -59,8 +60,7 @@ class GenerationMixin:
         if self._dims and any(i < len(args) for i in self._dims):
             return self._make_polymorphic(entry, args, name, start)
         try:
-            g = ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
-                                 self._fast, self._trial_at)
+            g = self._compiled(entry, args, name, forced)
         except Unsupported as exc:
             return self._failed(entry, exc, forced)
         except RecursionError:
@@ -72,12 +72,47 @@ class GenerationMixin:
         finally:
             self.times["generate_s"] += time.perf_counter() - start
         entry.graphs.insert(0, g)
+        if self._static_values:
+            self._kept_graphs.append(g)
         self.counters["graphs_generated"] += 1
         self._log("regen" if entry.relaxed else "graphs",
                   f"generated graph for {name}: {g.graph.size()} nodes, {len(g.assumptions)} assumptions"
                   + (f", relaxed {sorted(map(str, entry.relaxed))}" if entry.relaxed else ""))
         return g
 
+
+    def _compiled(self, entry, args, name, forced):
+        """The compiled graph for this call. Where the graph cannot be made because an int it
+        reads as an input (an argument or a counter the warm-up saw vary, or a value relaxed after
+        failures) is used as an axis, a size, an index or a recursion's depth, that int is kept as
+        a value instead, from this call on: one graph per value, as for a shape. Each such int is
+        tried alone, in the order read, then all together; a step counter kept as a value makes a
+        graph a call, none run twice, and is an input again after a few (function._unkeep)."""
+        try:
+            return ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
+                                    self._fast, self._trial_at)
+        except (Unsupported, RecursionError) as exc:
+            ints = list(dict.fromkeys(t for t in getattr(exc, "dynamic_ints", ())
+                                      if t not in self._static_values and t not in self._never_static))
+            if not ints or isinstance(exc, Unsupported) and exc.reason not in _STRUCTURAL:
+                raise
+            first = exc
+        for kept in [[t] for t in ints] + ([ints] if len(ints) > 1 else []):
+            self._static_values.update(kept)
+            try:
+                g = ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
+                                     self._fast, self._trial_at)
+            except (Unsupported, RecursionError):
+                self._static_values.difference_update(kept)
+                continue
+            self._log("regen", f"{', '.join(kept)} used as an axis, a size, an index or a depth: "
+                               "one graph per value")
+            return g
+        raise first
+
+
+# why a graph could not be made that an int kept as a value may cure (`_compiled`)
+_STRUCTURAL = frozenset({"data-dependent-python", "recursion-limit"})
 
 _GENERATING = threading.RLock()  # graph generation, one thread at a time
 

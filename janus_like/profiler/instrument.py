@@ -88,16 +88,20 @@ class Hooks:
     def p(self, obj, name, item):
         """Whether reading `obj[name]` (`item`) or `obj.name` runs no code of the user's (an
         augmented assignment's target is read once more, ahead of it, for the profile only): a
-        dict or list without its own item methods or `__missing__`, an ndarray; an attribute in
-        the object's `__dict__` or a plain class value (no property or other descriptor, no
-        `__getattr__`/`__getattribute__` of its own)."""
+        dict or list without its own item methods (of a dict with `__missing__`, a key it holds),
+        an ndarray; an attribute in the object's `__dict__` or a plain class value (no property or
+        other descriptor, no `__getattr__`/`__getattribute__` of its own)."""
         cls = type(obj)
         if isinstance(obj, types.ModuleType):  # (a module's own `__getattr__` runs for a name it lacks)
             return not item and name in obj.__dict__
         if item:
-            return cls is np.ndarray or isinstance(obj, (dict, list)) and not hasattr(cls, "__missing__") and \
-                cls.__getitem__ in (dict.__getitem__, list.__getitem__)
-        if cls.__getattribute__ is not object.__getattribute__ and not isinstance(obj, (type, types.ModuleType)):
+            if cls is np.ndarray:
+                return True
+            if not isinstance(obj, (dict, list)) or cls.__getitem__ not in (dict.__getitem__, list.__getitem__):
+                return False
+            # a defaultdict's or Counter's key it holds: read without `__missing__`
+            return not hasattr(cls, "__missing__") or cls.__contains__ is dict.__contains__ and name in obj
+        if cls.__getattribute__ not in _GENERIC_GETATTRIBUTE and not isinstance(obj, (type, types.ModuleType)):
             return False
         found = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
         if hasattr(type(found), "__get__") and not isinstance(found, (types.FunctionType, type)):
@@ -154,6 +158,9 @@ def _property_getter(cls, name):
 
 _BUILTIN_METHOD = type({}.get)
 _KEYED_READS = frozenset(("get", "pop", "setdefault"))
+
+# `__getattribute__`s that find attributes as object's does (SimpleNamespace's is its own slot wrapper)
+_GENERIC_GETATTRIBUTE = frozenset({object.__getattribute__, types.SimpleNamespace.__getattribute__})
 
 
 def _reading_item(method, profile):

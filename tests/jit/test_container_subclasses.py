@@ -193,3 +193,30 @@ def test_del_of_items_of_state_lists_and_dicts():
     jf = check(make, _calls(), min_graph_calls=4)
     assert "unsupported-syntax" not in fallback_reasons(jf), jf.explain()
     check(lambda: (bad, {"cache": {}}), _calls(4), min_graph_calls=0)
+
+
+class Log(list):
+    def __iadd__(self, other):
+        self.append(len(other))
+        return self
+
+
+def test_augmented_adds_of_input_deques_extend_them_as_eager_does():
+    """`q += [a, b]` on a bounded deque extends it in place, dropping the oldest items as the
+    deque does, whether the deque is in a dict, an argument, an attribute or a local alias, and
+    with a tuple on the right. Before, the graph put a list in its place (which grew past the
+    bound), or left the deque unchanged. A list subclass's own `+=` keeps the step eager."""
+    def step(st, x):
+        st["q"] += [float(x.sum()), float(x.min())]
+        q = st["r"]
+        q += (float(x.max()),)
+        st["log"] += [1.0, 2.0]
+        return list(st["q"]), sum(q), list(st["log"])
+
+    make = lambda: (step, {"q": collections.deque(maxlen=3), "r": collections.deque([0.0], maxlen=2),  # noqa: E731
+                           "log": []})
+    check(make, _calls(), min_graph_calls=3)
+    make = lambda: (step, {"q": collections.deque(maxlen=3), "r": collections.deque([0.0], maxlen=2),  # noqa: E731
+                           "log": Log()})
+    jf = check(make, _calls(), min_graph_calls=0)
+    assert "`+=` of Log" in jf.explain()

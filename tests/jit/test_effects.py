@@ -4,6 +4,8 @@ exactly as eager and leave nothing behind. Random draws are in test_rng_effects.
 
 Each test compares eager and jit side by side after every call and checks that graphs ran.
 """
+import collections
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -390,3 +392,37 @@ def test_a_logged_record_names_the_users_function_and_line():
     jf = jl.jit(logged_step, choose="graph")
     assert run(jf) == eager and eager[0][0] == "logged_step", (eager, run(jf))
     assert jf.stats()["graph_calls"] > 0, jf.explain()
+
+
+def test_percent_formatting_of_input_objects_like_eager():
+    """`"%s" % (st["h"],)` of a list, a dict or a tuple read from the state: the deferred text
+    of each (before, the graph's own wrapper's text), and a state tuple on the right is unpacked
+    as eager unpacks it (`"%s-%s" % st["pair"]`)."""
+    def make():
+        st = {"h": [1.0, 2.0], "d": {"a": 1}, "pair": (1, 2.5)}
+
+        def f(x):
+            st["h"].append(float(x.sum()))
+            a = "%s and %r" % (st["h"], st["d"])
+            b = "%s-%s" % st["pair"]
+            print("hist: %s" % (st["h"],))
+            return a, b, "%d %s" % (3, st["pair"]), x * 2
+        return f, st
+
+    check(make, call_sequence(7, lambda s, i: (random_array(i, (3,)),)), min_graph_calls=3)
+
+
+def test_text_of_an_input_namedtuple_names_its_class():
+    """`str(st["p"])`, `repr`, f-strings and `print` of a namedtuple from the inputs: `P(a=1.0, b=2)`
+    as eager gives (before, the plain tuple's `(1.0, 2)`)."""
+    point = collections.namedtuple("Point", "a b")
+
+    def make():
+        st = {"p": point(1.0, 2)}
+
+        def f(x):
+            print(st["p"])
+            return str(st["p"]), repr(st["p"]), f"{st['p']}!", x * 2
+        return f, st
+
+    check(make, call_sequence(6, lambda s, i: (random_array(i, (3,)),)), min_graph_calls=3)

@@ -203,23 +203,21 @@ def _writes_a_vec(x, v, n, data):
     return v[0]
 
 
-def _top_k(x, v, n, data):
-    return np.sort(x[np.argpartition(-x, n)[:n]])
-
-
 def _islice(x, v, n, data):
     import itertools
-    for d in itertools.islice(data, n):
+    for d in itertools.islice(data, int(x[1]) % 3 + 1):  # (a count the graph computes)
         x = x + d
     return x
 
 
 @pytest.mark.parametrize("step, reason", [
     (_iterates_a_loader, "`__iter__` returns itself"), (_writes_a_vec, "its own item methods"),
-    (_top_k, "graph value"), (_islice, "itertools.islice of a number the graph computes")])
+    (_islice, "itertools.islice of a number the graph computes")])
 def test_idioms_the_generator_cannot_stage_say_why_and_run_eagerly(step, reason):
     """Each raised an internal error (a RecursionError, a StopIteration out of a generator
-    expression, `len()` of a graph value, islice's ValueError) where a reason is due."""
+    expression, islice's ValueError) where a reason is due. (A top-k by `np.argpartition(-x, n)`
+    whose `n` changes, which raised on `len()` of a graph value, is staged one graph per `n`
+    now: test_kept_values.py.)"""
     def make():
         return step, {"P": _Loader([np.ones(3), np.zeros(2)]), "v": _Vec(np.ones(4)), "d": [1.0, 2.0, 3.0, 4.0]}
 

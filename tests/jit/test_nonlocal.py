@@ -194,3 +194,23 @@ def test_local_functions_called_in_a_comprehension_see_the_functions_names():
 
     calls = call_sequence(6, lambda s, i: (np.arange(1.0, 4.0) + i, [np.full(3, 2.0), np.full(3, 3.0)]))
     check(lambda: (step, {}), calls, min_graph_calls=2)
+
+
+def _apply(f, v):
+    return f(v)
+
+
+def test_local_functions_reached_other_than_by_name_in_a_comprehension_see_the_functions_names():
+    """A local function a comprehension reaches through a helper (`_apply(g, x)`), a list of
+    lambdas (`fs[0](x)`) or a dict read the function's `x`, not the comprehension's target `x`:
+    the comprehension runs in its own scope whenever a local function defined in the frame names
+    one of its targets (before, only a call of the local function by its name was seen)."""
+    def step(xs, x):
+        def g(v):
+            return v + x
+        fs = [lambda v: v * x]
+        ops = {"g": g}
+        return [_apply(g, x) for x in xs], [fs[0](x) for x in xs], [ops["g"](x) for x in xs], x
+
+    calls = [lambda s, i=i: ([np.full(2, float(j)) for j in range(3)], np.full(2, 100.0 + i)) for i in range(7)]
+    check(lambda: (step, None), calls, min_graph_calls=3)

@@ -172,3 +172,24 @@ def test_a_dead_python_operation_that_raises_raises_in_the_graph_too():
     calls = [lambda s, k=k: (np.full(3, np.nan if k == 8 else 1.0), [0.1, 0.2, 0.3, 0.7, 0.5][k % 5])
              for k in range(12)]
     check(lambda: (dead_division, None), calls, min_graph_calls=4)
+
+
+def powers(x, st):
+    v, e = float(x[0]), int(x[1])
+    st["n"] += 1
+    r, q, s = v ** 0.5, 2 ** e, pow(v, 1 / 3)
+    lr = 0.1 * (1 - st["n"] / 8) ** 0.9  # a polynomial decay run past its end: a complex number
+    if isinstance(lr, complex):
+        lr = 0.0
+    return r, q, s, type(r).__name__, type(q).__name__, lr, x * 0.5 ** e
+
+
+def test_powers_give_pythons_type_for_the_values_of_each_call():
+    """A negative float to a fraction is a complex, an int to a negative int a float: the type
+    the graph made the power with is asserted when it runs (py_numbers.typed_pow), and a call
+    where Python gives another type runs eagerly. Before, the graph's number kept the
+    generation's type (`type(r)` said float where eager's is complex)."""
+    rows = [(1.0, 2), (2.0, 3), (3.0, 1), (4.0, 2), (-4.0, 2), (2.0, -1), (5.0, 0), (9.0, 2), (1.5, 1)]
+    calls = [lambda s, r=r: (np.array(r), s) for r in rows]
+    jf = check(lambda: (powers, {"n": 0}), calls, min_graph_calls=3)
+    assert "assumption" in fallback_reasons(jf), jf.explain()

@@ -1,6 +1,7 @@
 """A value relaxed in one signature is read as an input by the others (jit/failures.py): a token
 counter kept on the model changes every call whatever the sequence length, so once one length's
 graphs relaxed it, every other length's graph reads it too instead of failing twice first."""
+import collections
 import types
 
 import numpy as np
@@ -124,3 +125,27 @@ def test_float_items_of_a_dict_the_function_writes_are_inputs_from_the_first_gra
     calls = [lambda s, k=k: (s["m"], np.random.default_rng(k).standard_normal((3, 4))) for k in range(9)]
     jf = check(make, calls, min_graph_calls=6)
     assert jf.stats()["fallbacks"] == 0 and jf.stats()["regenerations"] == 0, jf.explain()
+
+
+
+def counted_in_defaults(m, x):
+    m.freq["tokens"] += x.shape[0]
+    m.seen["steps"] += 1
+    m.hist[x.shape[0]].append(float(x.sum()))
+    return x * 2.0
+
+
+def test_counts_in_a_defaultdict_or_counter_are_inputs_from_the_first_graph():
+    """`freq["tokens"] += n` on a Counter, `seen["steps"] += 1` on a defaultdict(int): the profiler
+    reads the target ahead of the assignment where the key is there (no `__missing__` runs), as
+    for a plain dict, so the counts are inputs of the first graph; before, each count was
+    speculated on until two calls failed. The model is a SimpleNamespace, whose attributes are
+    read as object's are (its `__getattribute__` is its own slot wrapper). A key the dict lacks on
+    a later call (a new batch size in `hist`) is inserted as eager does."""
+    def make():
+        m = types.SimpleNamespace(freq=collections.Counter(), seen=collections.defaultdict(int),
+                                  hist=collections.defaultdict(list))
+        return counted_in_defaults, {"m": m}
+    calls = [lambda s, k=k: (s["m"], np.full((3 + (k == 9), 2), 0.5 * k)) for k in range(11)]
+    jf = check(make, calls, min_graph_calls=6)
+    assert not [fb for fb in jf.fallbacks() if "value of" in fb.detail], jf.explain()

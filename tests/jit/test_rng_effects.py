@@ -120,3 +120,21 @@ def test_nn_dropout_module_with_generator():
         return f, {"layer": layer}
 
     check(make, call_sequence(7, lambda s, i: (jl.tensor(random_array(i, (3, 3)).astype(np.float32)),)))
+
+
+def test_a_draw_into_an_existing_array_runs_eagerly():
+    """`rng.standard_normal(out=st["buf"])` returns the buffer itself, written in place: the
+    draw node would write the caller's array while the graph runs, unseen by the graph (a later
+    `noise *= 0.1` missed it, and a failed run left it drawn). It keeps the step eager."""
+    def make():
+        st = {"rng": np.random.default_rng(3), "buf": np.zeros(4), "ema": np.zeros(4)}
+
+        def f(st, x):
+            noise = st["rng"].standard_normal(out=st["buf"])
+            noise *= 0.1
+            st["ema"] = 0.9 * st["ema"] + st["buf"]
+            return noise is st["buf"], x + st["buf"]
+        return f, st
+
+    jf = check(make, [lambda s, i=i: (s, random_array(i, (4,))) for i in range(6)], min_graph_calls=0)
+    assert "out=...): a draw into an existing array" in jf.explain()

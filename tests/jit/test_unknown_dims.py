@@ -154,3 +154,26 @@ def test_rank_zero_constants_fold_in_graphs_for_unknown_dimensions():
     (g,) = jf.graphs()
     assert g.graph.polymorphic
     assert not any(n.op == "ones_like" for n in g.graph.all_nodes())  # the backward seed is a constant
+
+
+def test_squeeze_of_an_axis_of_unknown_size_that_turns_out_one_runs_eagerly():
+    """`x.squeeze()` in the graph for every batch size drops the axes of length one at
+    generation; an assert checks that no other axis has length one when it runs, since eager's
+    squeeze would drop it too (a last batch of one). Before, the graph kept the rank: `ndim` 1
+    where eager's is 0, a guard `if p.ndim == 0: p = p[None]` skipped, `mean(0)` where eager
+    raises. A mask selecting one row (`x[m].squeeze()`) is the same."""
+    def make():
+        def f(x, m):
+            p = x.squeeze()
+            if p.ndim == 0:
+                p = p[None]
+            return p * 2.0, x[m].squeeze().ndim
+        return f, {}
+
+    sizes = [4, 5, 6, 7, 8, 9, 3, 1, 5, 1]
+    r = np.random.default_rng(0)
+    xs = [r.standard_normal((b, 1)) for b in sizes]
+    ms = [np.arange(b) % 2 == 0 for b in sizes[:-3]] + [np.array([True]), np.array([0, 0, 1, 0, 0], bool),
+                                                      np.array([True])]
+    jf = side_by_side(make, [lambda s, x=x, m=m: (x, m) for x, m in zip(xs, ms)])
+    assert jf.stats()["graph_calls"] >= 2, jf.explain()
