@@ -72,6 +72,8 @@ class GraphBuilder:
         self.key_identity = lambda ref: None  # an input object used as a dict key (the generator guards it)
         self.windows_checked: set = set()  # (start node, length, size, block) asserted in range (windows.py)
         self.polymorphic = False  # set while generating a graph for unknown dimensions
+        self.relaxed = frozenset()  # the generator's relaxed assumptions (py_numbers.typed_pow)
+        self.powers: dict = {}  # site -> the powers of Python numbers made there so far (typed_pow)
         self.sizes = None  # masks' first stand-in count, in a graph of unknown sizes (masks.py)
         self.stand_ins: dict = {}  # a mask's key (passes.cse.value_key) -> its stand-in count
         self.sizes_only = False  # ... and no input dimension is of unknown size

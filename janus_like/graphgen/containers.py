@@ -441,3 +441,13 @@ def _length_key(ref) -> tuple:
     """What relaxing a list's length guard adds to the generator's `relaxed` set (the list's
     length then read when the graph runs: container_len, container_item)."""
     return ("length", ref.slot.text)
+
+
+def plain_concat(left, right) -> bool:
+    """`st["a"] + st["b"]` (`left` an ObjRef, `right` one or a list or tuple) is the builtin
+    list's or tuple's `+` of their items: not a deque's (a deque, and it refuses a list), nor
+    where a subclass's own `__add__`, or the right one's `__radd__`, goes first."""
+    return isinstance(left, ObjRef) and isinstance(left.obj, (list, tuple)) \
+        and builtin_member(left.obj, "__add__") == "method" and isinstance(right, (ObjRef, list, tuple)) \
+        and (not isinstance(right, ObjRef) or isinstance(right.obj, (list, tuple))
+             and not hasattr(type(right.obj), "__radd__"))

@@ -98,7 +98,8 @@ class DrawsMixin:
         from ..ops.draws import SlotRng
         from ..ops.registry import P
 
-        if "out" in kwargs:  # (the node would write the caller's array while the graph runs, unseen)
+        if "out" in kwargs or len(args) > _OUT_AT.get(method, len(args)):
+            # (the node would write the caller's array while the graph runs, unseen)
             raise Unsupported("unsupported-call", f"{method}(out=...): a draw into an existing array", self.site)
         t_args, t_kwargs, values = templates(args, kwargs, f"{method}()", self.site)
         if values and self.builder.polymorphic and not all(self.builder.fixed(v) for v in values):
@@ -214,6 +215,10 @@ class DrawsMixin:
             sample = old if not isinstance(old, Sym) else kind()
             new = self.builder.py_op(functools.partial(_put, k, keys or len(values)), key, value, old, sample=sample)
             self.setitem(obj, k, new)
+
+
+# the position of `out` among a Generator method's parameters, for those that have one
+_OUT_AT = {"random": 2, "standard_normal": 2, "standard_exponential": 3, "standard_gamma": 3}
 
 
 def templates(args, kwargs, what, site):

@@ -88,6 +88,7 @@ class Generator(CallsMixin, EffectsMixin, DrawsMixin, CallbacksMixin, ControlFlo
         self.max_unroll = max_unroll
         self.builder = GraphBuilder(name)
         self.builder.graph.python_floats = ir.FLOATS_RELAX not in relaxed
+        self.builder.relaxed = relaxed  # (the power types relaxed: py_numbers.typed_pow)
         self.builder.reassociate = reassociate  # generated gradients may sum in another order too
         self.builder.branch_write = self.branch_box_write  # VarRef.assign inside a branch
         self.builder.trainable = lambda var: self.value_attribute(var, "trainable", None)  # (its value guarded)

@@ -22,11 +22,11 @@ from .tape import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_chain
 from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
-from .containers import builtin_member
+from .containers import builtin_member, plain_concat
 from .windows import DynamicSlice, has_dynamic_slice, read_window
 from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _any_objref, _as_kind,
                       _dict_key, _is_basic_index, _is_element_index, _str_parts, _truth_value, _unwrap_obj,
-                      _may_raise, _pure, python_index, users_jit_attribute)
+                      _may_raise, _pure, python_index, scalar_binop, users_jit_attribute)
 
 
 class ExpressionsMixin:
@@ -262,7 +262,11 @@ class ExpressionsMixin:
         a = fn_ast.args
         defaults = tuple(self.eval(d, frame) for d in a.defaults)
         kwdefaults = {k.arg: self.eval(d, frame) for k, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
-        frame.closure_names.update(n.id for n in ast.walk(fn_ast) if isinstance(n, ast.Name))
+        names = {n.id for n in ast.walk(fn_ast) if isinstance(n, ast.Name)}
+        scope = frame
+        while scope is not None:  # (a lambda made in a comprehension's scope reads the function's names too)
+            scope.closure_names.update(names)
+            scope = scope.enclosing
         return LocalFunction(fn_ast, frame, defaults, kwdefaults)
 
     def enclosing_name(self, name, frame):
@@ -475,9 +479,7 @@ class ExpressionsMixin:
         if op is operator.mod and isinstance(left, str) and isinstance(right, ObjRef) and type(right.obj) is tuple:
             right = tuple(self.materialize(right, self.site))  # (`"%s-%s" % st["pair"]`: its items, as eager's)
         if isinstance(left, (ObjRef, SymbolicTape)) or isinstance(right, (ObjRef, SymbolicTape)):
-            if op is operator.add and isinstance(left, ObjRef) and isinstance(right, (ObjRef, list, tuple)) \
-                    and isinstance(left.obj, (list, tuple)) and builtin_member(left.obj, "__add__") == "method":
-                # (a deque's `+` makes a deque, and refuses a list: eager's)
+            if op is operator.add and plain_concat(left, right):
                 return self.materialize(left, self.site) + (self.materialize(right, self.site)
                                                             if isinstance(right, ObjRef) else right)
             raise Unsupported("unsupported-syntax", f"operator {op.__name__} on Python objects", self.site)
@@ -488,6 +490,8 @@ class ExpressionsMixin:
         if op is operator.mod and isinstance(left, str) and (_any_abstract(right) or _any_objref(right) or any(
                 isinstance(v, DeferredStr) for v in (right if isinstance(right, tuple) else (right,)))):
             return self.percent_format(left, right)
+        if isinstance(left, np.generic) or isinstance(right, np.generic):
+            return self.lift(scalar_binop(op, left, right, self.site))
         return self.lift(op(left, right))
 
 # string constants the compiler interns (all characters those of names)

@@ -62,22 +62,29 @@ def number_call(builder, func, module, args, site, kwargs=None):
         raise Unsupported("data-dependent-python", f"{getattr(func, '__name__', func)}() of a graph value "
                                                   f"giving a {type(sample).__name__}", site)
     out = builder.py_op(func, *args, sample=sample)
-    return typed_pow(builder, args, out) if func is pow and len(args) == 2 else out
+    return typed_pow(builder, func, args, out) if func is pow and len(args) == 2 else out
 
 
-def typed_pow(builder, args, out):
+def typed_pow(builder, func, args, out):
     """`a ** b` or `pow(a, b)` of Python numbers the graph computes (`out`, its PY_OP): Python's
     result type depends on the values (an int to a negative int is a float, a negative float to
-    a fraction a complex), the graph's is the one made at generation; an assert checks it when
-    the graph runs (a call where it differs runs eagerly). Not where the type cannot change: a
-    constant whole exponent, or a constant float base that is not negative."""
+    a fraction a complex), the graph's is its stand-ins'; an assert checks it when the graph runs
+    (a call where it differs runs eagerly). After `regen_after` such failures the graph is made
+    again with the wider type (float for an int, complex for a float: `2 ** -k`, a root of a
+    number that stays negative). Not where the type cannot change: a constant whole exponent, or
+    a constant float base that is not negative."""
     a, b = args
     if not isinstance(b, Sym) and (type(b) is int or type(b) is float and b.is_integer()) \
             or not isinstance(a, Sym) and type(a) is float and a >= 0:
         return out
     t = complex if out.dtype.kind == "c" else out.py_type
+    n = builder.powers[builder.site] = builder.powers.get(builder.site, -1) + 1
+    key = ("pow", builder.site, n)  # (the site's n-th power, in program order)
+    if key in builder.relaxed and t is not complex:
+        t = float if t in (int, bool) else complex
+        out = builder.py_op(func, *args, sample=t(1))
     builder.assert_(builder.py_op(_pow_gives(t), a, b, sample=True), True,
-                    Assumption("type", builder.site, f"{t.__name__}, as at generation", path="a ** b"))
+                    Assumption("type", builder.site, t.__name__, path="a ** b", relax=key))
     return out
 
 

@@ -190,12 +190,17 @@ class StatementsMixin:
             else:
                 self.write_box(cur, new)
             return cur
-        if isinstance(cur, list) and op is operator.add:
+        # `acc += x * w` of a list and an array is the array's `__radd__` (NumPy's sum, an array):
+        # only a sequence on the right extends the list
+        sequence = isinstance(rhs, (list, tuple)) or isinstance(rhs, ObjRef) and isinstance(rhs.obj, (list, tuple))
+        if isinstance(cur, list) and op is operator.add and (sequence or not isinstance(rhs, Sym)):
             cur.extend(self.materialize(rhs, self.site) if isinstance(rhs, ObjRef) else rhs)
             return cur
         if isinstance(cur, ObjRef) and isinstance(cur.obj, (list, collections.deque)) and op is operator.add:
-            if builtin_member(cur.obj, "__iadd__") != "method":  # (a subclass's own `+=`)
-                raise Unsupported("unsupported-call", f"`+=` of {type(cur.obj).__name__} from the inputs", self.site)
+            if not sequence or any(builtin_member(cur.obj, m) != "method" for m in ("__iadd__", "extend")):
+                # (a subclass's own `+=` or `extend`, an array's `__radd__`, a generator reading the deque)
+                raise Unsupported("unsupported-call", f"`+=` of {type(cur.obj).__name__} from the inputs and "
+                                                      f"a {type(rhs).__name__}", self.site)
             self.container_method(ContainerMethod(cur, "extend"), [rhs], {})  # (a deque's `+=` extends it too)
             return cur
         return self.binop(op, cur, rhs)  # (`line += f"..."` of graph values: a deferred string too)

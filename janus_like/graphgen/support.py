@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ops import api as F
 from ..ops.registry import REGISTRY
+from ..quiet import quiet, strict
 from ..tensor import Tensor
 from .tape import SymbolicTape
 from .values import OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, numpy_scalar
@@ -438,3 +439,18 @@ def python_index(builder, index):
     if isinstance(index, Sym) and index.kind == "array" and index.ndim == 0 and np.dtype(index.dtype).kind in "iu":
         return builder.to_py(index, int)
     return index
+
+
+def scalar_binop(op, left, right, site):
+    """`a * np.int8(100)` of NumPy scalars the graph knows (constants, ints kept as values):
+    computed now, once, where eager computes it on every call; one that warns (an overflow) would
+    warn on every call, so the step runs eagerly."""
+    try:
+        with strict():
+            return op(left, right)
+    except Exception:
+        pass
+    with quiet():
+        op(left, right)  # (raises as eager does: the user's error)
+    raise Unsupported("data-dependent-python", f"{op.__name__} of NumPy scalars that warns (eager warns on every "
+                                              "call)", site)

@@ -364,7 +364,7 @@ def _arith(pyop, op, *args):
         out = _builder().py_op(pyop, *args)
         if pyop is operator.pow:  # (its type depends on the values: py_numbers.typed_pow)
             from .py_numbers import typed_pow
-            return typed_pow(_builder(), args, out)
+            return typed_pow(_builder(), pyop, args, out)
         return out
     if op is None:
         raise Unsupported("unsupported-syntax", f"operator {pyop.__name__} on arrays in the graph")

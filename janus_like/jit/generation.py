@@ -85,34 +85,56 @@ class GenerationMixin:
         """The compiled graph for this call. Where the graph cannot be made because an int it
         reads as an input (an argument or a counter the warm-up saw vary, or a value relaxed after
         failures) is used as an axis, a size, an index or a recursion's depth, that int is kept as
-        a value instead, from this call on: one graph per value, as for a shape. Each such int is
-        tried alone, in the order read, then all together; a step counter kept as a value makes a
-        graph a call, none run twice, and is an input again after a few (function._unkeep)."""
+        a value instead, from this call on: one graph per value, as for a shape. The ints read
+        before the failure are kept, then those read before the next one, until the graph is
+        made (at most MAX_KEEP_ROUNDS); then each is let go again where the graph is made without
+        it, so a step counter read beside an axis stays an input. A step counter kept as a value
+        makes a graph a call, none run twice, and is an input again after a few (function._unkeep)."""
         try:
-            return ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
-                                    self._fast, self._trial_at)
+            return self._compile(entry, args, name, forced)
         except (Unsupported, RecursionError) as exc:
+            first = exc
+        kept, exc = [], first
+        for _ in range(MAX_KEEP_ROUNDS):
             ints = list(dict.fromkeys(t for t in getattr(exc, "dynamic_ints", ())
                                       if t not in self._static_values and t not in self._never_static))
             if not ints or isinstance(exc, Unsupported) and exc.reason not in _STRUCTURAL:
-                raise
-            first = exc
-        for kept in [[t] for t in ints] + ([ints] if len(ints) > 1 else []):
-            self._static_values.update(kept)
+                break
+            kept += ints
+            self._static_values.update(ints)
             try:
-                g = ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
-                                     self._fast, self._trial_at)
-            except (Unsupported, RecursionError):
-                self._static_values.difference_update(kept)
+                g = self._compile(entry, args, name, forced)
+            except (Unsupported, RecursionError) as later:
+                exc = later
                 continue
+            for t in list(kept) if len(kept) > 1 else ():
+                h = self._letting_go(t, entry, args, name, forced)
+                if h is not None:
+                    g = h
+                    kept.remove(t)
             self._log("regen", f"{', '.join(kept)} used as an axis, a size, an index or a depth: "
                                "one graph per value")
             return g
+        self._static_values.difference_update(kept)
         raise first
 
+    def _compile(self, entry, args, name, forced):
+        return ex.CompiledGraph(self._build_any(entry, args, name, forced), self.mode, self.native,
+                                self._fast, self._trial_at)
 
+    def _letting_go(self, t, entry, args, name, forced):
+        """The graph made with `t` an input again, or None (`t` stays kept)."""
+        self._static_values.discard(t)
+        try:
+            return self._compile(entry, args, name, forced)
+        except (Unsupported, RecursionError):
+            self._static_values.add(t)
+            return None
+
+
+MAX_KEEP_ROUNDS = 4  # failures after which no more ints are kept for one graph (`_compiled`)
 # why a graph could not be made that an int kept as a value may cure (`_compiled`)
-_STRUCTURAL = frozenset({"data-dependent-python", "recursion-limit"})
+_STRUCTURAL = frozenset({"data-dependent-python", "recursion-limit", "shape-dependent"})
 
 _GENERATING = threading.RLock()  # graph generation, one thread at a time
 

@@ -7,6 +7,8 @@ they need no gradient rule of their own.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .. import backend
@@ -366,6 +368,8 @@ _UNEQUAL = "array split does not result in an equal division"
 def split_indices(shape, indices_or_sections, axis=0):
     """The basic indices of np.split's parts (each part is a view of x, as NumPy's), raising as np.split."""
     n = shape[axis]
+    if getattr(indices_or_sections, "ndim", None) == 0 and not isinstance(indices_or_sections, np.floating):
+        indices_or_sections = operator.index(indices_or_sections)  # (a graph value: its own error)
     if isinstance(indices_or_sections, int):
         if indices_or_sections < 0 or n % indices_or_sections:  # (n % 0: the ZeroDivisionError np.split raises)
             raise ValueError(_UNEQUAL if indices_or_sections > 0 else "number sections must be larger than 0.")
@@ -410,7 +414,7 @@ def index_update_raw(x, value, operands, template):
 def take(x, indices, axis=None):
     if axis is None:
         return getitem(reshape(x, (-1,)), indices)
-    ax = axis % x.ndim
+    ax = operator.index(axis) % x.ndim  # (an axis the graph computes: its own error)
     out, many = getitem(x, (slice(None),) * ax + (indices,)), len(np.shape(indices)) > 0
     if many and ax or not many and x.ndim > 1:  # NumPy's take is a new C-ordered array:
         out = bind(P.copy, out)  # `x[:, idx]` is not C-ordered, `x[:, 2]` and `x[2]` are views

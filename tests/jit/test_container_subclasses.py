@@ -220,3 +220,30 @@ def test_augmented_adds_of_input_deques_extend_them_as_eager_does():
                            "log": Log()})
     jf = check(make, _calls(), min_graph_calls=0)
     assert "`+=` of Log" in jf.explain()
+
+
+class TenfoldList(list):
+    def extend(self, it):
+        super().extend([v * 10 for v in it])
+
+
+class Reflected(list):
+    def __radd__(self, other):
+        return Reflected(["radd"] + list(other))
+
+
+def test_adds_that_python_gives_to_the_other_operand_or_to_no_method_of_the_subclass():
+    """`h += x * w` of a list or deque and an array is the array's `__radd__` (an array, as
+    eager's), not an extend; a subclass's own `extend` is not what `+=` runs (eager's `+=` is
+    the builtin's); `l + r` with `r` a list subclass with its own `__radd__` runs that first,
+    and `list + deque` raises: each as eager, or eagerly."""
+    def step(st, x):
+        acc = [1.0, 2.0]
+        acc += x[:2] * st["w"][:2]
+        st["h"] += x * 2.0
+        st["t"] += [float(x.sum())]
+        return acc, st["l"] + st["r"], list(st["t"])
+
+    make = lambda: (step, {"w": np.ones(4), "h": collections.deque([0.0] * 4), "t": TenfoldList(),  # noqa: E731
+                           "l": [1.0], "r": Reflected([2.0])})
+    check(make, _calls(), min_graph_calls=0)

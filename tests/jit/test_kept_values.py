@@ -1,10 +1,12 @@
 """Ints kept as values (jit/generation._compiled): an int the graph would read as an input (an
 argument or counter the warm-up saw vary, or a value relaxed after failed asserts) that the step
 uses as an axis, a size, an index or a recursion's depth cannot be a graph value. It is kept as a
-value instead, one graph per value, as for a shape, where before the signature ran eagerly. An
-int that takes a new value every call (a step counter in a slice bound) is read as an input
-again once four graphs were made for it and none ran twice (function._unkeep), and the step
-runs eagerly as before. Each case runs eager and jit side by side and compares after every call."""
+value instead, one graph per value, as for a shape, where before the signature ran eagerly: the
+ints read before each failure are kept until the graph is made, then each is let go again where
+the graph is made without it. An int that takes a new value every call (a step counter in a
+slice bound) is read as an input again once four graphs were made for it and none ran twice
+(function._unkeep), and the step runs eagerly as before. Each case runs eager and jit side by
+side and compares after every call."""
 import numpy as np
 
 from .harness import check, fallback_reasons, random_array
@@ -109,3 +111,36 @@ def test_explain_names_the_ints_kept_as_values_and_those_given_up():
     calls = [lambda s, i=i: (random_array(i, (8,)), s) for i in range(10)]
     jf = check(lambda: (sliced_by_counter, {"w": np.ones(8), "t": 0}), calls, min_graph_calls=0)
     assert "ints no longer kept as values (a new value every call): arg1['t']" in jf.explain(), jf.explain()
+
+
+def split_taken_zeros(x, n, ax, k, st):
+    st["t"] += 1
+    parts = np.split(x, n)
+    picked = np.take(x.reshape(2, -1), [0, 1], axis=ax)
+    buf = np.zeros(k)
+    buf[:1] = x[0] * (0.1 / st["t"])
+    return [p.sum() for p in parts], picked, buf
+
+
+def test_split_sections_take_axes_and_sizes_given_as_ints_each_get_their_graphs():
+    """`np.split(x, n)`, `np.take(..., axis=ax)` and `np.zeros(k)` with ints that change: each
+    is kept as a value (the first two raised an internal error on the graph value, the size was
+    a `shape-dependent` fallback), and the step counter `t` beside them is let go again: an
+    input, not a graph a step."""
+    ns, axs, ks = [2, 3, 2, 3, 2, 3, 6, 2, 3, 2], [0, 1] * 5, [3, 4, 3, 4, 3, 4, 4, 3, 5, 3]
+    calls = [lambda s, i=i: (random_array(i, (12,)), ns[i], axs[i], ks[i], s) for i in range(10)]
+    jf = check(lambda: (split_taken_zeros, {"t": 0}), calls, min_graph_calls=5)
+    kept = [line for line in jf.explain().splitlines() if "kept as values" in line]
+    assert kept and "arg4['t']" not in kept[0] and "internal-error" not in fallback_reasons(jf), jf.explain()
+
+
+def overflowing(x, a):
+    return x[:a], a * np.int8(100)
+
+
+def test_numpy_scalars_that_overflow_at_generation_keep_the_step_eager():
+    """`a * np.int8(100)` of an int8 known when the graph is made (here an int kept as a value)
+    was computed once, at generation, so the graph's later runs gave no overflow warning where
+    eager warns on every call."""
+    aa = [np.int8(1), np.int8(2), np.int8(1), np.int8(2), np.int8(1), np.int8(2), np.int8(3), np.int8(1)]
+    check(lambda: (overflowing, None), [lambda s, a=a: (np.arange(5.0), a) for a in aa], min_graph_calls=0)

@@ -214,3 +214,16 @@ def test_local_functions_reached_other_than_by_name_in_a_comprehension_see_the_f
 
     calls = [lambda s, i=i: ([np.full(2, float(j)) for j in range(3)], np.full(2, 100.0 + i)) for i in range(7)]
     check(lambda: (step, None), calls, min_graph_calls=3)
+
+
+def test_a_lambda_made_in_one_comprehension_and_called_in_another_reads_the_functions_name():
+    """`fs = [lambda v: v.sum() + x for _ in ...]` then `[fs[0](x) for x in xs]`: the lambda was
+    made in the first comprehension's scope, and reads the function's `x`, not the second
+    comprehension's target (the names it reads mark the scopes around it too)."""
+    def step(xs):
+        x = 100.0
+        fs = [lambda v: float(v.sum()) + x for _ in range(2)]
+        return [fs[0](x) for x in xs]
+
+    calls = [lambda s, i=i: ([np.full(3, 0.1 * i), np.full(3, 0.2)],) for i in range(8)]
+    check(lambda: (step, None), calls, min_graph_calls=3)

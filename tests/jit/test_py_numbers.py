@@ -193,3 +193,16 @@ def test_powers_give_pythons_type_for_the_values_of_each_call():
     calls = [lambda s, r=r: (np.array(r), s) for r in rows]
     jf = check(lambda: (powers, {"n": 0}), calls, min_graph_calls=3)
     assert "assumption" in fallback_reasons(jf), jf.explain()
+
+
+def negative_powers(x, n):
+    return 2 ** -n, float(x.sum()) ** 0.5
+
+
+def test_a_power_whose_type_is_not_its_stand_ins_gets_a_graph_of_the_wider_type():
+    """`2 ** -n` of a positive n is always a float, the root of a sum that stays negative always
+    a complex; the graph's stand-ins gave an int and a float, so every run failed its type
+    assert. After two failures of each, the graph is made again with the wider type."""
+    calls = [lambda s, i=i: (np.full(3, -0.1 * (i + 1)), i + 1) for i in range(12)]
+    jf = check(lambda: (negative_powers, None), calls, min_graph_calls=5)
+    assert jf.stats()["regenerations"] == 2, jf.explain()

@@ -138,3 +138,15 @@ def test_a_draw_into_an_existing_array_runs_eagerly():
 
     jf = check(make, [lambda s, i=i: (s, random_array(i, (4,))) for i in range(6)], min_graph_calls=0)
     assert "out=...): a draw into an existing array" in jf.explain()
+
+
+def test_a_draw_into_an_array_given_by_position_runs_eagerly():
+    def make():
+        st = {"rng": np.random.default_rng(3), "buf": np.zeros(4)}
+
+        def f(st, x):
+            r = st["rng"].standard_normal(None, np.float64, st["buf"])
+            return r is st["buf"], x + st["buf"]
+        return f, st
+
+    check(make, [lambda s, i=i: (s, random_array(i, (4,))) for i in range(6)], min_graph_calls=0)
