@@ -98,7 +98,7 @@ class DrawsMixin:
         from ..ops.draws import SlotRng
         from ..ops.registry import P
 
-        if "out" in kwargs or len(args) > _OUT_AT.get(method, len(args)):
+        if "out" in kwargs or method in _OUT_AT and len(args) > _OUT_AT[method]:
             # (the node would write the caller's array while the graph runs, unseen)
             raise Unsupported("unsupported-call", f"{method}(out=...): a draw into an existing array", self.site)
         t_args, t_kwargs, values = templates(args, kwargs, f"{method}()", self.site)

@@ -80,7 +80,6 @@ class GenerationMixin:
                   + (f", relaxed {sorted(map(str, entry.relaxed))}" if entry.relaxed else ""))
         return g
 
-
     def _compiled(self, entry, args, name, forced):
         """The compiled graph for this call. Where the graph cannot be made because an int it
         reads as an input (an argument or a counter the warm-up saw vary, or a value relaxed after
