@@ -192,8 +192,9 @@ class _Emitter:
         if n.op == "sigmoid" and shaped is not None and array_in and ir.numpy_typed(x) \
                 and np.dtype(x.aval[1]).kind == "f":
             return f"SIGMOID({self.arg(x)})"
-        if n.op in ("ones_like", "zeros_like") and shaped is not None and ir.numpy_typed(x):
+        if n.op in ("ones_like", "zeros_like") and shaped is not None and ir.numpy_typed(x) and c_ordered(x):
             # np.ones_like is a Python function around np.empty_like + copyto; the shape is known
+            # (and the order, C: np.zeros_like of a Fortran-ordered x is Fortran-ordered)
             return f"np.{n.op[:-5]}({self.const(shaped)}, {self.const(np.dtype(n.aval[1]))})"
         if n.op in ("broadcast_like", "broadcast_to") and shaped is not None and isinstance(x, ir.Node):
             if x.aval is not None and x.aval[0] == () and ir.numpy_typed(x) and int(np.prod(shaped)) <= 4096:

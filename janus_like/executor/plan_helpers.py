@@ -155,24 +155,40 @@ def filled_call(em, n, callee) -> str:
     return f"{callee}({', '.join(parts)})"
 
 
-_C_ORDERED_OPS = ("matmul", "dot")
+_C_ORDERED_OPS = ("matmul", "dot", "copy")
+# ops laid out as their first operand (NumPy's order "K": `np.zeros_like`, a copy written at an index)
+_AS_FIRST_OPS = ("zeros_like", "ones_like", "full_like", "copy_keep", "index_update", "index_add")
 
 
-def c_ordered(x, depth=6) -> bool:
+def c_ordered(x, depth=6, known=frozenset(), strict=False) -> bool:
     """Whether node x's value is surely C-ordered when the plan runs (or has at most one axis
-    longer than 1, where order does not matter): a product's, a constant's that is, an
-    elementwise op's of such operands. An input or an index's result may be F-ordered (`x[:, idx]` is): a ufunc keeps
-    its operands' order (`np.maximum(x, 0.0)` of an F-ordered x is F-ordered), and a reduction
-    over it sums in that order."""
-    if not isinstance(x, ir.Node) or (x.aval is not None and sum(d != 1 for d in x.aval[0]) <= 1):
+    longer than 1, where order does not matter): a product's, a C copy's, a constant's that is,
+    `np.zeros_like`'s of such an operand (and other ops laid out as their operand), an input's
+    whose guard checks it (`c_ordered` param, graphgen/layouts.py), an elementwise op's (or a
+    cast's) of such operands, or of one such operand of the result's shape (NumPy lays a result
+    out in C order when one full-size operand is: the others agree or conflict, and a conflict
+    gives C order). An unchecked input or an index's result may be F-ordered (`x[:, idx]` is): a
+    ufunc keeps its operands' order (`np.maximum(x, 0.0)` of an F-ordered x is F-ordered), and a
+    reduction over it sums in that order. `known`: ids of nodes known to be C-ordered. `strict`:
+    C-contiguous (an input or a view with one axis may have a negative or gapped stride)."""
+    if not isinstance(x, ir.Node) or x.id in known:
+        return True
+    if x.aval is not None and sum(d != 1 for d in x.aval[0]) <= 1 and not (strict and x.op in ir.ALIASING_OPS):
         return True  # (one axis longer than 1: C and F order are one order)
     if x.op in _C_ORDERED_OPS:
         return True
     if x.op == ir.CONST:
         return bool(np.asarray(x.params["value"]).flags.c_contiguous)
+    if x.op == ir.INPUT:
+        return bool(x.params.get("c_ordered"))
+    if x.op in _AS_FIRST_OPS:
+        return depth > 0 and bool(x.inputs) and c_ordered(x.inputs[0], depth - 1, known)
     op = REGISTRY.get(x.op)
-    return depth > 0 and op is not None and op.elementwise and not x.params \
-        and all(c_ordered(i, depth - 1) for i in x.inputs)
+    if depth <= 0 or op is None or not op.elementwise or (x.params and x.op != "cast"):
+        return False
+    nodes = [i for i in x.inputs if isinstance(i, ir.Node)]
+    full = [i for i in nodes if x.aval is not None and i.aval is not None and i.aval[0] == x.aval[0]]
+    return any(c_ordered(i, depth - 1, known) for i in full) or all(c_ordered(i, depth - 1, known) for i in nodes)
 
 
 def python_number(b) -> bool:

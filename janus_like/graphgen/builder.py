@@ -55,6 +55,7 @@ class GraphBuilder:
         self.site = ""
         self._consts: dict[tuple, tuple] = {}
         self.views: dict = {}  # id(base Sym) -> Syms that alias its buffer (NumPy views)
+        self.c_nodes: set = set()  # ids of nodes an in-place write found C-ordered (graphgen/layouts.py)
         self._view_bases: dict = {}  # id -> the base itself, kept alive: an id is never reused for another Sym
         # ids of gradient nodes that eager leaves None after some branch outcomes (cond_grad.py)
         self.maybe_none_grads: set = set()

@@ -218,6 +218,10 @@ class InputProgram:
         the commit failing half-way."""
         self.check(slot, "{v}.flags.writeable", Assumption("writeable", "the commit", True, slot.text))
 
+    def check_c_order(self, slot, site):
+        """The array is C-ordered (graphgen/layouts.py): another layout gets a graph of its own."""
+        self.check(slot, "{v}.flags.c_contiguous", Assumption("layout", site, "C order", slot.text))
+
     def check_alias(self, slot, other: Slot, site):
         self.check(slot, f"{{v}} is s{other.index}", Assumption("alias", site, f"same object as {other.text}", slot.text))
 

@@ -16,6 +16,7 @@ from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
 from . import masks
 from .tape import SymbolicTape
 from .conversions import convert, is_conversion
+from .layouts import kept_layout
 from .loop_grad import OBJECT
 from .numpy_forms import (CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, array_like, as_operand,
                           einsum_sublists, einsum_view, input_tuple, ndarray_operand, same_dtype)
@@ -163,7 +164,8 @@ class NumpyCallsMixin:
             result = impl(*args, **kwargs)
         if out_target is not None:  # a Tensor takes the result as it is (eager's `out=` rebinds it, as `+=` does)
             kind = getattr(out_target, "kind", None)
-            self.write_box(out_target, result if kind == "tensor" else self.inplace_value(out_target, result))
+            self.write_box(out_target, result if kind == "tensor" else
+                           kept_layout(self, out_target, self.inplace_value(out_target, result)))
             return out_target
         return result
 
@@ -365,7 +367,8 @@ class NumpyCallsMixin:
         there (no division by zero, no log of 0 and no warning from them), then dropped."""
         safe = [F.where(where, a, self.builder.constant(np.ones((), a.dtype))) if isinstance(a, Sym) else a
                 for a in args]
-        self.write_box(out, self.inplace_value(out, F.where(where, impl(*safe), Sym(out.node, "array"))))
+        value = self.inplace_value(out, F.where(where, impl(*safe), Sym(out.node, "array")))
+        self.write_box(out, kept_layout(self, out, value))
         return out
 
     def _copyto(self, dst, src, casting="same_kind", where=True):
@@ -388,7 +391,8 @@ class NumpyCallsMixin:
         if where is not True:
             src = F.where(where, src, Sym(dst.node, "array"))
         value = self.inplace_value(dst, src)  # (dst's box must not become src's node, nor a view of it)
-        self.write_box(dst, value if value is not src and value.view is None else _as_kind(array_copy(value), "array"))
+        value = value if value is not src and value.view is None else _as_kind(array_copy(value), "array")
+        self.write_box(dst, kept_layout(self, dst, value))
 
     def _contiguous(self, x, dtype):
         """np.ascontiguousarray(x[, dtype]) of a graph array: a node that calls it when the graph

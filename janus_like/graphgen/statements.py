@@ -22,6 +22,7 @@ from ..ops.registry import P, bind
 from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar, stale_error
 from .containers import builtin_member, plain_protocol
 from .conversions import convert
+from .layouts import kept_layout
 from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
                       _dict_key, _raw, _unwrap_obj, class_lookup, python_index, users_jit_attribute)
@@ -163,7 +164,7 @@ class StatementsMixin:
                 self.setitem(obj, index, self.inplace_value(cur, op(Sym(cur.node, "array"), rhs)))
                 return
             was_view = isinstance(cur, Sym) and cur.view is not None and cur.view[0] is obj
-            new = self.augment(cur, op, rhs)
+            new = self.augment(cur, op, rhs, keep=not isinstance(obj, Sym))  # (`E[ids] -= g`: only put back)
             if new is cur and isinstance(cur, Sym) and isinstance(obj, ObjRef) \
                     and isinstance(obj.obj, (list, dict)) and plain_protocol(obj.obj):
                 return  # `st["w"] -= g`: written in place; putting the same array back changes nothing
@@ -172,8 +173,10 @@ class StatementsMixin:
         else:
             raise Unsupported("unsupported-syntax", "augmented assignment target", self.site)
 
-    def augment(self, cur, op, rhs):
-        """`cur op= rhs` with Python's in-place protocol: arrays and tensors mutate in place."""
+    def augment(self, cur, op, rhs, keep=True):
+        """`cur op= rhs` with Python's in-place protocol: arrays and tensors mutate in place (the
+        value laid out as cur, graphgen/layouts.py, unless `keep` is False: `x[i] op= v` of an
+        array x, whose item or view is read only to be written back)."""
         if isinstance(cur, VarRef):
             if op is operator.add:
                 return cur.assign_add(rhs)
@@ -186,7 +189,8 @@ class StatementsMixin:
             self.builder.escape(cur, "updated in place (`x += ...`)")
             new = op(cur, rhs)
             if cur.kind == "array":
-                self.write_box(cur, self.inplace_value(cur, new))
+                new = self.inplace_value(cur, new)
+                self.write_box(cur, kept_layout(self, cur, new) if keep else new)
             else:
                 self.write_box(cur, new)
             return cur
@@ -446,7 +450,7 @@ class StatementsMixin:
             if isinstance(value, ObjRef) and isinstance(value.obj, (list, tuple)):  # `ids[i, :len(s)] = s`
                 value = convert(np.asarray, [self.materialize(value, self.site)], {}, self.site)
             new = F.index_update(Sym(obj.node, obj.kind), _unwrap_obj(index), value)
-            self.write_box(obj, _as_kind(new, obj.kind))
+            self.write_box(obj, kept_layout(self, obj, _as_kind(new, obj.kind)))
             return
         if isinstance(obj, ObjRef):
             if self.pure_depth:

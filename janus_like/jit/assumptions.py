@@ -21,6 +21,7 @@ KINDS = {
     "keys": "the keys of a dict that is iterated",
     "alias": "which inputs are the same object",
     "writeable": "an array the call writes in place is not read-only",
+    "layout": "an array the call writes in place is C-ordered (another layout gets a graph of its own)",
     "contains": "the result of an `in` test on an input container",
     "branch": "the outcome of an `if` on a value computed in the graph",
     "trip_count": "the number of iterations of a `while` loop on a graph value",

@@ -22,6 +22,33 @@ register("ascontiguousarray", lambda xp, x: xp.ascontiguousarray(x),
              "read by several products)")
 
 
+def _strided_like(target):
+    """A new NumPy array with target's shape, dtype and strides (a reversed or strided view's:
+    `a[::-1]`, `a[:, ::2]`), on a buffer of its own that spans as many bytes as target does."""
+    span = [(n - 1) * s for n, s in zip(target.shape, target.strides)]
+    low = sum(min(0, d) for d in span)
+    high = sum(max(0, d) for d in span) + target.itemsize
+    return np.ndarray(target.shape, target.dtype, np.empty(high - low, np.uint8), -low, target.strides)
+
+
+def _keep_layout(xp, target, value):
+    """`value` laid out as `target` (graphgen/layouts.py): itself when the strides agree, else a
+    copy with target's strides. (On a GPU, `empty_like`'s: CuPy's kernels do not round by layout
+    the way NumPy's reductions and products do.)"""
+    if value.strides == target.strides:
+        return value
+    out = xp.empty_like(target)
+    if out.strides != target.strides and xp is np and target.size:
+        out = _strided_like(target)
+    out[...] = value
+    return out
+
+
+register("keep_layout", _keep_layout,
+         doc="the value an in-place write leaves in `target`, with target's strides (a Fortran-ordered "
+             "weight stays so, a reversed view stays reversed): a later product or reduction rounds as eager's")
+
+
 def _to_device(xp, x, device, source="cpu"):
     out = backend.to_device(x, device)
     return out.copy() if out is x else out  # always a fresh buffer, as a transfer is

@@ -9,7 +9,8 @@ Folded: a registry op that is not stateful and has no floating-point error setti
 - it is elementwise (or a broadcast), or a reshape, and every operand is a constant or a
   Python number, or
 - it is `ones_like` / `zeros_like` of a fully known shape (the operand's values do not matter;
-  in a graph for unknown dimensions only rank 0 counts as known),
+  in a graph for unknown dimensions only rank 0 counts as known) and a surely C-ordered operand
+  (`executor.plan_helpers.c_ordered`: NumPy lays the result out as the operand),
 evaluated with the op's own kernel, so the value is the one the plan or the interpreter would
 compute. Only values nobody can write to or hand out are folded: not graph outputs, and only
 when every user computes a new value from it (elementwise ops, products, scatters), never a
@@ -21,6 +22,7 @@ import numpy as np
 
 from .. import ir
 from ..quiet import strict
+from ..executor.plan_helpers import c_ordered
 from ..ops.registry import REGISTRY
 from .dce import dce
 
@@ -80,6 +82,8 @@ def _fold(n, users, polymorphic, arrays=True) -> bool:
     if n.op in _SHAPE_ONLY or n.op in _BROADCASTS:
         if not static or (not arrays and n.aval[0] != ()) or (n.op in _BROADCASTS and not (isinstance(first, ir.Node) and first.op == ir.CONST)):
             return False
+        if n.op in _SHAPE_ONLY and not c_ordered(first):
+            return False  # (np.zeros_like of a Fortran-ordered x is Fortran-ordered: a later sum adds in that order)
         args = [_value(i, shape_only=k > 0 or n.op in _SHAPE_ONLY) for k, i in enumerate(n.inputs)]
     elif (op.elementwise or n.op in _RESHAPES) and all(i.op == ir.CONST for i in n.inputs if isinstance(i, ir.Node)):
         args = [_value(i) for i in n.inputs]

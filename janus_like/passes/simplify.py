@@ -2,19 +2,21 @@
 
 * `sum_to(g, like)`, `broadcast_like(g, like)` and `reshape_like(g, like)` where g already has
   like's shape (and, for sum_to, a dtype it keeps) are the identity;
-* `cast(x, dtype)` to x's own dtype is the identity;
+* `cast(x, dtype)` to x's own dtype is the identity (for an x with a new array's strides: of a
+  reversed or strided view, eager's result is laid out otherwise);
 * `stop_gradient(x)` is the identity once the graph exists (gradients are already nodes);
 * an elementwise op's operand `broadcast_like(x, like)` is x when the op's result keeps its shape
   (the op broadcasts by itself) and x is NumPy-typed (a Python number's weak type would change
   the result dtype);
 * `x * 1` and `x / 1` (a mean's gradient over a batch of one) are x when the dtype stays and x
-  is not 0-d (NumPy's product of a 0-d array is a NumPy scalar, not the array).
+  is not 0-d (NumPy's product of a 0-d array is a NumPy scalar, not the array), for such an x.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import ir
+from ..executor.plan_helpers import c_ordered
 from ..ops.registry import REGISTRY
 
 
@@ -41,11 +43,18 @@ def _sum_to_as_reshape(n):
 # copy of the view (graphgen/output_copies.py) would not give: those stay.
 
 
+def _laid_out_as_new(x) -> bool:
+    """x's value has the strides of a new array of its layout (positive, no gaps): a value an op
+    made, or one surely C-contiguous. `x[::-1] * 1` is a new array in logical order, where x's
+    view runs backwards: a dot product of it adds in another order (another rounding)."""
+    return x.op not in ir.ALIASING_OPS or c_ordered(x, strict=True)
+
+
 def _identity_input_rest(n):
     if n.op == "cast":
         x = n.inputs[0]
         if isinstance(x, ir.Node) and x.aval and np.dtype(x.aval[1]) == np.dtype(n.params["dtype"]) \
-                and x.op not in ir.READ_ONLY_VIEWS:
+                and x.op not in ir.READ_ONLY_VIEWS and _laid_out_as_new(x):
             return x
     elif n.op == "stop_gradient":
         x = n.inputs[0]
@@ -128,7 +137,7 @@ def _times_one(n):
         if type(one) is int and one == 1 and isinstance(x, ir.Node) and x.aval is not None \
                 and tuple(x.aval[0]) == tuple(n.aval[0]) != () and np.dtype(x.aval[1]) == np.dtype(n.aval[1]) \
                 and np.issubdtype(np.dtype(x.aval[1]), np.inexact) and ir.numpy_typed(x) \
-                and x.op not in ir.READ_ONLY_VIEWS:
+                and x.op not in ir.READ_ONLY_VIEWS and _laid_out_as_new(x):
             return x
     return None
 

@@ -82,7 +82,8 @@ def _close(a, b):
 
 def assert_same(a, b, path="value", seen=None, flags=False):
     """a and b hold the same values, types and structure; with `flags`, arrays that are
-    writeable on one side are writeable on the other (eager's read-only views, `x.diagonal()`)."""
+    writeable on one side are writeable on the other (eager's read-only views, `x.diagonal()`);
+    with `flags="strides"`, arrays have the same strides too (graphgen/layouts.py)."""
     seen = set() if seen is None else seen
     if id(a) in seen:
         return
@@ -98,6 +99,8 @@ def assert_same(a, b, path="value", seen=None, flags=False):
                 warnings.simplefilter("ignore")
                 assert a.flags.writeable == b.flags.writeable, f"{path}: writeable {a.flags.writeable} != " \
                                                                f"{b.flags.writeable}"
+                if flags == "strides" and a.size > 1:  # (a later product or sum rounds by layout)
+                    assert a.strides == b.strides, f"{path}: strides {a.strides} != {b.strides}"
     elif isinstance(a, np.generic):
         assert a.dtype == b.dtype and (a == b or (a != a and b != b) or _close(a, b)), f"{path}: {a!r} != {b!r}"
     elif isinstance(a, float):

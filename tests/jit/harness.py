@@ -36,7 +36,9 @@ def call_sequence(n, fn):
 
 def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
     """`make()` -> (fn, state) built deterministically; `calls` is a list of `state -> args`.
-    Returns the JitFunction so tests can look at stats()."""
+    Returns the JitFunction so tests can look at stats(). `layouts=True`: arrays' strides are
+    compared too."""
+    flags = "strides" if jit_options.pop("layouts", False) else True
     fn_e, state_e = make()
     fn_j, state_j = make()
     jit_options.setdefault("reassociate", False)  # bit-exact comparison; reassociation has its own tests
@@ -58,9 +60,9 @@ def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
             same = _message(err_e, fn_e) == _message(err_j, fn_j)
             assert type(err_e) is type(err_j) and same, f"{where}: {err_e!r} vs {err_j!r}"
         _same_text(text_e, text_j, where)
-        assert_same(out_e, out_j, f"{where} result", flags=True)
-        assert_same(state_e, state_j, f"{where} state", flags=True)
-        assert_same(args_e, args_j, f"{where} args", flags=True)
+        assert_same(out_e, out_j, f"{where} result", flags=flags)
+        assert_same(state_e, state_j, f"{where} state", flags=flags)
+        assert_same(args_e, args_j, f"{where} args", flags=flags)
         assert_same_aliasing((out_e, state_e, args_e), (out_j, state_j, args_j), where)
         _rng_equal(rng_e, rng_j, where)
     if check_interpreter:
