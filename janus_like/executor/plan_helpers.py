@@ -25,9 +25,13 @@ def _broadcast_copy(x, shape):
 def copy_is_exact(node, users) -> bool:
     """Whether every reader of `node` (top-level readers: `users` from scalars.readers) computes
     the same values from a contiguous copy as from the broadcast view: elementwise ops do, but a
-    product or a reduction may take another loop (another rounding) on a stride-0 operand."""
+    product or a reduction may take another loop (another rounding) on a stride-0 operand. And
+    the same layout: another operand of the reader's shape is C-ordered (NumPy lays out a result
+    of the stride-0 view alone by its strides, `np.broadcast_to(row, (3, 3)) * 1` in F order)."""
     readers = users.get(node.id)
-    return bool(readers) and all(getattr(REGISTRY.get(u.op), "elementwise", False) for u in readers)
+    return bool(readers) and all(getattr(REGISTRY.get(u.op), "elementwise", False) and u.aval is not None and any(
+        i is not node and isinstance(i, ir.Node) and i.aval is not None and i.aval[0] == u.aval[0] and c_ordered(i)
+        for i in u.inputs) for u in readers)
 
 
 def out_buffer(buf, other):

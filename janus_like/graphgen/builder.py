@@ -328,7 +328,8 @@ def py_sample(fn, args, site):
     for whole, real in ((1, 1.0), (2, 0.5)):
         reps = [(a.node.hint if a.node.hint is not None
                  else True if np.dtype(a.node.aval[1]).kind == "b"
-                 else whole if np.dtype(a.node.aval[1]).kind in "iu" else real)
+                 else whole if np.dtype(a.node.aval[1]).kind in "iu"
+                 else complex(real, real) if np.dtype(a.node.aval[1]).kind == "c" else real)
                 if isinstance(a, Sym) else a for a in args]
         try:
             return fn(*reps)

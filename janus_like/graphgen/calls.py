@@ -307,7 +307,8 @@ class CallsMixin:
         return out
 
     def call_builtin(self, func, args, kwargs):
-        if func in (float, int, bool) and args and isinstance(args[0], Sym):
+        if (func in (float, int, bool) or func is complex and len(args) == 1 and not kwargs) and args \
+                and isinstance(args[0], Sym):
             v = args[0]
             if v.size != 1:
                 raise Unsupported("data-dependent-python", f"{func.__name__}() of an array", self.site)

@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from .attributes import data_descriptor, library_module
 from .tape import SymbolicTape
 from .numpy_calls import ArrayMethod
-from .py_numbers import number_chain
+from .py_numbers import number_attribute, number_chain
 from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
 from .containers import builtin_member, plain_concat
 from .windows import DynamicSlice, has_dynamic_slice, read_window
@@ -415,7 +415,7 @@ class ExpressionsMixin:
         if isinstance(obj, Sym) and obj.kind == "py" and not hasattr(obj.py_type, name):
             raise AttributeError(f"{obj.py_type.__name__!r} object has no attribute {name!r}")  # (`.dtype`)
         if isinstance(obj, Sym) and obj.kind == "py" and not hasattr(obj, name):  # (i.bit_length(), s.hex())
-            raise Unsupported("data-dependent-python", f"`.{name}` of a Python number the graph computes", self.site)
+            return number_attribute(self.builder, obj, name, self.site)  # (`.real`, `.imag`)
         if isinstance(obj, Sym) and obj.kind == "array" and not hasattr(obj, name):
             if not hasattr(np.ndarray, name):  # eager raises AttributeError (x.ptp() in NumPy 2)
                 raise Unsupported("user-error", f"'numpy.ndarray' object has no attribute {name!r}", self.site)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ir
+from ..ops import api as F
 from ..ops.indexing import _SLOT
 from ..passes.cse import value_key
 from .values import Sym, Unsupported
@@ -118,9 +119,13 @@ def nonzero(gen, func, a):
     if func is np.flatnonzero:
         return gen.getitem(gen.lift(np.arange(int(np.prod(shape)), dtype=np.intp).reshape(shape)), mask)
     grid = np.indices(shape, dtype=np.intp)
-    if func is np.argwhere:
-        return gen.getitem(gen.lift(np.ascontiguousarray(np.moveaxis(grid, 0, -1))), mask)
-    return tuple(gen.getitem(gen.lift(grid[k]), mask) for k in range(len(shape)))
+    if func is np.argwhere:  # (NumPy's: the transpose of the (ndim, n) stack of the indices, Fortran-ordered)
+        return F.transpose(F.stack([gen.getitem(gen.lift(grid[k]), mask) for k in range(len(shape))]))
+    if len(shape) == 1:
+        return (gen.getitem(gen.lift(grid[0]), mask),)
+    # (NumPy's: columns of one (n, ndim) array, views with its row stride)
+    pairs = gen.getitem(gen.lift(np.ascontiguousarray(np.moveaxis(grid, 0, -1))), mask)
+    return tuple(gen.getitem(pairs, (slice(None), k)) for k in range(len(shape)))
 
 
 def unique(gen, args, kwargs):

@@ -23,8 +23,8 @@ from .support import _CMPOPS
 from .values import Sym, Unsupported, numpy_scalar
 
 # builtins that take and give Python numbers; `math` module functions are added by module name
-_NUMBER_BUILTINS = (min, max, round, pow)
-_NUMBER_TYPES = (bool, int, float)
+_NUMBER_BUILTINS = (min, max, round, pow, complex)
+_NUMBER_TYPES = (bool, int, float, complex)
 
 
 def is_number_call(func, module, args, kwargs) -> bool:
@@ -63,6 +63,23 @@ def number_call(builder, func, module, args, site, kwargs=None):
                                                   f"giving a {type(sample).__name__}", site)
     out = builder.py_op(func, *args, sample=sample)
     return typed_pow(builder, func, args, out) if func is pow and len(args) == 2 else out
+
+
+def _real(v):
+    return v.real
+
+
+def _imag(v):
+    return v.imag
+
+
+def number_attribute(builder, obj, name, site):
+    """`z.real` / `z.imag` of a Python number the graph computes (a float's are itself and 0.0);
+    other attributes (`i.bit_length()`, `s.hex()`) keep the function eager."""
+    fn = {"real": _real, "imag": _imag}.get(name)
+    if fn is None:
+        raise Unsupported("data-dependent-python", f"`.{name}` of a Python number the graph computes", site)
+    return builder.py_op(fn, obj)
 
 
 def typed_pow(builder, func, args, out):

@@ -33,8 +33,8 @@ OPERATORS = frozenset((operator.add, operator.sub, operator.mul, operator.truedi
                        operator.pow, operator.neg, operator.pos, operator.abs, operator.matmul, operator.lt,
                        operator.le, operator.gt, operator.ge, operator.eq, operator.ne))
 # builtins evaluated at generation time on concrete values (pure, deterministic)
-_PURE_BUILTINS = {id, vars, abs, all, any, ascii, bool, callable, chr, dict, divmod, enumerate, filter, float, frozenset,
-                  getattr, hasattr, hash, int, isinstance, issubclass, iter, len, list, map, max, min,
+_PURE_BUILTINS = {id, vars, abs, all, any, ascii, bool, callable, chr, complex, dict, divmod, enumerate, filter, float,
+                  frozenset, getattr, hasattr, hash, int, isinstance, issubclass, iter, len, list, map, max, min,
                   next, ord, pow, range, repr, reversed, round, set, slice, sorted, str, sum, tuple, type,
                   zip, format,
                   *OPERATORS}

@@ -322,9 +322,9 @@ class Sym(ArrayMethods):
 
     @property
     def py_type(self):
-        """The Python number type of this value's dtype (bool, int or float)."""
+        """The Python number type of this value's dtype (bool, int, float or complex)."""
         kind = self.dtype.kind
-        return bool if kind == "b" else int if kind in "iu" else float
+        return bool if kind == "b" else int if kind in "iu" else complex if kind == "c" else float
 
     def __array_function__(self, func, types, args, kwargs):
         from ..tensor import _FUNCTIONS, unimplemented_arguments
@@ -353,13 +353,21 @@ def _nest(items, shape):
     return [_nest(items[k * step:(k + 1) * step], shape[1:]) for k in range(shape[0])]
 
 
+def _is_complex_py(v):
+    return type(v) is complex or isinstance(v, Sym) and v.kind == "py" and v.dtype.kind == "c"
+
+
 def _is_py(v):
-    return (isinstance(v, Sym) and v.kind == "py") or (type(v) in (int, float, bool))
+    return (isinstance(v, Sym) and v.kind == "py") or (type(v) in (int, float, bool, complex))
 
 
 def _arith(pyop, op, *args):
     """Python operators: Python numbers held in the graph keep Python semantics (int + int is an
-    int); anything involving an array is the registry op."""
+    int); anything involving an array is the registry op. A Python complex on the left takes a
+    NumPy float64 scalar (a float subclass) as a float: `z + x.sum()` is a Python complex."""
+    if len(args) == 2 and _is_complex_py(args[0]) and isinstance(args[1], Sym) and args[1].kind == "array" \
+            and args[1].dtype == np.float64 and args[1].ndim == 0 and numpy_scalar(args[1]):
+        args = (args[0], _builder().to_py(args[1], float))
     if all(_is_py(a) for a in args):
         out = _builder().py_op(pyop, *args)
         if pyop is operator.pow:  # (its type depends on the values: py_numbers.typed_pow)

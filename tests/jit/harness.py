@@ -36,9 +36,9 @@ def call_sequence(n, fn):
 
 def side_by_side(make, calls, *, check_interpreter=True, **jit_options):
     """`make()` -> (fn, state) built deterministically; `calls` is a list of `state -> args`.
-    Returns the JitFunction so tests can look at stats(). `layouts=True`: arrays' strides are
-    compared too."""
-    flags = "strides" if jit_options.pop("layouts", False) else True
+    Returns the JitFunction so tests can look at stats(). Arrays' strides are compared too (on
+    axes longer than 1), unless `layouts=False`."""
+    flags = "strides" if jit_options.pop("layouts", True) else True
     fn_e, state_e = make()
     fn_j, state_j = make()
     jit_options.setdefault("reassociate", False)  # bit-exact comparison; reassociation has its own tests

@@ -93,6 +93,7 @@ def test_a_broadcast_a_product_reads_stays_a_view():
     So an operand of a product keeps the view; the elementwise reader may still get a copy."""
     F64 = np.dtype(np.float64)
     x, w = _in(0, (2, 64), F64), _in(1, (64, 64), F64)
+    x.params["c_ordered"] = True  # (as a guard checks it: the copy's product is laid out as the view's)
     row = _op("sum", x, shape=(1, 64), dtype=F64, axis=0, keepdims=True)
     spread = ir.Node("broadcast_to", (row,), {"shape": (2, 64)}, ((2, 64), F64))  # read by a product
     spread2 = ir.Node("broadcast_to", (row,), {"shape": (2, 64)}, ((2, 64), F64))  # read by a multiply only
@@ -216,6 +217,7 @@ def test_buffers_are_reused_for_large_results_only():
 def test_small_broadcasts_feeding_other_nodes_are_copies_and_outputs_stay_views(rows, cols, poly, seed):
     rng = np.random.default_rng(seed)
     x, y = _in(0, (rows, 1)), _in(1, (rows, cols))
+    y.params["c_ordered"] = True  # (as a guard checks it: the copy's product is laid out as the view's)
     inner = _op("broadcast_like", x, y, shape=(rows, cols))
     out = _op("broadcast_like", x, y, shape=(rows, cols))
     prod = _op("mul", inner, y, shape=(rows, cols))
@@ -225,6 +227,24 @@ def test_small_broadcasts_feeding_other_nodes_are_copies_and_outputs_stay_views(
     assert f"v{inner.id} = BCAST(" in src and f"v{out.id} = NP_broadcast_to(" in src
     g = ir.Graph("g", [x, y, inner, out, prod], [prod, out], 2, poly)
     assert not compile_plan(g)(slots)[1].flags.writeable  # as eager's view
+
+
+def test_a_broadcast_whose_reader_may_be_laid_out_by_it_stays_a_view():
+    """`np.broadcast_to(row, (3, 3)) * 1.5` alone, or times an input that may be Fortran-ordered:
+    NumPy lays the product out by the view's strides (Fortran order here), the copy's in C order,
+    and a later sum adds in another order. The view stays."""
+    x, y = _in(0, (1, 3)), _in(1, (3, 3))
+    alone = _op("broadcast_to", x, shape=(3, 3))
+    alone.params["shape"] = (3, 3)
+    spread = _op("broadcast_like", x, y, shape=(3, 3))
+    nodes = [x, y, alone, _op("mul", alone, 1.5, shape=(3, 3)), spread, _op("mul", spread, y, shape=(3, 3))]
+    rng = np.random.default_rng(0)
+    slots = [rng.standard_normal((1, 3)).astype(np.float32), np.asfortranarray(rng.standard_normal((3, 3)), np.float32)]
+    src = _check(nodes, [nodes[3], nodes[5]], slots)
+    assert "BCAST(" not in src, src
+    got = compile_plan(ir.Graph("g", nodes, [nodes[3], nodes[5]], 2, False))(slots)
+    assert [g.strides for g in got] == [(np.broadcast_to(slots[0], (3, 3)) * 1.5).strides,
+                                        (np.broadcast_to(slots[0], (3, 3)) * slots[1]).strides]
 
 
 @settings(deadline=None)

@@ -57,8 +57,18 @@ def library_of_losses(x, k):
     return stats, worst, heapq.nsmallest(9, losses), x * worst[1]
 
 
+def complex_numbers(x, k):
+    # Python complex arithmetic stays Python's: `1j + s` is a complex, not numpy.complex128, and so
+    # is a complex plus a NumPy float64 scalar (a float subclass, which complex takes first)
+    s = float(x.sum())
+    z = 1j + s
+    w = z * z - k
+    return (w, z == w, z ** 2, abs(z), w / (s + 1j), 2 ** z, z + x.sum(), x.sum() + z, x * z, complex(s, k),
+            complex(x[0, 0]), z.real, z.imag, s.imag, k.real)
+
+
 @pytest.mark.parametrize("f", [clip_by_global_norm, cosine_schedule, math_of_arrays, near_domain_edge,
-                               sorted_losses, library_of_losses])
+                               sorted_losses, library_of_losses, complex_numbers])
 def test_python_number_functions_run_in_the_graph(f):
     jf = check(lambda: (f, None), _calls(9), min_graph_calls=5)
     assert fallback_reasons(jf) == set(), jf.explain()
