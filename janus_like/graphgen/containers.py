@@ -36,6 +36,8 @@ class ContainersMixin:
         if isinstance(target, dict):
             self.prog.check_keys(ref.slot, site)
             return {k: self.classify(self.prog.item(ref.slot, k, v)[0], site, ast_key) for k, v in target.items()}
+        if _made_here(target):  # (`zip(self._fields, self)` in its `_asdict`)
+            return tuple(target)
         if isinstance(target, (list, tuple, collections.deque)):  # (a deque's items, as a list)
             self.prog.check_len(ref.slot, site)
             items = [self.classify(self.prog.item(ref.slot, i, v)[0], site, ast_key) for i, v in enumerate(target)]
@@ -151,6 +153,8 @@ class ContainersMixin:
             return self.inline(method, [obj, index], {})
         refuse_own_reads(obj.obj, self.site)
         key = _dict_key(index)
+        if type(key) is int and _made_here(obj.obj):  # (`self.loss` in its method: the graph's own value)
+            return obj.obj[key]
         pending = self.appends.get(id(obj.obj))
         if pending is not None and type(key) is int and -len(pending[1]) <= key < 0:
             return pending[1][key]  # `history[-1]` just appended: the input's items are not needed
@@ -369,6 +373,12 @@ class ContainersMixin:
             if not _any_objref(items):  # (as a namedtuple made here: calls.py)
                 return type(target)(*items)
         raise Unsupported("unsupported-call", f"{type(target).__name__}.{name} on an input container", self.site)
+
+
+def _made_here(target) -> bool:
+    """A namedtuple the step made with the graph's values in it (its items are those values)."""
+    return type(target) is not tuple and isinstance(target, tuple) and any(
+        isinstance(x, (Sym, ObjRef)) or _any_abstract(x) or _any_objref(x) for x in target)
 
 
 _BUILTIN_CONTAINERS = (list, dict, tuple, collections.deque)

@@ -49,6 +49,25 @@ class NTState(typing.NamedTuple):
     lr: float = 0.1
 
 
+class Report(typing.NamedTuple):
+    loss: float
+    acc: float = 0.0
+
+    def describe(self):
+        return "L=%s acc=%s" % (self.loss, self[1])
+
+
+def namedtuple_made_step(st, x, y):
+    # a namedtuple made in the step: its method reads `self.loss` and `self[1]`, its `_asdict()`
+    # iterates it (both gave the graph's internal objects, "Sym(%3, py)", in the text and dict)
+    loss, g, _ = _sgd(st["w"], x, y)
+    st["w"] -= 0.1 * g
+    r = Report(float(loss), float(g[0, 0]))
+    d = r._asdict()
+    print(d, r)
+    return r.describe(), d, d["loss"], str(d)
+
+
 class Custom:
     def __init__(self, loss):
         self.loss = loss
@@ -155,7 +174,8 @@ def _state():
 
 
 @pytest.mark.parametrize("fn", [metrics_step, replace_step, stored_and_returned, slotted_step, printed_step,
-                                namedtuple_replace_step, extended_log, custom_init_step, written_after_made])
+                                namedtuple_replace_step, extended_log, custom_init_step, written_after_made,
+                                namedtuple_made_step])
 def test_objects_made_in_the_step(fn):
     jf = check(lambda: (fn, _state()), _calls(), min_graph_calls=9)
     assert jf.stats()["fallbacks"] == 0 and jf.stats()["regenerations"] == 0, jf.explain()
