@@ -197,7 +197,8 @@ class _Emitter:
             # (and the order, C: np.zeros_like of a Fortran-ordered x is Fortran-ordered)
             return f"np.{n.op[:-5]}({self.const(shaped)}, {self.const(np.dtype(n.aval[1]))})"
         if n.op in ("broadcast_like", "broadcast_to") and shaped is not None and isinstance(x, ir.Node):
-            if x.aval is not None and x.aval[0] == () and ir.numpy_typed(x) and int(np.prod(shaped)) <= 4096:
+            if x.aval is not None and x.aval[0] == () and ir.numpy_typed(x) and int(np.prod(shaped)) <= 4096 \
+                    and copy_is_exact(n, self.users):  # (`b.T * 2` of the view is C-ordered, of a copy not)
                 # a scalar spread over a small shape: np.full costs a fraction of broadcast_to
                 return f"np.full({self.const(shaped)}, {self.arg(x)}, {self.const(np.dtype(x.aval[1]))})"
             if self._copy_ok(n, x):

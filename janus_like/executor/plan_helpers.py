@@ -185,6 +185,8 @@ def c_ordered(x, depth=6, known=frozenset(), strict=False) -> bool:
         return bool(np.asarray(x.params["value"]).flags.c_contiguous)
     if x.op == ir.INPUT:
         return bool(x.params.get("c_ordered"))
+    if x.op in ("stack", "concatenate"):  # (of C-ordered arrays; of Fortran-ordered ones, Fortran-ordered)
+        return depth > 0 and all(c_ordered(i, depth - 1, known) for i in x.inputs)
     if x.op in _AS_FIRST_OPS:
         return depth > 0 and bool(x.inputs) and c_ordered(x.inputs[0], depth - 1, known)
     op = REGISTRY.get(x.op)

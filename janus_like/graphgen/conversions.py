@@ -22,6 +22,7 @@ import numpy as np
 from ..ops import api as F
 from ..ops.registry import P, bind
 from .support import _any_abstract, _as_kind
+from ..executor.plan_helpers import c_ordered
 from .values import OPAQUE, TENSOR_BUFFER, Sym, Unsupported, array_copy
 
 _CONSTRUCTORS = (np.asarray, np.asanyarray, np.array)
@@ -126,7 +127,7 @@ def _one(func, x, dtype):
     elif func is np.array:
         if dtype is not None and dtype != x.dtype:
             return _as_kind(F.cast(x, dtype), "array")  # astype copies
-        out = _as_kind(array_copy(Sym(x.node, "array")), "array")
+        out = _as_kind(bind(P.copy_keep, x), "array")  # (np.array copies in order "K": a Fortran x stays so)
     else:
         out = x  # np.asarray of an array is the array
     if dtype is not None and dtype != out.dtype:
@@ -187,6 +188,8 @@ def _nested(rows, dtype, name, site):
         return x if x.dtype == target else F.cast(x, target)
 
     out = _as_kind(build(rows), "array")
+    if isinstance(out, Sym) and not c_ordered(out.node):  # np.array of a list is C-ordered, a stack of
+        out = _as_kind(array_copy(out), "array")  # Fortran-ordered arrays is not
     if out.shape != probe.shape or out.dtype != target:  # the stacking did not reproduce NumPy's
         raise Unsupported("unsupported-call", f"{name} of graph values of shape {out.shape} {out.dtype}, "
                                               f"where NumPy builds {probe.shape} {target}", site)

@@ -248,7 +248,8 @@ class StatementsMixin:
         box.node = new.node
         if box.view is not None:
             base, index = box.view
-            self.write_box(base, _as_kind(F.index_update(base, index, Sym(new.node, base.kind)), base.kind))
+            written = _as_kind(F.index_update(base, index, Sym(new.node, base.kind)), base.kind)
+            self.write_box(base, kept_layout(self, base, written))  # (a reversed base stays reversed)
         self.refresh_views(box)
         if box.origin is not None:
             box.dirty = True

@@ -200,3 +200,45 @@ def test_times_one_and_a_cast_to_the_same_dtype_of_a_view_are_new_arrays():
 
     check(make, [lambda st, i=i: (np.random.default_rng(i).standard_normal(1001),) for i in range(6)],
           min_graph_calls=3, layouts=True)
+
+
+def _fortran(seed, shape=(64, 50)):
+    return np.asfortranarray(np.random.default_rng(seed).standard_normal(shape))
+
+
+def array_of_fortran(x, y):
+    a = np.array(x)  # (NumPy copies in order "K": Fortran-ordered)
+    s = np.array([x, y])  # (C-ordered, where np.stack of them is not)
+    return a.sum(axis=0)[:3], s, s.sum(axis=1)[:, :3]
+
+
+def sliced_write_of_a_reversed_state(x, y, st):
+    st["w"][1:] -= y[1:24, :20]
+    return st["w"] @ y[0, :20]
+
+
+def write_through_a_view_of_a_gapped_state(x, y, st):
+    v = st["g"][1:]
+    v -= y[1:24, :20]
+    return st["g"] @ y[0, :20]
+
+
+def scalar_broadcast_transposed(x, y, st):
+    b = np.broadcast_to(x.std() / 3, (64, 64))
+    return (b.T * 1.1).sum(axis=1)[:4], b.T * 2
+
+
+@pytest.mark.parametrize("fn", [array_of_fortran, sliced_write_of_a_reversed_state,
+                                write_through_a_view_of_a_gapped_state, scalar_broadcast_transposed])
+def test_copies_writes_through_views_and_broadcasts_keep_eagers_layout(fn):
+    """np.array copies in order "K"; a write through a view of a reversed or gapped state keeps
+    the state's strides; a small broadcast of a scalar stays a view where a transpose reads it."""
+    def make():
+        return fn, {"w": np.random.default_rng(1).standard_normal((24, 20))[::-1],
+                    "g": np.random.default_rng(2).standard_normal((24, 40))[:, ::2]}
+
+    def call(st, i):
+        args = (_fortran(i), _fortran(100 + i))
+        return args if fn is array_of_fortran else (*args, st)
+
+    check(make, [lambda st, i=i: call(st, i) for i in range(8)], min_graph_calls=5)

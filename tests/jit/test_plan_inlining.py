@@ -61,10 +61,12 @@ def test_sum_to_and_mean_match_the_interpreter(shape, keep, lead, dtype, seed):
 def test_reshapes_broadcasts_and_scatters_are_emitted_inline_and_exact():
     rng = np.random.default_rng(0)
     x = _in(0, (4, 3))
+    x.params["c_ordered"] = True  # (as a guard checks it, graphgen/layouts.py: zeros_like of it is np.zeros)
     s = _op("sum", x, shape=(), axis=None, keepdims=False)  # a NumPy scalar
     e = _op("expand_dims", s, shape=(1,), axis=0)
     r = _op("reshape_like", x, _in(1, (3, 4)), shape=(3, 4))
-    b_small = _op("broadcast_like", s, x, shape=(4, 3))  # scalar over a small shape: np.full
+    b_small = _op("broadcast_like", s, x, shape=(4, 3))  # scalar over a small shape, read with x: np.full
+    b_used = _op("mul", b_small, x, shape=(4, 3))
     b_big = ir.Node("broadcast_to", (s,), {"shape": (80, 80)}, ((80, 80), F32))  # large: a view
     idx = _in(2, (4,), np.int64)
     rows = ir.Node(ir.CONST, (), {"value": np.arange(4)}, ((4,), np.dtype(np.int64)))
@@ -77,11 +79,11 @@ def test_reshapes_broadcasts_and_scatters_are_emitted_inline_and_exact():
     ones = _op("ones_like", s, shape=())  # a 0-d array, as np.ones_like gives for a NumPy scalar
     zeros = _op("zeros_like", x, shape=(4, 3), dtype=np.float64)
     zeros.params["dtype"] = np.float64
-    nodes = [x, r.inputs[1], s, e, r, b_small, b_big, idx, rows, g, scat, scat_u, rep, scat_rep.inputs[0], scat_rep,
-             ones, zeros]
+    nodes = [x, r.inputs[1], s, e, r, b_small, b_used, b_big, idx, rows, g, scat, scat_u, rep, scat_rep.inputs[0],
+             scat_rep, ones, zeros]
     slots = [rng.standard_normal((4, 3)).astype(np.float32), np.zeros((3, 4), np.float32),
              np.array([2, 0, 1, 2]), np.array([0, 3, 3, 1, 3])]
-    src = _check(nodes, [e, r, b_small, b_big, scat, scat_u, scat_rep, ones, zeros], slots)
+    src = _check(nodes, [e, r, b_used, b_big, scat, scat_u, scat_rep, ones, zeros], slots)
     assert ".reshape(" in src and "NP_full(" in src and "NP_broadcast_to(" in src and "SCATTER_ADD(" in src
     assert "NP_ones(" in src and "NP_zeros(" in src
 
