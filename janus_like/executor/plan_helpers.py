@@ -29,9 +29,14 @@ def copy_is_exact(node, users) -> bool:
     the same layout: another operand of the reader's shape is C-ordered (NumPy lays out a result
     of the stride-0 view alone by its strides, `np.broadcast_to(row, (3, 3)) * 1` in F order)."""
     readers = users.get(node.id)
-    return bool(readers) and all(getattr(REGISTRY.get(u.op), "elementwise", False) and u.aval is not None and any(
-        i is not node and isinstance(i, ir.Node) and i.aval is not None and i.aval[0] == u.aval[0] and c_ordered(i)
-        for i in u.inputs) for u in readers)
+    return bool(readers) and all(getattr(REGISTRY.get(u.op), "elementwise", False) and _c_operand(u, node)
+                                 for u in readers)
+
+
+def _c_operand(u, node) -> bool:
+    """Node u has an operand other than `node`, of u's shape, that is surely C-ordered."""
+    return u.aval is not None and any(i is not node and isinstance(i, ir.Node) and i.aval is not None
+                                      and i.aval[0] == u.aval[0] and c_ordered(i) for i in u.inputs)
 
 
 def out_buffer(buf, other):

@@ -377,8 +377,7 @@ class ContainersMixin:
 
 def _made_here(target) -> bool:
     """A namedtuple the step made with the graph's values in it (its items are those values)."""
-    return type(target) is not tuple and isinstance(target, tuple) and any(
-        isinstance(x, (Sym, ObjRef)) or _any_abstract(x) or _any_objref(x) for x in target)
+    return type(target) is not tuple and isinstance(target, tuple) and (_any_abstract(target) or _any_objref(target))
 
 
 _BUILTIN_CONTAINERS = (list, dict, tuple, collections.deque)

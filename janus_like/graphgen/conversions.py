@@ -19,10 +19,10 @@ import functools
 
 import numpy as np
 
+from ..executor.plan_helpers import c_ordered
 from ..ops import api as F
 from ..ops.registry import P, bind
 from .support import _any_abstract, _as_kind
-from ..executor.plan_helpers import c_ordered
 from .values import OPAQUE, TENSOR_BUFFER, Sym, Unsupported, array_copy
 
 _CONSTRUCTORS = (np.asarray, np.asanyarray, np.array)

@@ -27,6 +27,7 @@ from ..ops.registry import P, bind
 from .support import _as_kind
 from .values import Sym
 
+
 def _pinned(ev, node) -> bool:
     """Whether input node `node` is C-ordered when the graph runs: it is a NumPy array that was
     C-ordered at generation, and a guard now checks it."""
