@@ -101,6 +101,33 @@ def numpy_typed(x) -> bool:
     return (x.op in REGISTRY and x.op not in ("dim_of", "reduced_count")) or len(x.aval[0]) > 0
 
 
+# ops whose 0-d result is a 0-d ndarray, and ops whose result has their first operand's type
+_ZERO_D_ARRAY_OPS = frozenset({"copy", "copy_keep", "asarray", "ascontiguousarray", "zeros_like", "ones_like",
+                               "full_like", "where", "tensordot", "roll", "sort", "tile", "pad", "broadcast_to",
+                               "index_update", "index_add", "add_at"})
+_OPERAND_TYPE_OPS = frozenset({"cast", "reshape", "squeeze", "transpose", "real", "imag", "view", "flip",
+                               "reshape_like", "broadcast_like", "sum_to", "diagonal"})
+
+
+def numpy_scalar_node(node) -> bool:
+    """Whether a 0-d node's value is a NumPy scalar when the graph runs (`x.sum()`, `w[0]`,
+    `np.float64(s)`), not a 0-d ndarray (`np.array(s)`, `a[...]`, an input array). The graph runs
+    NumPy's own operations, so the answer is NumPy's for each op."""
+    while node.aval is not None and len(node.aval[0]) == 0:
+        if node.op == INPUT:
+            return bool(node.params.get("scalar") or node.params.get("python"))
+        if node.op == CONST:
+            return not isinstance(node.params["value"], np.ndarray)
+        if node.op == "getitem":  # one integer per axis: an element (`a[...]`, `a[0, ...]`: a 0-d view)
+            return Ellipsis not in node.params["index"][0]
+        if node.op in _ZERO_D_ARRAY_OPS:
+            return False
+        if node.op not in _OPERAND_TYPE_OPS or not node.inputs or not isinstance(node.inputs[0], Node):
+            return True  # ufuncs, reductions, matmul of vectors, np.float64(x), library calls
+        node = node.inputs[0]
+    return False
+
+
 def _fmt_value(v) -> str:
     if isinstance(v, Node):
         return f"%{v.id}"

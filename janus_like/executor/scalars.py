@@ -8,10 +8,13 @@ value in the same dtype without it (NumPy 2.4, one tiny_mlp step):
   dtype (`np.add(c, 1)` 1.06 us, `c + 1` 0.04 us on an int64 counter); a 0-d array operand
   goes through the ufunc as before. The result dtype is checked at compile time by running both
   forms on sample values, so a NumPy whose promotion rules differ keeps the ufunc call. Integer
-  scalar math warns on overflow where the ufunc wraps silently: eager's `v * v` of an int8
-  element warns, and so does the plan, of every integer dtype; one difference remains, an
-  explicit ufunc call on NumPy integer scalars (`np.multiply(v, v)`, `np.negative(v)`), which
-  the plan computes as the operator, with the warning.
+  scalar math warns on overflow where the ufunc wraps silently, so an integer NumPy scalar
+  operand takes the operator only in a node made from eager's operator (`operator=True`,
+  graphgen/values._scalar_math: `v * v` warns, `np.multiply(v, v)` does not, as eagerly). Such
+  a node is also the only one given a power or complex operands: there NumPy's scalar math
+  differs from the ufunc in the last bit. One difference remains: an explicit ufunc call on
+  float NumPy scalars runs as the operator, the same value, whose overflow warning says
+  "scalar multiply" where eager's says "multiply".
 - `reduce`: sum, mean, max or min over every axis of a float array of one element, as the
   element (`x[0, 0]`, plus a zero of its dtype for sum and mean, whose reduction starts from 0.0
   and so turns -0.0 into 0.0): 1.2 against 0.1 us.
@@ -29,17 +32,21 @@ value in the same dtype without it (NumPy 2.4, one tiny_mlp step):
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator as _op
 
 import numpy as np
 
 from .. import ir
+from ..ops.registry import REGISTRY
 from .buffers import _known
 
 _OPERATORS = {"add": (_op.add, "+", np.add), "sub": (_op.sub, "-", np.subtract),
-              "mul": (_op.mul, "*", np.multiply), "div": (_op.truediv, "/", np.true_divide)}
+              "mul": (_op.mul, "*", np.multiply), "div": (_op.truediv, "/", np.true_divide),
+              "pow": (_op.pow, "**", np.power)}
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 _INTS = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
                                     np.uint64))
 _ONE_OPERAND = {"neg": (_op.neg, "(-{})", np.negative), "abs": (abs, "abs({})", np.abs)}  # (its form's text)
@@ -55,25 +62,37 @@ def _rank0(x) -> bool:
 
 
 def operator(em, n) -> str | None:
-    """`(a + b)` / `(-a)` / `abs(a)` for an elementwise node of rank-0 NumPy operands, or None."""
-    if n.params or n.aval is None or tuple(n.aval[0]) != () or n.op not in (*_OPERATORS, *_ONE_OPERAND):
+    """`(a + b)` / `(-a)` / `abs(a)` for an elementwise node of rank-0 NumPy operands, or None.
+    A node made from eager's operator (`operator=True`: a power, a complex product) takes any
+    number operands, Python numbers held in the graph among them."""
+    made = n.params == {"operator": True}
+    if n.params and not made or n.aval is None or tuple(n.aval[0]) != () \
+            or n.op not in (*_OPERATORS, *_ONE_OPERAND) or n.op == "pow" and not made:
         return None
     if len(n.inputs) != (1 if n.op in _ONE_OPERAND else 2):
         return None
     py, sym, uf = _ONE_OPERAND[n.op] if n.op in _ONE_OPERAND else _OPERATORS[n.op]
-    allowed = _FLOATS + (_INTS if n.op != "div" else ())
+    allowed = _FLOATS + (_INTS + _COMPLEX if made else _INTS if n.op != "div" else ())
     samples = []
     for i in n.inputs:
         if isinstance(i, ir.Node):
+            if made and not ir.numpy_typed(i) and i.aval is not None and tuple(i.aval[0]) == () \
+                    and np.dtype(i.aval[1]).kind in "iufc":  # a Python number held in the graph
+                samples.append(np.dtype(i.aval[1]).type(1).item())
+                continue
             if not _rank0(i) or np.dtype(i.aval[1]) not in allowed:
                 return None
+            if not made and np.dtype(i.aval[1]) in _INTS and ir.numpy_scalar_node(i):
+                return None  # an explicit ufunc call's: it wraps silently, where the operator warns
             samples.append(np.dtype(i.aval[1]).type(1))
-        elif type(i) in (int, float):
+        elif type(i) in (int, float) or made and (type(i) is complex or isinstance(i, np.generic)):
             samples.append(i)
         else:
             return None
-    if not any(isinstance(i, ir.Node) for i in n.inputs):
+    if not any(isinstance(i, ir.Node) and ir.numpy_typed(i) or isinstance(i, np.generic) for i in n.inputs):
         return None
+    if made:  # the node's own operator: its kernel applies it (ops/primitives.py)
+        uf = functools.partial(REGISTRY[n.op].impl, np, operator=True)
     try:
         with np.errstate(all="ignore"):
             a, b = py(*samples), uf(*samples)

@@ -88,6 +88,9 @@ class ComparisonsMixin:
             self.pin_compared(left, right)
             l, r = _identity(left), _identity(right)
             return _CMPOPS[type(op)](l, r)
+        if type(left) is complex and isinstance(right, Sym) and right.kind == "array" and right.ndim == 0 \
+                and right.dtype == np.float64 and numpy_scalar(right):  # (complex's own == takes the float subclass)
+            right = self.builder.to_py(right, float)
         return self.lift(_CMPOPS[type(op)](left, right))
 
     def singleton_identity(self, left, right, is_):

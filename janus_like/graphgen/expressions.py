@@ -21,7 +21,7 @@ from .attributes import data_descriptor, library_module
 from .tape import SymbolicTape
 from .numpy_calls import ArrayMethod
 from .py_numbers import number_attribute, number_chain
-from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef
+from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, generic_operator
 from .containers import builtin_member, plain_concat
 from .windows import DynamicSlice, has_dynamic_slice, read_window
 from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract, _any_objref, _as_kind,
@@ -491,7 +491,8 @@ class ExpressionsMixin:
                 isinstance(v, DeferredStr) for v in (right if isinstance(right, tuple) else (right,)))):
             return self.percent_format(left, right)
         if isinstance(left, np.generic) or isinstance(right, np.generic):
-            return self.lift(scalar_binop(op, left, right, self.site))
+            out = generic_operator(op, left, right)  # (a constant's scalar math with a graph value)
+            return self.lift(scalar_binop(op, left, right, self.site) if out is None else out)
         return self.lift(op(left, right))
 
 # string constants the compiler interns (all characters those of names)

@@ -22,7 +22,7 @@ import numpy as np
 from .. import ir
 from ..ops import api as F
 from ..ops.methods import ArrayMethods
-from ..ops.registry import _builder as _BUILDER  # [the builder in charge], a list read per op
+from ..ops.registry import P, bind, _builder as _BUILDER  # [the builder in charge], a list read per op
 from .refs import BoundMethod, DeferredStr, LocalFunction, ObjRef, SuperRef, VarSnapshot  # noqa: F401 (re-exported)
 
 OPAQUE = object()  # marks a view we do not track element-wise (reshape, transpose, ...)
@@ -34,33 +34,11 @@ CACHED = object()  # ... that is an array a `functools.lru_cache` function retur
 
 # ops whose 0-d result is a 0-d ndarray (np.array(s), np.asarray(s), np.where, a[...] = v), and ops
 # whose 0-d result is what their operand is (a NumPy scalar's reshape, astype, .T is a NumPy scalar)
-_ZERO_D_ARRAY_OPS = frozenset({"copy", "copy_keep", "asarray", "ascontiguousarray", "zeros_like", "ones_like",
-                               "full_like", "where", "tensordot", "roll", "sort", "tile", "pad", "broadcast_to",
-                               "index_update", "index_add", "add_at"})
-_OPERAND_TYPE_OPS = frozenset({"cast", "reshape", "squeeze", "transpose", "real", "imag", "view", "flip",
-                               "reshape_like", "broadcast_like", "sum_to", "diagonal"})
-
-
 def numpy_scalar(v) -> bool:
-    """Whether a 0-d graph array is a NumPy scalar when the graph runs (`x.sum()`, `w[0]`,
-    `np.float64(s)`), not a 0-d ndarray (`np.array(s)`, `a[...]`, an input array). The graph runs
-    NumPy's own operations, so the answer is NumPy's for each op, and eager's meaning of the
-    code follows it: `s += g` binds a new scalar (what else holds the old one keeps it) but
-    writes a 0-d ndarray in place; `s.copy()` of a scalar is a scalar."""
-    node = v.node
-    while node.aval is not None and len(node.aval[0]) == 0:
-        if node.op == ir.INPUT:
-            return bool(node.params.get("scalar") or node.params.get("python"))
-        if node.op == ir.CONST:
-            return not isinstance(node.params["value"], np.ndarray)
-        if node.op == "getitem":  # one integer per axis: an element (`a[...]`, `a[0, ...]`: a 0-d view)
-            return Ellipsis not in node.params["index"][0]
-        if node.op in _ZERO_D_ARRAY_OPS:
-            return False
-        if node.op not in _OPERAND_TYPE_OPS or not node.inputs or not isinstance(node.inputs[0], ir.Node):
-            return True  # ufuncs, reductions, matmul of vectors, np.float64(x), library calls
-        node = node.inputs[0]
-    return False
+    """Whether a 0-d graph array is a NumPy scalar when the graph runs (ir.numpy_scalar_node):
+    eager's meaning of the code follows it (`s += g` binds a new scalar, what else holds the
+    old one keeps it, but writes a 0-d ndarray in place; `s.copy()` of a scalar is a scalar)."""
+    return ir.numpy_scalar_node(v.node)
 
 
 def array_copy(v):
@@ -376,7 +354,42 @@ def _arith(pyop, op, *args):
         return out
     if op is None:
         raise Unsupported("unsupported-syntax", f"operator {pyop.__name__} on arrays in the graph")
+    if _scalar_math(op, args):
+        return bind(getattr(P, op.__name__), *args, operator=True)
     return op(*args)
+
+
+def _scalar_math(op, args) -> bool:
+    """The operator on values of rank 0, a NumPy one among them, where NumPy's scalar math differs
+    from the ufunc the op calls: in the last bit (a power; a product, quotient or abs of complex
+    numbers) or in its warnings (integer overflow warns in the operator only). The node
+    then applies the operator too (ops/primitives.py), as eager's code did; `np.power(a, b)`
+    stays the ufunc."""
+    if op not in (F.pow, F.mul, F.div, F.abs, F.add, F.sub, F.neg):
+        return False
+    if any(isinstance(a, Sym) and (a.ndim or a.kind not in ("array", "py")) for a in args):
+        return False
+    numpy = [a for a in args if isinstance(a, np.generic) or isinstance(a, Sym) and a.kind == "array"]
+    if not numpy:
+        return False
+    if any(a.dtype.kind in "iu" for a in numpy):
+        return op is not F.div
+    return op is F.pow or op not in (F.add, F.sub, F.neg) and any(
+        np.dtype(a.dtype).kind == "c" if isinstance(a, Sym) else isinstance(a, complex) for a in args)
+
+
+_GENERIC_OPS = {operator.add: F.add, operator.sub: F.sub, operator.mul: F.mul, operator.truediv: F.div,
+                operator.pow: F.pow}
+
+
+def generic_operator(pyop, left, right):
+    """`k * d` of a NumPy scalar the graph knows (a constant) and a graph value of rank 0: the
+    node applying the operator where eager's scalar math needs it (_scalar_math), or None."""
+    op = _GENERIC_OPS.get(pyop)
+    value = right if isinstance(left, np.generic) else left
+    if op is None or not isinstance(value, Sym) or value.ndim or not _scalar_math(op, (left, right)):
+        return None
+    return bind(getattr(P, op.__name__), left, right, operator=True)
 
 
 def _bitwise(pyop, logical, bitwise, *args):

@@ -39,19 +39,23 @@ def _unb(g, x):
 
 
 # ------------------------------------------------------------------ arithmetic
+# `operator=True`: Python's operator, which on NumPy scalars is NumPy's scalar math. It differs
+# from the ufunc in the last bit for complex products and powers, and it warns on integer
+# overflow. Graphs set it where eager's code applied the operator to values of rank 0
+# (graphgen/values._scalar_math).
 # `wants(i) and ...`: an input the eager backward does not need gets no cotangent (False, as None)
-_elementwise("add", lambda xp, a, b: xp.add(a, b),
-             lambda g, o, a, b: (wants(0) and _unb(g, a), wants(1) and _unb(g, b)))
-_elementwise("sub", lambda xp, a, b: xp.subtract(a, b),
-             lambda g, o, a, b: (wants(0) and _unb(g, a), wants(1) and _unb(F.neg(g), b)))
-_elementwise("mul", lambda xp, a, b: xp.multiply(a, b),
-             lambda g, o, a, b: (wants(0) and _unb(F.mul(g, b), a), wants(1) and _unb(F.mul(g, a), b)))
-_elementwise("div", lambda xp, a, b: xp.true_divide(a, b),
-             lambda g, o, a, b: (wants(0) and _unb(F.div(g, b), a),
+_elementwise("add", lambda xp, a, b, operator=False: a + b if operator else xp.add(a, b),
+             lambda g, o, a, b, **_: (wants(0) and _unb(g, a), wants(1) and _unb(g, b)))
+_elementwise("sub", lambda xp, a, b, operator=False: a - b if operator else xp.subtract(a, b),
+             lambda g, o, a, b, **_: (wants(0) and _unb(g, a), wants(1) and _unb(F.neg(g), b)))
+_elementwise("mul", lambda xp, a, b, operator=False: a * b if operator else xp.multiply(a, b),
+             lambda g, o, a, b, **_: (wants(0) and _unb(F.mul(g, b), a), wants(1) and _unb(F.mul(g, a), b)))
+_elementwise("div", lambda xp, a, b, operator=False: a / b if operator else xp.true_divide(a, b),
+             lambda g, o, a, b, **_: (wants(0) and _unb(F.div(g, b), a),
                                  wants(1) and _unb(F.neg(F.mul(g, F.div(o, b))), b)))
 
 
-def _pow_vjp(g, out, a, b):
+def _pow_vjp(g, out, a, b, **_):
     # a Python exponent stays a Python number (weakly typed): float32 bases keep float32
     b_minus_1 = F.sub(b, 1) if hasattr(b, "shape") else b - 1
     ga = _unb(F.mul(g, F.mul(b, F.pow(a, b_minus_1))), a) if hasattr(a, "shape") and wants(0) else None
@@ -65,17 +69,18 @@ def _pow_vjp(g, out, a, b):
     return ga, gb
 
 
-def _power(xp, a, b):
-    """`a ** b`: on a NumPy array with a Python-number exponent, the operator itself, which
+def _power(xp, a, b, operator=False):
+    """`a ** b`: on a NumPy array (not 0-d) with a Python-number exponent, the operator itself, which
     NumPy runs as np.square, np.sqrt or np.reciprocal for 2, 0.5 and -1 (the same values as
     np.power, but its floating-point warnings name those ufuncs); otherwise np.power."""
-    if type(b) in (int, float) and type(a) is np.ndarray:
+    if operator or type(b) in (int, float) and type(a) is np.ndarray and a.ndim:
         return a ** b
     return xp.power(a, b)
 
 
 _elementwise("pow", _power, _pow_vjp)
-_elementwise("neg", lambda xp, a: xp.negative(a), lambda g, o, a: (F.neg(g),))
+_elementwise("neg", lambda xp, a, operator=False: -a if operator else xp.negative(a),
+             lambda g, o, a, **_: (F.neg(g),))
 _elementwise("maximum", lambda xp, a, b: xp.maximum(a, b),
              lambda g, o, a, b: (wants(0) and _unb(F.where(F.ge(a, b), g, 0), a),
                                  wants(1) and _unb(F.where(F.ge(a, b), 0, g), b)))
@@ -184,7 +189,8 @@ _elementwise("sigmoid", _sigmoid, lambda g, o, x: (F.mul(g, F.mul(o, F.sub(1, o)
 # select: a NaN or infinite gradient at an inactive unit gives NaN instead of 0.
 _elementwise("relu", lambda xp, x: _relu(xp, x), lambda g, o, x: (F.mul(g, F.gt(x, 0)),))
 _elementwise("sqrt", lambda xp, x: xp.sqrt(x), lambda g, o, x: (F.div(g, F.mul(o, 2)),))
-_elementwise("abs", lambda xp, x: xp.abs(x), lambda g, o, x: (F.mul(g, F.sign(x)),))
+_elementwise("abs", lambda xp, x, operator=False: abs(x) if operator else xp.abs(x),
+             lambda g, o, x, **_: (F.mul(g, F.sign(x)),))
 _elementwise("sin", lambda xp, x: xp.sin(x), lambda g, o, x: (F.mul(g, F.cos(x)),))
 _elementwise("cos", lambda xp, x: xp.cos(x), lambda g, o, x: (F.neg(F.mul(g, F.sin(x))),))
 _elementwise("clip", lambda xp, x, lo=None, hi=None: xp.clip(x, lo, hi),
