@@ -331,6 +331,8 @@ class CallsMixin:
             return self.container_len(args[0])
         if func in (isinstance, type, hasattr) and args:
             self.builder.escape(args[0], f"passed to {func.__name__}()")
+        if func in (isinstance, type, hasattr) and args and isinstance(args[0], DeferredStr):
+            return func("", *args[1:])  # (text formatted from graph values is a str when the graph runs)
         if func is isinstance and args and isinstance(args[0], (ObjRef, Sym)):
             return isinstance(_concrete_type_probe(args[0]), args[1])
         if func is type and len(args) == 1 and isinstance(args[0], (ObjRef, Sym)):

@@ -6,14 +6,19 @@ constants, whose cached result becomes a graph constant.
 from __future__ import annotations
 
 import collections
+import logging
+import logging.handlers
 import re
 import string
 import types
 
+import numpy as np
+
 from ..ops.registry import P
 from .attributes import user_method
 from .support import _any_abstract, _any_objref, _as_kind, _str_parts
-from .values import CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, array_copy
+from .values import (CACHED, OPAQUE, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, array_copy,
+                     numpy_scalar)
 
 
 class LoggedAt:
@@ -37,6 +42,23 @@ class LoggedAt:
             del logger.findCaller
 
 
+# handlers that keep records: the standard library's buffers and queues, pytest's capture
+_KEEPING = (logging.handlers.BufferingHandler, logging.handlers.QueueHandler)
+
+
+def _keeps_records(logger) -> bool:
+    """Whether a record logged through `logger` reaches a handler known to keep it (a
+    MemoryHandler, a QueueHandler, pytest's `caplog`): that handler holds the logged objects
+    themselves, where a deferred call gives copies of their values at the log call. A handler
+    of the user's own is taken to format the record in `emit`, as most do."""
+    logger = getattr(logger, "logger", logger)  # (a LoggerAdapter's)
+    while logger is not None:
+        if any(isinstance(h, _KEEPING) or type(h).__name__ == "LogCaptureHandler" for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
+
+
 class EffectsMixin:
     """Methods of the graph generator (see evaluator.Generator)."""
 
@@ -48,6 +70,10 @@ class EffectsMixin:
         if any(_own_text(a) for a in (*args, *kwargs.values())):
             raise Unsupported("data-dependent-python", "logging an object whose class has its own "
                                                        "__str__/__repr__/__format__", self.site)
+        if isinstance(fn, LoggedAt) and _keeps_records(fn.logger) and any(
+                isinstance(a, (Sym, ObjRef)) and not (isinstance(a, Sym) and a.kind == "py") for a in args):
+            raise Unsupported("unsupported-call", "logging arrays or objects to a handler that may keep the record "
+                                                  "(its args are the objects themselves, formatted later)", self.site)
         snap = self.snapshot_for_effect
         self.effects.append((fn, [snap(a) for a in args], {k: snap(v) for k, v in kwargs.items()}, self.site))
         return None
@@ -125,6 +151,7 @@ class EffectsMixin:
             if _own_text(value):  # (inside a container: shown by the container's repr, later)
                 raise Unsupported("data-dependent-python", "text of a container holding an object whose class has "
                                                            "its own __str__/__repr__/__format__", self.site)
+            _formats(value, lambda v: _CONVERSIONS[conv](v, spec), self.site)
             return [(self.snapshot_for_effect(value), conv, spec)]
         return [_CONVERSIONS[conv](value, spec)]
 
@@ -215,6 +242,7 @@ class EffectsMixin:
             elif _any_objref(value):
                 raise Unsupported("data-dependent-python", f"{m.group(0)!r} of an input object", self.site)
             elif _any_abstract(value):
+                _formats(value, lambda v, d=m.group(0): d % (v,), self.site)
                 parts.append((self.snapshot_for_effect(value), "%", m.group(0)))
             else:
                 parts.append(m.group(0) % (value,))
@@ -230,6 +258,28 @@ _DIRECTIVE = re.compile(r"%(?:%|(?:\((?P<key>[^)]*)\))?[#0\- +]*(?:\*|\d+)?(?:\.
 
 _CONVERSIONS = {"": format, "s": lambda x, s: format(str(x), s), "r": lambda x, s: format(repr(x), s),
                 "a": lambda x, s: format(ascii(x), s)}
+
+
+def _formats(value, fmt, site):
+    """Check that a graph value formats as asked (`f"{y:.2f}"` of a 1-d array raises TypeError):
+    the text is made after the commit, so an error then would come after the step's writes, or
+    not at all for text nothing reads. A spec's error depends on the value's type, not its
+    numbers: a stand-in of the same type, shape and dtype raises it now, and the step runs
+    eagerly, raising it where eager does."""
+    if not isinstance(value, Sym) or value.node.aval is None or value.kind == "tensor":
+        return
+    dtype = np.dtype(value.node.aval[1])
+    if value.kind == "py":
+        stand_in = {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1j}.get(dtype.kind)
+    else:
+        stand_in = np.zeros(value.shape, dtype)
+        stand_in = stand_in[()] if value.ndim == 0 and numpy_scalar(value) else stand_in
+    if stand_in is None:
+        return
+    try:
+        fmt(stand_in)
+    except (TypeError, ValueError) as exc:
+        raise Unsupported("user-error", f"formatting a graph value: {exc}", site) from exc
 
 
 def _own_text(v, reached=False) -> bool:

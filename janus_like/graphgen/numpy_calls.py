@@ -457,8 +457,10 @@ def _result_kind(sample, tensors: bool, name: str, site) -> str:
 def _refuse_global_state(func, site):
     """A NumPy function that sets or reads NumPy's global state, or files: run once while the graph
     is generated, it would set (or read) that state once, not on every call."""
-    if func in _NUMPY_GLOBAL_STATE:
-        raise Unsupported("unsupported-call", f"numpy.{func.__name__} (NumPy's global state, or files)", site)
+    name = getattr(func, "__name__", "")
+    if func in _NUMPY_GLOBAL_STATE or "printoptions" in name and str(getattr(func, "__module__", "")).startswith(
+            "numpy"):  # (also `np.printoptions`' own `_set_printoptions`, reached where the `with` is inlined)
+        raise Unsupported("unsupported-call", f"numpy.{name} (NumPy's global state, or files)", site)
 
 
 

@@ -85,6 +85,16 @@ class DeferredStr:
 
         raise Unsupported("data-dependent-python", "text formatted from graph values, read as a string")
 
+    def __repr__(self):  # (`repr(s)`, `str([s])`: the text's repr, which exists only after the commit)
+        from .values import Unsupported
+
+        raise Unsupported("data-dependent-python", "repr() of text formatted from graph values")
+
+    def __array__(self, dtype=None, copy=None):  # (`np.array([f"{v:.2f}" for v in y])`: a str array of the text)
+        from .values import Unsupported
+
+        raise Unsupported("data-dependent-python", "text formatted from graph values given to NumPy")
+
     __len__ = __iter__ = __getitem__ = __contains__ = __bool__ = _read
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _read
     __hash__ = object.__hash__
