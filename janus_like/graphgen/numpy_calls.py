@@ -463,8 +463,6 @@ def _refuse_global_state(func, site):
         raise Unsupported("unsupported-call", f"numpy.{name} (NumPy's global state, or files)", site)
 
 
-
-
 # NumPy functions that write into their first argument (a write into a copy of a constant is lost)
 _WRITE_FIRST = frozenset((np.put, np.putmask, np.place))
 
