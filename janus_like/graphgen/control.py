@@ -385,8 +385,8 @@ class ControlFlowMixin:
         if any(isinstance(b, Sym) and (b.kind != "py" or b.dtype.kind not in "iu") for b in bounds):
             raise Unsupported("data-dependent-python", "range() of a graph value that is not a Python int", self.site)
         start, stop, step = _range_args(bounds)
-        if isinstance(step, Sym) or step <= 0:
-            raise Unsupported("varying-trip-count", "range() with a graph-valued or non-positive step", self.site)
+        if isinstance(step, Sym) or step == 0:  # (a negative one counts down: `range(n - 1, -1, -1)`)
+            raise Unsupported("varying-trip-count", "range() with a graph-valued or zero step", self.site)
         return ("dynamic", start, stop, step)
 
     def stmt_For(self, node, frame):
@@ -397,7 +397,7 @@ class ControlFlowMixin:
             return self.loop(node, frame, counter=(node.target.id,) + tuple(bounds[1:]))
         if bounds is not None and self.leaves_by_break(node, frame):
             start, stop, step = _range_args(bounds)
-            if isinstance(stop, int) and isinstance(start, int) and isinstance(step, int) and step > 0:
+            if isinstance(stop, int) and isinstance(start, int) and isinstance(step, int) and step != 0:
                 return self.loop(node, frame, counter=(node.target.id, start, stop, step))
         mark = len(self.materialized)
         iterable = range(*bounds) if bounds is not None else self.eval(node.iter, frame)

@@ -52,4 +52,4 @@ def kept_layout(ev, target, value):
     if (c_ordered(t, known=known, strict=True) or _pinned(ev, t)) and c_ordered(v, known=known, strict=True):
         known.add(v.id)
         return value
-    return _as_kind(bind(P.keep_layout, target, value), "array")
+    return _as_kind(bind(P.keep_layout, value, target), "array")

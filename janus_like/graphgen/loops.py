@@ -282,7 +282,8 @@ class LoopMixin:
                                           self.site)
                     gen["pred"] = _truth_value(test)
                 else:
-                    gen["pred"] = self.builder.py_op(operator.lt, Sym(gen["count"], "py"), counter[2])
+                    below = operator.lt if counter[3] > 0 else operator.gt  # (a negative step counts down)
+                    gen["pred"] = self.builder.py_op(below, Sym(gen["count"], "py"), counter[2])
                 if exit_ is not None and exit_.how != "skip":  # the trip goes on while the break's test is false
                     go = frame.locals[_RUNNING] if exit_.how == "flag" else self.goes_on(exit_.node, frame)
                     gen["pred"] = self.builder.py_op(operator.and_, self.py_bool(gen["pred"]), go)
@@ -367,7 +368,7 @@ def _what(write):
 def _runs(counter):
     """Whether a `for` over range(start, stop, step) runs at least once, known when generating."""
     _, start, stop, step = counter
-    return all(type(v) is int for v in (start, stop, step)) and start < stop
+    return all(type(v) is int for v in (start, stop, step)) and (start < stop if step > 0 else start > stop)
 
 
 _RUNNING = " running"  # the carried flag of a loop left by a break after its body (not a Python name)

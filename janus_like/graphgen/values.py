@@ -272,10 +272,11 @@ class Sym(ArrayMethods):
 
     def __copy__(self):
         """`copy.copy(x)` / `copy.deepcopy(x)` of a graph array (copy.py is inlined, and reaches
-        these): a new array, as ndarray's give."""
+        these): a new array, as ndarray's give, laid out as x (ndarray.__copy__ copies in order "K":
+        a transposed x stays Fortran-ordered)."""
         if self.kind != "array":
             raise Unsupported("unsupported-call", f"copy of a {self.kind} graph value")
-        return self.copy()
+        return self.copy() if self.ndim == 0 else Sym(bind(P.copy_keep, self).node, "array")
 
     def __deepcopy__(self, memo):
         return self.__copy__()

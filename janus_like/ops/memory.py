@@ -31,10 +31,11 @@ def _strided_like(target):
     return np.ndarray(target.shape, target.dtype, np.empty(high - low, np.uint8), -low, target.strides)
 
 
-def _keep_layout(xp, target, value):
-    """`value` laid out as `target` (graphgen/layouts.py): itself when the strides agree, else a
-    copy with target's strides. (On a GPU, `empty_like`'s: CuPy's kernels do not round by layout
-    the way NumPy's reductions and products do.)"""
+def _keep_layout(xp, value, target):
+    """`value` laid out as `target` (graphgen/layouts.py): itself when the strides agree (so the
+    op is one of ir.ALIASING_OPS, of its first operand), else a copy with target's strides. (On
+    a GPU, `empty_like`'s: CuPy's kernels do not round by layout the way NumPy's reductions and
+    products do.)"""
     if value.strides == target.strides:
         return value
     out = xp.empty_like(target)

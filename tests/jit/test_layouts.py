@@ -242,3 +242,35 @@ def test_copies_writes_through_views_and_broadcasts_keep_eagers_layout(fn):
         return args if fn is array_of_fortran else (*args, st)
 
     check(make, [lambda st, i=i: call(st, i) for i in range(8)], min_graph_calls=5)
+
+
+def test_a_write_whose_value_another_output_holds_is_its_own_array():
+    """`hist[0] *= 0.5` where `v0 * 0.5` is computed too: one node after common subexpressions
+    are merged, and `keep_layout` gives that value itself when the strides agree. Eager's are
+    two arrays; the outputs hold two (keep_layout is an aliasing op to the commit's copies)."""
+    def step(x):
+        v0 = x * 1.0
+        hist = [v0]
+        while np.abs(v0).max() > 1.0:
+            v0 = v0 * 0.5
+        hist[0] *= 0.5
+        return v0, hist
+
+    calls = [lambda st, i=i: (np.full((2, 2), [1.5, 1.5, 1.5, 1.5, 0.5, 1.2, 1.9][i]),) for i in range(7)]
+    check(lambda: (step, {}), calls, min_graph_calls=3)
+
+
+def test_copy_and_deepcopy_keep_a_transposed_arrays_layout():
+    """A best-so-far snapshot `copy.deepcopy(st["p"])` of a Fortran-ordered weight, and
+    `copy.copy` of a transposed view: ndarray's copies are in order "K"."""
+    import copy
+
+    def step(x, st):
+        st["p"]["W"] -= 0.1 * x
+        snap = copy.deepcopy(st["p"])
+        return snap, copy.copy(st["p"]["W"].T), copy.copy(x.sum())
+
+    def make():
+        return step, {"p": {"W": np.ones((3, 2)).T * 1.0}}
+
+    check(make, [lambda st, i=i: (np.full((2, 3), 0.1 * i), st) for i in range(7)], min_graph_calls=3)
