@@ -159,7 +159,7 @@ class _Emitter:
             return draw_call(self, n)
         if n.op == "pow" and not n.params and len(n.inputs) == 2 and array_in and ir.numpy_typed(x) \
                 and python_number(n.inputs[1]):  # the operator, as eager and the kernel (ops/primitives._power)
-            return f"({self.arg(x)} ** {self.arg(n.inputs[1])})"  # (of rank 0: the kernel, as np.power's)
+            return f"({self.arg(x)} ** {self.arg(n.inputs[1])})"  # (rank 0: np.power, an explicit call's)
         if n.op == "numpy_call":  # NumPy's own function (ops/library.py), called directly
             return filled_call(self, n, self.const(n.params["fn"]))
         if n.op == "getitem" and array_in:

@@ -15,7 +15,7 @@ from ..ops import api as F
 from .attributes import _library_owned, user_method
 from .containers import refuse_own_reads
 from .support import _CMPOPS, _MISSING, _any_objref, _as_kind, _dict_key, _identity
-from .values import ObjRef, Sym, Unsupported, numpy_scalar
+from .values import ObjRef, Sym, Unsupported, complex_operand, numpy_scalar
 
 _CMP_DUNDERS = {ast.Eq: ("__eq__", "__eq__"), ast.NotEq: ("__ne__", "__ne__"), ast.Lt: ("__lt__", "__gt__"),
                 ast.LtE: ("__le__", "__ge__"), ast.Gt: ("__gt__", "__lt__"), ast.GtE: ("__ge__", "__le__")}
@@ -88,10 +88,7 @@ class ComparisonsMixin:
             self.pin_compared(left, right)
             l, r = _identity(left), _identity(right)
             return _CMPOPS[type(op)](l, r)
-        if type(left) is complex and isinstance(right, Sym) and right.kind == "array" and right.ndim == 0 \
-                and right.dtype == np.float64 and numpy_scalar(right):  # (complex's own == takes the float subclass)
-            right = self.builder.to_py(right, float)
-        return self.lift(_CMPOPS[type(op)](left, right))
+        return self.lift(_CMPOPS[type(op)](left, complex_operand(left, right)))
 
     def singleton_identity(self, left, right, is_):
         """`flag is True` where the graph computes `flag` (`bool(x[0] > 0)`, `np.all(m)`, a NumPy

@@ -32,8 +32,6 @@ TENSOR_BUFFER = object()
 CACHED = object()  # ... that is an array a `functools.lru_cache` function returned (eager's write changes the cache)
 
 
-# ops whose 0-d result is a 0-d ndarray (np.array(s), np.asarray(s), np.where, a[...] = v), and ops
-# whose 0-d result is what their operand is (a NumPy scalar's reshape, astype, .T is a NumPy scalar)
 def numpy_scalar(v) -> bool:
     """Whether a 0-d graph array is a NumPy scalar when the graph runs (ir.numpy_scalar_node):
     eager's meaning of the code follows it (`s += g` binds a new scalar, what else holds the
@@ -44,8 +42,6 @@ def numpy_scalar(v) -> bool:
 def array_copy(v):
     """A new ndarray holding v's value (a 0-d one for a NumPy scalar, as np.array(s) gives),
     where `v.copy()` follows NumPy's method (a scalar's copy is a scalar)."""
-    from ..ops.registry import P, bind
-
     return bind(P.copy, v)
 
 
@@ -216,15 +212,11 @@ class Sym(ArrayMethods):
             return super().ravel()
         if order != "C":  # ("K": a view of a transposed array too)
             raise Unsupported("unsupported-call", f"ravel(order={order!r}) of a graph array", _builder().site)
-        from ..ops.registry import P, bind
-
         contiguous = bind(P.ascontiguousarray, self)  # (its view of self, if any, tracked as emit made it)
         return F.reshape(contiguous if contiguous.kind == "array" else Sym(contiguous.node, "array"), (-1,))
 
     def _as_numpy_scalar(self):
         """A new NumPy scalar of this 0-d value (`np.float64(x)`'s node)."""
-        from ..ops.registry import P, bind
-
         return bind(P.numpy_scalar, self, dtype=self.dtype)
 
     @property
@@ -340,13 +332,21 @@ def _is_py(v):
     return (isinstance(v, Sym) and v.kind == "py") or (type(v) in (int, float, bool, complex))
 
 
+def complex_operand(z, v):
+    """v as Python's complex z takes it on its left: a NumPy float64 scalar, a float subclass, as
+    a Python float (`z + x.sum()`, `z == x.max()` are Python's complex arithmetic and bool)."""
+    if _is_complex_py(z) and isinstance(v, Sym) and v.kind == "array" and v.dtype == np.float64 and v.ndim == 0 \
+            and numpy_scalar(v):
+        return _builder().to_py(v, float)
+    return v
+
+
 def _arith(pyop, op, *args):
     """Python operators: Python numbers held in the graph keep Python semantics (int + int is an
     int); anything involving an array is the registry op. A Python complex on the left takes a
     NumPy float64 scalar (a float subclass) as a float: `z + x.sum()` is a Python complex."""
-    if len(args) == 2 and _is_complex_py(args[0]) and isinstance(args[1], Sym) and args[1].kind == "array" \
-            and args[1].dtype == np.float64 and args[1].ndim == 0 and numpy_scalar(args[1]):
-        args = (args[0], _builder().to_py(args[1], float))
+    if len(args) == 2:
+        args = (args[0], complex_operand(args[0], args[1]))
     if all(_is_py(a) for a in args):
         out = _builder().py_op(pyop, *args)
         if pyop is operator.pow:  # (its type depends on the values: py_numbers.typed_pow)
@@ -376,7 +376,7 @@ def _scalar_math(op, args) -> bool:
     if any(a.dtype.kind in "iu" for a in numpy):
         return op is not F.div
     return op is F.pow or op not in (F.add, F.sub, F.neg) and any(
-        np.dtype(a.dtype).kind == "c" if isinstance(a, Sym) else isinstance(a, complex) for a in args)
+        a.dtype.kind == "c" if isinstance(a, Sym) else isinstance(a, complex) for a in args)
 
 
 _GENERIC_OPS = {operator.add: F.add, operator.sub: F.sub, operator.mul: F.mul, operator.truediv: F.div,
