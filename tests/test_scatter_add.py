@@ -27,7 +27,11 @@ def test_same_bits_as_add_at(rows, width, n, negative, dtype, seed, layout, flat
     idx = rng.integers(-rows if negative else 0, rows, n)
     g = rng.standard_normal((n, width)).astype(dtype)
     g.reshape(-1)[rng.integers(0, g.size, 4)] = rng.choice([-0.0, np.inf, -np.inf, np.nan, 1e30], 4)
-    out = _out(rows, width, dtype, layout, rng)
+    _same_as_add_at(_out(rows, width, dtype, layout, rng), idx, g, flat_max)
+
+
+def _same_as_add_at(out, idx, g, flat_max):
+    """scatter_add(out, idx, g) with the flat/rounds boundary at flat_max: np.add.at's bits."""
     expected = out.copy()
     np.add.at(expected, idx, g)
     old, indexing.FLAT_MAX_ELEMENTS = indexing.FLAT_MAX_ELEMENTS, flat_max
@@ -85,3 +89,14 @@ def test_distinct_rows_take_one_addition_each_and_aliases_of_a_row_still_accumul
     np.add.at(expected, idx, g)
     assert scatter_add(out, idx, g) is out
     assert np.array_equal(np.ascontiguousarray(expected).view(np.uint8), np.ascontiguousarray(out).view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8])
+@pytest.mark.parametrize("flat_max", [0, 131072])
+def test_small_integer_indices_of_a_long_table(dtype, flat_max):
+    # ids in int8 with negatives into 200 rows: -1 is row 199, which int8 cannot hold
+    rng = np.random.default_rng(7)
+    lo = 0 if dtype == np.uint8 else -128
+    idx = rng.integers(lo, min(np.iinfo(dtype).max, 199) + 1, 300).astype(dtype)
+    g = rng.standard_normal((300, 20))  # (6,000 added elements: the rounds, or one flat add.at)
+    _same_as_add_at(rng.standard_normal((200, 20)), idx, g, flat_max)

@@ -11,6 +11,7 @@ import types
 
 import numpy as np
 
+from .. import ir
 from ..ops import api as F
 from .attributes import _library_owned, user_method
 from .containers import refuse_own_reads
@@ -32,6 +33,25 @@ def _member_of(items):
     return member
 
 
+# ops whose result may be their operand itself (`np.asarray(x) is x`), and ops whose results
+# are another value's object on some runs only (a branch's or a loop's outputs)
+_MAYBE_OPERAND = frozenset({"asarray", "ascontiguousarray", "keep_layout", "real", "stop_gradient", "cast"})
+_EITHER = frozenset({ir.TUPLE_GET, ir.LOOP_VAR, ir.COND, ir.LOOP, "recursion"})
+
+
+def _objects(node):
+    """The objects node's value may be when the graph runs (an input by its slot, else a node's
+    own new object); None where a branch or a loop decides."""
+    if node.op in _EITHER:
+        return None
+    if node.op == ir.INPUT:
+        return frozenset({("input", node.params["slot"])})
+    if node.op in _MAYBE_OPERAND and node.inputs and isinstance(node.inputs[0], ir.Node):
+        inner = _objects(node.inputs[0])
+        return None if inner is None else inner | {node.id}
+    return frozenset({node.id})
+
+
 class ComparisonsMixin:
     def compare(self, op, left, right):
         if isinstance(op, (ast.Is, ast.IsNot)):
@@ -42,7 +62,10 @@ class ComparisonsMixin:
                 raise Unsupported("data-dependent-python", "`is` of Python numbers (eager's answer depends on which "
                                                            "objects hold them, not on their values)", self.site)
             self.pin_compared(left, right)
-            same = _identity(left) is _identity(right)
+            if isinstance(left, Sym) and isinstance(right, Sym) and left is not right:
+                same = self.same_array(left, right)
+            else:
+                same = _identity(left) is _identity(right)
             return same if isinstance(op, ast.Is) else not same
         if isinstance(op, (ast.In, ast.NotIn)):
             if isinstance(left, Sym) and left.kind == "py" and isinstance(right, ObjRef) \
@@ -89,6 +112,16 @@ class ComparisonsMixin:
             l, r = _identity(left), _identity(right)
             return _CMPOPS[type(op)](l, r)
         return self.lift(_CMPOPS[type(op)](left, complex_operand(left, right)))
+
+    def same_array(self, left, right) -> bool:
+        """`a is x` of two graph values: whether they are one object when the graph runs, where the
+        graph knows it. A value that may be another's own array (`np.ascontiguousarray(x)`,
+        `x.real`, a branch's or a loop's result that is x on some runs) keeps the step eager."""
+        a, b = _objects(left.node), _objects(right.node)
+        if a is not None and b is not None and (not a & b or a == b and len(a) == 1):
+            return a == b
+        raise Unsupported("data-dependent-python", "`is` of two arrays that are one object on some runs only "
+                                                   "(a branch's or a loop's result, np.asarray of an array)", self.site)
 
     def singleton_identity(self, left, right, is_):
         """`flag is True` where the graph computes `flag` (`bool(x[0] > 0)`, `np.all(m)`, a NumPy

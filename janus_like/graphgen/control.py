@@ -1,6 +1,5 @@
 """Control flow: `if`/`while`/`for` (and `a if b else c`) — speculated from the profile (assert nodes),
-unrolled when Python values fix them, or turned into conditional and loop nodes once relaxed.
-"""
+unrolled when Python values fix them, or turned into conditional and loop nodes once relaxed."""
 from __future__ import annotations
 
 import ast
@@ -324,7 +323,7 @@ class ControlFlowMixin:
 
     def stmt_While(self, node, frame):
         key = site_key(frame.filename, node)
-        iterations = 0
+        iterations = peeled = 0  # peeled: trips whose test was a Python value (`err = np.inf` first)
         exit_ = loop_exit(node)
         while True:
             self.set_site(node, frame)
@@ -333,8 +332,8 @@ class ControlFlowMixin:
             test = self.eval_test(node.test, frame)
             if isinstance(test, Sym):
                 trips = self.profile.trips(key) if self.profile is not None else set()
-                if (len(trips) > 1 or ("trip", key) in self.relaxed) and iterations == 0:
-                    return self.loop(node, frame)
+                if (len(trips) > 1 or ("trip", key) in self.relaxed) and iterations == peeled:
+                    return self.loop(node, frame)  # (the trips left after those peeled)
                 if len(trips) != 1:
                     raise Unsupported("varying-trip-count" if trips else "unprofiled-branch",
                                       f"while loop on a graph value (trip counts seen: {sorted(trips)})", self.site)
@@ -344,6 +343,7 @@ class ControlFlowMixin:
                 self.builder.assert_(cond, go, Assumption("trip_count", self.site, expected, relax=("trip", key)))
             else:
                 go = self.truth(test)
+                peeled += iterations == peeled
             if not go:
                 break
             iterations += 1

@@ -145,12 +145,17 @@ class LoopMixin:
             self.branch_result((wkind, wtarget, wname), self.maybe_entry(out, init), frame)
         if grad is not None:
             grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
-        if counter is not None and exit_ is not None and exit_.how != "join" and _runs(counter):
+        prev = _bound(before.get(target, _MISSING)) if counter is not None else _MISSING
+        if counter is not None and (exit_ is None or exit_.how != "join") and (_runs(counter) or type(
+                prev) is int or isinstance(prev, Sym) and prev.kind == "py" and prev.dtype.kind in "iu"):
             # the count after the node is one step past the trip that ran last (the break's, or the
-            # range's last): that trip's value is the loop variable's, as eager leaves it
+            # range's last): that trip's value is the loop variable's, as eager leaves it; after no
+            # trip it is the int bound before the loop (`it = -1; for it in range(n):`)
             count = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": len(outs) - 1},
                                                  gen["count"].aval)), "py")
-            frame.locals[target] = self.builder.py_op(operator.sub, count, counter[3])
+            last = self.builder.py_op(operator.sub, count, counter[3])
+            frame.locals[target] = last if _runs(counter) else self.builder.py_op(
+                _after_range, count, counter[1], last, prev)
         elif counter is not None:  # the loop variable after the loop is not modelled
             frame.locals[target] = after_loop(target, self.site)
         frame.locals.pop(_RUNNING, None)
@@ -363,6 +368,12 @@ def _what(write):
         return f"Variable {target.var.name!r} write" if isinstance(target, VarRef) else "in-place array write"
     return {"setattr": f"attribute {name!r} write", "global": f"global {name!r} write",
             "cell": f"nonlocal {name!r} write"}[kind]
+
+
+def _after_range(count, start, last, prev):
+    """The loop variable after a `for` over a range: the last trip's value, or (no trip ran: the
+    count is still the start) the value it had before the loop."""
+    return last if count != start else prev
 
 
 def _runs(counter):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import collections
 import dataclasses
 import functools
 import inspect
@@ -42,6 +43,8 @@ _LIBRARY_PREFIXES = ("numpy", "math", "builtins", "janus_like.ops", "janus_like.
                      "janus_like.backend", "operator", "functools", "itertools", "collections", "typing")
 _INLINE_LIBRARY = ("janus_like.nn", "janus_like.optim")
 _LOG_FUNCTIONS = {"debug", "info", "warning", "error", "critical", "log", "exception"}
+# the item lookups of Python's own containers (a class's own `__getitem__` is not one: `G.nodes[v]`)
+_BUILTIN_LOOKUPS = (list.__getitem__, tuple.__getitem__, dict.__getitem__, collections.deque.__getitem__)
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
 
 

@@ -171,6 +171,8 @@ def cast(x, dtype):
 def clip(x, lo=None, hi=None):
     """np.clip. Array-valued bounds are compositions of maximum/minimum."""
     if hasattr(lo, "shape") or hasattr(hi, "shape"):
+        if np.dtype(getattr(x, "dtype", np.float64)).kind in "iub":  # (no gradient: NumPy's own rules)
+            return bind(P.clip_bounds, x, lo, hi)
         out = x
         if lo is not None:  # NumPy's order: minimum(maximum(x, lo), hi), so hi wins when lo > hi
             out = maximum(out, lo)

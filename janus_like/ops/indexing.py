@@ -27,7 +27,8 @@ def split_index(index, is_array):
         elif is_array(item):
             template.append((_SLOT, len(operands)))
             operands.append(item)
-        elif isinstance(item, (list, range, bool, np.bool_)):  # as NumPy converts them
+        elif isinstance(item, (list, range, bool, np.bool_)) or type(item) is tuple and not any(map(is_array, item)):
+            # as NumPy converts them (a tuple inside the index tuple: `W[tuple(zip(*pairs))]`)
             template.append((_SLOT, len(operands)))
             arr = np.asarray(item)
             operands.append(arr.astype(np.intp) if arr.size == 0 and arr.dtype.kind == "f" else arr)  # `h[[]]`
@@ -157,7 +158,7 @@ def _columns(width):
 
 def _scatter_rounds(out, idx, g, n, lo):
     if lo < 0:  # -1 and n-1 are the same row: one key per row
-        idx = np.where(idx < 0, idx + n, idx)
+        idx = np.where(idx < 0, idx.astype(np.intp) + n, idx)  # (in intp: int8 ids of a 200-row table)
     order = np.argsort(idx, kind="stable")
     keys = idx[order]
     first = np.empty(keys.size, bool)

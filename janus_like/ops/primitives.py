@@ -195,6 +195,9 @@ _elementwise("sin", lambda xp, x: xp.sin(x), lambda g, o, x: (F.mul(g, F.cos(x))
 _elementwise("cos", lambda xp, x: xp.cos(x), lambda g, o, x: (F.neg(F.mul(g, F.sin(x))),))
 _elementwise("clip", lambda xp, x, lo=None, hi=None: xp.clip(x, lo, hi),
              lambda g, o, x, lo=None, hi=None: (F.where(F.eq(o, x), g, 0),))
+# np.clip itself with its bounds as operands: an integer array clipped by numbers the graph computes
+# (NumPy drops a Python-int bound beyond the dtype's range, where maximum/minimum would raise)
+register("clip_bounds", lambda xp, x, lo, hi: xp.clip(x, lo, hi))
 _elementwise("cast", lambda xp, x, dtype: x.astype(dtype),
              lambda g, o, x, dtype: (F.cast(g, x.dtype) if _is_float(x) else None,))
 _elementwise("stop_gradient", lambda xp, x: x)

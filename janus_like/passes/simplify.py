@@ -219,10 +219,11 @@ def unique_scatters(graph: ir.Graph) -> ir.Graph:
 
 
 def _distinct(values) -> bool:
-    """No value twice. (np.unique answers too, but its first call imports numpy.ma: 15-20 ms of
-    the first graph's generation.)"""
+    """No position twice: no value twice, and no negative value beside non-negative ones (-1 and
+    n - 1 are one position). (np.unique answers too, but its first call imports numpy.ma: 15-20 ms
+    of the first graph's generation.)"""
     v = np.sort(np.ravel(values))
-    return bool((v[1:] != v[:-1]).all())
+    return bool((v[1:] != v[:-1]).all() and (v.size == 0 or v[0] >= 0 or v[-1] < 0))
 
 
 def _arange_of_partner(ops) -> bool:

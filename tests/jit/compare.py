@@ -124,6 +124,8 @@ def assert_same(a, b, path="value", seen=None, flags=False):
     elif isinstance(a, np.random.Generator):
         assert type(a.bit_generator) is type(b.bit_generator), f"{path}: bit generators differ"
         assert_same(a.bit_generator.state, b.bit_generator.state, f"{path}.state", seen)  # (MT19937's: an array)
+    elif isinstance(a, np.random.RandomState):  # (its == is identity: compare what it would draw next)
+        assert_same(a.get_state(legacy=False), b.get_state(legacy=False), f"{path}.state", seen)
     elif isinstance(a, (types.FunctionType, types.MethodType, type, types.ModuleType)) or callable(a) and not hasattr(a, "__dict__"):
         return
     elif (hasattr(a, "__dict__") or _slots(type(a))) and not isinstance(a, type):

@@ -139,7 +139,8 @@ def test_generation_runs_with_the_collector_paused(monkeypatch):
 
 
 @pytest.mark.parametrize("values, distinct", [([], True), ([3], True), ([0, 1, 2, 3], True), ([2, 0, 1], True),
-                                              ([1, 2, 1], False), ([[0, 1], [1, 2]], False)])
+                                              ([1, 2, 1], False), ([[0, 1], [1, 2]], False),
+                                              ([-1, 0], False), ([-3, -1], True)])  # (-1 and n - 1: one row)
 def test_distinct_without_np_unique(values, distinct):
     assert simplify_mod._distinct(np.asarray(values, np.int64)) is distinct
 

@@ -1,0 +1,74 @@
+"""While loops whose first tests are Python values (`err = np.inf; while err > tol:`,
+`done = False; while not done:`) and whose later tests are graph values, side by side with
+eager: the trips whose test was a Python value are unrolled, the rest become one loop node
+(graphgen/control.stmt_While), so a convergence loop of varying trips runs as a graph."""
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .harness import check
+
+
+def _newton(x, st):
+    err = np.inf
+    it = 0
+    while err > 1e-9:
+        x_new = 0.5 * (x + 2.0 / x)
+        err = float(np.abs(x_new - x).max())
+        x = x_new
+        it += 1
+    st["its"] = st.get("its", 0) + it
+    return x
+
+
+def _descend(w, g, st):
+    done = False
+    k = 0
+    while not done:
+        w = w - 0.1 * g
+        k += 1
+        done = bool(np.linalg.norm(w) < 1.0) or k >= 40
+    st["k"] = k
+    return w, k
+
+
+def _two_first(x, st):
+    k, err = 0, 0.0
+    while k < 2 or err > 0.01:  # two trips whose test is a Python value, then graph values
+        x = x * 0.5
+        err = float(np.abs(x).max())
+        k += 1
+    return x, k
+
+
+def test_newton_iterations_of_varying_trips_run_as_one_graph():
+    starts = [1.0, 5.0, 40.0, 300.0, 2.0, 1e4, 1.5, 7.0, 1e6, 0.1, 3.0]
+
+    def make():
+        return _newton, {}
+
+    check(make, [lambda s, v=v: (np.full(3, v), s) for v in starts], min_graph_calls=5)
+
+
+def test_a_done_flag_loop():
+    def make():
+        return _descend, {}
+
+    check(make, [lambda s, i=i: (np.full(2, 2.0 + 1.5 * i), np.ones(2), s) for i in range(10)], min_graph_calls=5)
+
+
+def test_two_trips_unrolled_before_the_loop_node():
+    def make():
+        return _two_first, {}
+
+    check(make, [lambda s, i=i: (np.full(2, 0.001 * 4.0 ** i), s) for i in range(10)], min_graph_calls=4)
+
+
+@settings(max_examples=10, deadline=None)
+@given(starts=st.lists(st.floats(0.01, 1e5), min_size=4, max_size=9))
+def test_newton_hypothesis(starts):
+    def make():
+        return _newton, {}
+
+    warm = [1.0, 40.0, 1e4]  # three different trip counts while warming up
+    check(make, [lambda s, v=v: (np.full(2, v), s) for v in warm + starts], min_graph_calls=1)
