@@ -316,10 +316,10 @@ def tensor(data, dtype=None):
 
 # NumPy ufuncs and functions that map onto registered ops ----------------------------
 _UFUNCS = {
-    np.add: F.add, np.subtract: F.sub, np.multiply: F.mul, np.true_divide: F.div, np.power: F.pow,
+    np.add: F.add, np.subtract: F.sub, np.multiply: F.mul, np.true_divide: F.div, np.power: F.power,
     np.negative: F.neg, np.exp: F.exp, np.log: F.log, np.tanh: F.tanh, np.sqrt: F.sqrt,
     np.absolute: F.abs, np.sin: F.sin, np.cos: F.cos, np.sign: F.sign, np.maximum: F.maximum,
-    np.minimum: F.minimum, np.matmul: F.matmul, np.square: F.square, np.less: F.lt,
+    np.minimum: F.minimum, np.matmul: F.matmul, np.square: F.np_square, np.less: F.lt,
     np.less_equal: F.le, np.greater: F.gt, np.greater_equal: F.ge, np.equal: F.eq,
     np.not_equal: F.ne, np.logical_and: F.logical_and, np.logical_or: F.logical_or,
     np.logical_not: F.logical_not, np.positive: operator.pos, np.floor: F.floor, np.ceil: F.ceil,

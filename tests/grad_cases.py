@@ -71,6 +71,7 @@ _unary("tanh", F.tanh)
 _unary("sigmoid", F.sigmoid, lambda r, s: normal(r, s, 3.0))
 _unary("relu", F.relu, away_from_zero)
 _unary("sqrt", F.sqrt, positive)
+_unary("square", F.np_square)
 _unary("abs", F.abs, away_from_zero)
 _unary("sin", F.sin, lambda r, s: normal(r, s, 2.0))
 _unary("cos", F.cos, lambda r, s: normal(r, s, 2.0))
@@ -463,7 +464,7 @@ def _(draw, rng):
 # differentiable primitive is registered without a gradient check
 COVERED_PRIMITIVES = {
     "add", "sub", "mul", "div", "pow", "neg", "maximum", "minimum", "where", "exp", "log", "tanh",
-    "sigmoid", "relu", "sqrt", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "var", "std", "max", "min",
+    "sigmoid", "relu", "sqrt", "square", "abs", "sin", "cos", "clip", "cast", "sum", "mean", "var", "std", "max", "min",
     "matmul", "norm", "remainder", "log1p", "expm1", "log2", "log10", "reciprocal", "arctan", "sinh", "cosh",
     "dot", "tensordot", "einsum", "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
     "broadcast_to", "broadcast_like", "sum_to", "concatenate", "getitem", "getitem_grad", "index_update",

@@ -37,7 +37,7 @@ def _known(n):
 # ufuncs that can write into a dead operand's buffer; exact: same kernel, same dtype, same shape
 _INPLACE = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divide", "maximum": "maximum",
             "minimum": "minimum", "neg": "negative", "exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt",
-            "abs": "abs", "sin": "sin", "cos": "cos"}
+            "abs": "abs", "sin": "sin", "cos": "cos", "square": "square"}
 # ops whose result is always a new buffer owned by the graph (never a view of, or identical to,
 # an input): only such values may be overwritten once dead
 _FRESH = set(_INPLACE) | {"matmul", "dot", "tensordot", "einsum", "concatenate", "zeros_like", "ones_like",

@@ -35,7 +35,7 @@ _DIRECT = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "true_divi
            "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal", "eq": "equal",
            "ne": "not_equal", "sin": "sin", "cos": "cos", "sign": "sign", "logical_and": "logical_and",
            "logical_or": "logical_or", "logical_not": "logical_not"}
-_DIRECT.update((name, name) for name in (  # ops/more_math.py: each op is the NumPy ufunc of its name
+_DIRECT.update((name, name) for name in ("square",  # ops/more_math.py: each op is the NumPy ufunc of its name
     "floor", "ceil", "rint", "isnan", "isinf", "isfinite", "floor_divide", "remainder", "log1p", "expm1", "log2",
     "log10", "reciprocal", "arctan", "sinh", "cosh", "logaddexp", "tan", "arcsin", "arccos", "arctan2", "hypot",
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift"))
@@ -136,7 +136,7 @@ class _Emitter:
         return name
 
     def kernel(self, n) -> str:
-        if n.op in _DIRECT and not n.params:
+        if n.op in _DIRECT and (not n.params or n.params == {"ufunc": True}):  # (np.power itself)
             return f"np.{_DIRECT[n.op]}"
         op = REGISTRY[n.op]
         name = f"K{n.id}"

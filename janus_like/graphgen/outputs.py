@@ -20,6 +20,7 @@ from .output_copies import (array_root, copied_value, copy as _copy, copy_lines,
                             plan as plan_copies, root as _root, shared_copy as _shared_copy, view as _view)
 from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens, view_base
 from .support import _any_of, input_view, made_fields
+from .builder import OPAQUE
 from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, stale_error
 from .windows import WINDOW
 
@@ -79,7 +80,7 @@ class Outputs:
                 return ("slot", v.origin)
             view = input_view(v) if views else None
             if view is not None:  # one view object per eager one (`st["y"] = x[:]; return y`)
-                return self._view_spec(view)[:3] + (self._token(v),)
+                return self._view_spec(view, v)
             i = self.node_index(v.node)
             self._built.add(i)
             return ("node", i, v.kind, self._token(v) if v.kind == "tensor" else None)
@@ -117,16 +118,20 @@ class Outputs:
                                                      "function's code, leaves it", "")
         return ("const", v)
 
-    def _view_spec(self, view):
-        """An `input_view` spec, its index items the graph computes (`W[k]` with `k` an int from
-        the inputs or computed) as the graph's values: ("dynindex", base, item specs, token)."""
+    def _view_spec(self, view, v):
+        """An `input_view` spec of v, its index items the graph computes (`W[k]` with `k` an int
+        from the inputs or computed) as the graph's values: ("dynindex", base, item specs, token).
+        Each level is one object per eager one (the token of its value: `a =
+        np.ascontiguousarray(x[::2]); return a, a[0]`, where a copied and a[0] is a view of a)."""
         if view[0] == "slot":
             return view
-        base = self._view_spec(view[1])
+        made_from = v.view[1] if v.view[0] is OPAQUE else v.view[0]
+        base = self._view_spec(view[1], made_from) if view[1][0] != "slot" else view[1]
         items = view[2] if isinstance(view[2], tuple) else (view[2],)
         if view[0] == "index" and any(isinstance(i, Sym) for i in items):
-            return ("dynindex", base, [self.spec(i) if isinstance(i, Sym) else ("const", i) for i in items], None)
-        return (view[0], base) + tuple(view[2:])
+            return ("dynindex", base, [self.spec(i) if isinstance(i, Sym) else ("const", i) for i in items],
+                    self._token(v))
+        return (view[0], base, view[2], self._token(v))
 
     def _made_spec(self, v, views):
         """A list, dict or object (a dataclass's, calls.construct's) the function made: one per

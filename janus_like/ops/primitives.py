@@ -69,11 +69,12 @@ def _pow_vjp(g, out, a, b, **_):
     return ga, gb
 
 
-def _power(xp, a, b, operator=False):
+def _power(xp, a, b, operator=False, ufunc=False):
     """`a ** b`: on a NumPy array (not 0-d) with a Python-number exponent, the operator itself, which
     NumPy runs as np.square, np.sqrt or np.reciprocal for 2, 0.5 and -1 (the same values as
-    np.power, but its floating-point warnings name those ufuncs); otherwise np.power."""
-    if operator or type(b) in (int, float) and type(a) is np.ndarray and a.ndim:
+    np.power, but its floating-point warnings name those ufuncs); otherwise, and for an explicit
+    `np.power(a, b)` (`ufunc`), np.power."""
+    if operator or not ufunc and type(b) in (int, float) and type(a) is np.ndarray and a.ndim:
         return a ** b
     return xp.power(a, b)
 
@@ -189,6 +190,8 @@ _elementwise("sigmoid", _sigmoid, lambda g, o, x: (F.mul(g, F.mul(o, F.sub(1, o)
 # select: a NaN or infinite gradient at an inactive unit gives NaN instead of 0.
 _elementwise("relu", lambda xp, x: _relu(xp, x), lambda g, o, x: (F.mul(g, F.gt(x, 0)),))
 _elementwise("sqrt", lambda xp, x: xp.sqrt(x), lambda g, o, x: (F.div(g, F.mul(o, 2)),))
+# np.square called by the user (its warnings name it; the library's own squares are products)
+_elementwise("square", lambda xp, x: xp.square(x), lambda g, o, x: (F.mul(g, F.mul(x, 2)),))
 _elementwise("abs", lambda xp, x, operator=False: abs(x) if operator else xp.abs(x),
              lambda g, o, x, **_: (F.mul(g, F.sign(x)),))
 _elementwise("sin", lambda xp, x: xp.sin(x), lambda g, o, x: (F.mul(g, F.cos(x)),))

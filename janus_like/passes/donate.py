@@ -38,7 +38,7 @@ from .order import refs
 MIN_ELEMENTS = 16384
 # the elementwise ufuncs a write region may hold (executor/buffers.py's _INPLACE)
 REGION_OPS = frozenset(("add", "sub", "mul", "div", "maximum", "minimum", "neg", "exp", "log", "tanh", "sqrt",
-                        "abs", "sin", "cos"))
+                        "abs", "sin", "cos", "square"))
 _DRAWS = frozenset((ir.RANDOM, "random_uniform", "draw_of"))
 
 
