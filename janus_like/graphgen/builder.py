@@ -314,6 +314,17 @@ class GraphBuilder:
         self._view_bases[id(base)] = base
         self.views.setdefault(id(base), []).append(view)
 
+    def view_ids(self) -> set:
+        """The ids of the views `alias` recorded so far."""
+        return {id(v) for views in self.views.values() for v in views}
+
+    def opaque_views(self, known):
+        """Views recorded since `known` (view_ids) made opaque: a conditional node's branch made
+        them from its own values (an index it computed), which do not exist after the node, so a
+        later write of their base cannot make them again (refresh_views marks them stale)."""
+        for v in [v for views in self.views.values() for v in views if id(v) not in known]:
+            v.view = (OPAQUE, None)
+
     def random(self, method, args, kwargs, aval):
         self.uses_rng = True
         node = self.add(ir.Node(ir.RANDOM, (), {"method": method, "args": args, "kwargs": kwargs}, aval))

@@ -18,7 +18,7 @@ from .early_returns import RESULT
 from .loop_exits import _leaves_loop, loop_exit
 from .values import ObjRef, Sym, Unsupported, VarRef, numpy_scalar
 from .support import (OneBranch, _Break, input_view, own_attribute, _Continue, _MISSING, _Return, _assigned_names,
-                      _truth_value)
+                      _range_args, _truth_value)
 
 
 _PY_NUMBERS = {bool: "b", int: "i", float: "f"}  # Python number type -> NumPy dtype kind of its "py" Sym
@@ -103,8 +103,7 @@ class ControlFlowMixin:
     def one_truth(self, test):
         """The truth of a one-element graph value, as `if` takes it (more elements: NumPy's error)."""
         if test.size != 1:
-            raise Unsupported("data-dependent-python", "truth value of an array with more than one element",
-                              self.site)
+            raise Unsupported("data-dependent-python", "truth value of an array with more than one element", self.site)
         return _truth_value(test)
 
     def exec_branch(self, body, frame):
@@ -131,6 +130,7 @@ class ControlFlowMixin:
         pred = _truth_value(test)
         results = []
         outer_block = self.builder.block
+        known = self.builder.view_ids()
         containers = self.container_snapshot(frame)  # lists/dicts/sets a branch may write into
         try:
             # written: {overlay key: (kind, target, name, value before the cond)} (state_write)
@@ -149,6 +149,7 @@ class ControlFlowMixin:
         finally:
             self.builder.block = outer_block
             self.builder.tapes = tapes
+        self.builder.opaque_views(known)  # a branch's own views (`x[j % 3]`): not made again after a write
         self.set_site(node, frame)
         (then_block, then_vals, then_over, then_cont), (else_block, else_vals, else_over, else_cont) = results
         # (label, then value, else value, where the merged value goes)
@@ -477,11 +478,6 @@ def _bound(value):
     """A local's value after a branch, _MISSING when it is unbound or bound in only one branch
     of an earlier conditional node."""
     return _MISSING if type(value) is OneBranch else value
-
-
-def _range_args(bounds):
-    """range()'s arguments as (start, stop, step)."""
-    return (0, bounds[0], 1) if len(bounds) == 1 else (list(bounds) + [1])[:3]
 
 
 def _input_identity(v):

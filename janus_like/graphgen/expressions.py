@@ -24,9 +24,10 @@ from .py_numbers import number_attribute, number_chain
 from .values import DeferredStr, LocalFunction, ObjRef, SuperRef, Sym, Unsupported, VarRef, generic_operator
 from .containers import builtin_member, plain_concat
 from .windows import DynamicSlice, has_dynamic_slice, read_window
-from .support import (ContainerMethod, OneBranch, _BINOPS, _BUILTIN_LOOKUPS, _MISSING, _UNARY, _any_abstract,
+from .support import (ContainerMethod, OneBranch, _BINOPS, _MISSING, _UNARY, _any_abstract,
                       _any_objref, _as_kind, _dict_key, _is_basic_index, _is_element_index, _str_parts, _truth_value,
-                      _unwrap_obj, _may_raise, _pure, python_index, scalar_binop, users_jit_attribute)
+                      _unwrap_obj, _may_raise, _pure, plain_lookup, python_index, scalar_binop,
+                      users_jit_attribute)
 
 
 class ExpressionsMixin:
@@ -456,9 +457,8 @@ class ExpressionsMixin:
             return out
         if isinstance(obj, (ObjRef, list, tuple, dict)) and not isinstance(getattr(obj, "obj", None), np.ndarray):
             index = python_index(self.builder, index)
-        if isinstance(index, Sym) and index.kind == "py" and (isinstance(obj, (list, tuple, dict)) or isinstance(
-                obj, ObjRef) and getattr(type(obj.obj), "__getitem__", None) in _BUILTIN_LOOKUPS):
-            return self.table_lookup(obj, index)  # (not a class's own `__getitem__`: `G.nodes[v]`)
+        if isinstance(index, Sym) and index.kind == "py" and plain_lookup(obj):
+            return self.table_lookup(obj, index)
         if isinstance(obj, ObjRef):
             return self.container_item(obj, index, ast_key)
         if isinstance(index, Sym) and isinstance(obj, (list, tuple, dict)):

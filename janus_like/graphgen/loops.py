@@ -68,7 +68,8 @@ class LoopMixin:
             names.append(_RUNNING)
         # names first bound inside the body (an inner loop's target, a temporary) are local to
         # an iteration; after the loop they are stale (eager would hold the last iteration's)
-        local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING]
+        local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING
+                       or getattr(frame.locals[n], "kind", None) == "stale"]  # (an inner loop's variable after it)
         carried = [(name, self.carried_initial(name, frame.locals[name])) for name in names if name not in local_names]
         before = dict(frame.locals)
         state = {}  # {write key: (kind, target, name, value before the loop)} (second attempt)
@@ -118,7 +119,8 @@ class LoopMixin:
         for name in local_names:
             frame.locals[name] = after_loop(name, self.site)
         for name, value in before.items():  # a local the body writes in place still names its array
-            if name not in body_names and name != target and gen["frame"].get(name, _MISSING) is not value:
+            if name not in body_names and name not in local_names and name != target \
+                    and gen["frame"].get(name, _MISSING) is not value:
                 raise Unsupported("varying-trip-count", f"{name!r} is rebound inside the loop", self.site)
         placeholders = gen["placeholders"] + gen["state_placeholders"]
         inputs = [v.node for _, v in carried] + [w[3].node for w in state.values()]
@@ -146,7 +148,8 @@ class LoopMixin:
         if grad is not None:
             grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
         prev = _bound(before.get(target, _MISSING)) if counter is not None else _MISSING
-        if counter is not None and (exit_ is None or exit_.how != "join") and (_runs(counter) or type(
+        modelled = counter is not None and target not in _assigned_names(node.body)  # (not `i += 1` in it)
+        if modelled and (exit_ is None or exit_.how != "join") and (_runs(counter) or type(
                 prev) is int or isinstance(prev, Sym) and prev.kind == "py" and prev.dtype.kind in "iu"):
             # the count after the node is one step past the trip that ran last (the break's, or the
             # range's last): that trip's value is the loop variable's, as eager leaves it; after no

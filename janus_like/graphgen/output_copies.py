@@ -174,14 +174,16 @@ def _address(a):
 def shared_copy(base, members, readonly) -> list:
     """`members` (the array `base` itself, or views of it) as eager's new array and its views:
     one copy of base, its layout kept, and each view the same view of the copy (`readonly`:
-    NumPy's read-only view, `np.diagonal`'s). A member that shares no memory with base (an index
-    by arrays, a reshape that copied) is copied alone; so is every member when base is not one
-    block of memory."""
+    NumPy's read-only view, `np.diagonal`'s). Members that share no memory with base (an index
+    by arrays, a reshape or `np.ascontiguousarray` that copied) and one array between them (that
+    copy and a view of it: `t = np.ascontiguousarray(a.T); return t, t[0]`) are that array's copy
+    and its views the same way; any other member is copied alone, and so is every member when
+    base is not one block of memory."""
     whole = isinstance(base, np.ndarray) and (base.flags.c_contiguous or base.flags.f_contiguous)
     own = base.copy(order="K") if whole else None
     memory = owner(base) if whole else None
-    out = []
-    for val, frozen in zip(members, readonly):
+    out, apart = [], {}  # apart: {id of an array other than base's: [positions of members in it]}
+    for k, (val, frozen) in enumerate(zip(members, readonly)):
         if val is base and own is not None:
             out.append(own if not any(o is own for o in out) else own.view())  # (eager's are two objects)
         elif own is not None and isinstance(val, np.ndarray) and val.base is not None and val.base is memory:
@@ -191,7 +193,16 @@ def shared_copy(base, members, readonly) -> list:
                 v.flags.writeable = False
             out.append(v)
         else:
-            out.append(copy(val))
+            out.append(None)
+            if isinstance(val, np.ndarray) and isinstance(base, np.ndarray) and not np.may_share_memory(val, base):
+                apart.setdefault(id(owner(val)), []).append(k)
+            else:
+                out[k] = copy(val)
+    for ks in apart.values():
+        array = owner(members[ks[0]])
+        for k, c in zip(ks, shared_copy(array, [members[k] for k in ks], [readonly[k] for k in ks])
+                        if len(ks) > 1 else [copy(members[ks[0]])]):
+            out[k] = c
     return out
 
 

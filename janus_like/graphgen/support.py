@@ -45,6 +45,20 @@ _INLINE_LIBRARY = ("janus_like.nn", "janus_like.optim")
 _LOG_FUNCTIONS = {"debug", "info", "warning", "error", "critical", "log", "exception"}
 # the item lookups of Python's own containers (a class's own `__getitem__` is not one: `G.nodes[v]`)
 _BUILTIN_LOOKUPS = (list.__getitem__, tuple.__getitem__, dict.__getitem__, collections.deque.__getitem__)
+
+
+def _range_args(bounds):
+    """range()'s arguments as (start, stop, step)."""
+    return (0, bounds[0], 1) if len(bounds) == 1 else (list(bounds) + [1])[:3]
+
+
+def plain_lookup(obj) -> bool:
+    """`obj[k]` is Python's own list, tuple, dict or deque lookup: not a class's own `__getitem__`
+    (networkx's `G.nodes[v]`), nor a missing key's default (a defaultdict's, a Counter's)."""
+    if isinstance(obj, ObjRef):
+        return getattr(type(obj.obj), "__getitem__", None) in _BUILTIN_LOOKUPS \
+            and not hasattr(type(obj.obj), "__missing__")
+    return isinstance(obj, (list, tuple, dict)) and not hasattr(type(obj), "__missing__")
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
 
 

@@ -73,8 +73,9 @@ def stale_error(v, written_text, site):
     (`written_text` says how it was used), or a name after a loop (`after_loop`)."""
     if v.node.params.get(AFTER_LOOP):
         return Unsupported("varying-trip-count", f"{v.node.params['name']!r} is read after a loop the graph runs "
-                                                 "as a loop node, and bound only inside it (bind it before the "
-                                                 "loop)", v.node.site or site)
+                                                 "as a loop node, which does not model it there (a name first "
+                                                 "bound in the body, or a loop variable the body rebinds)",
+                           v.node.site or site)
     return Unsupported("view-write", written_text, site)
 
 

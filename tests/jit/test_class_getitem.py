@@ -99,3 +99,24 @@ def test_a_list_of_numbers_is_still_looked_up_in_the_graph():
         return (lambda st, x: st["scale"][int(np.argmax(x))] * x), {"scale": [0.5, 1.5, 2.5]}
 
     check(make, [lambda s, i=i: (s, np.eye(3)[i % 3]) for i in range(9)], min_graph_calls=4)
+
+
+class _Defaults(dict):
+    def __missing__(self, key):
+        return -1.0
+
+
+def test_a_missing_keys_default_is_the_mappings_own():
+    import collections
+
+    for table in (collections.defaultdict(lambda: 0.5, {0: 1.0, 1: 2.0}), collections.Counter({0: 3, 1: 1}),
+                  _Defaults({0: 1.0, 1: 2.0})):
+        def make(table=table):
+            def step(x, st):
+                return x * st["d"][int(x.argmax())]
+            return step, {"d": type(table)(table) if not isinstance(table, collections.defaultdict)
+                          else collections.defaultdict(table.default_factory, table)}
+
+        jf = side_by_side(make, [lambda s, i=i: (np.eye(5)[[0, 1, 0, 1, 2, 3, 0, 4, 1][i]] * (i + 1), s)
+                                 for i in range(9)])
+        assert "internal-error" not in fallback_reasons(jf), jf.explain()

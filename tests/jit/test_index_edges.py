@@ -44,3 +44,18 @@ def test_an_index_tuple_of_tuples():
 
     pairs = [((0, 1), (2, 3)), ((0, 1), (2, 3)), ((3, 3), (0, 0)), ((0, 1), (2, 3))]
     check(make, [lambda s, i=i: (pairs[min(i, 3) if i < 4 else i % 4], s) for i in range(8)], min_graph_calls=2)
+
+
+def test_a_write_at_an_index_computed_in_a_branch_of_a_loop():
+    # `x[j % 3] += 1` in the branch a data-dependent break skips: its view is the branch's own
+    def make():
+        def step(x, st):
+            for j in range(3):
+                if x[j, 0] > 0:
+                    break
+                x[j % 3] += 1.0
+            return x.sum()
+        return step, {}
+
+    check(make, [lambda s, i=i: (np.random.default_rng(100 + i).standard_normal((3, 4)), s) for i in range(8)],
+          min_graph_calls=2)

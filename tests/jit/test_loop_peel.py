@@ -72,3 +72,25 @@ def test_newton_hypothesis(starts):
 
     warm = [1.0, 40.0, 1e4]  # three different trip counts while warming up
     check(make, [lambda s, v=v: (np.full(2, v), s) for v in warm + starts], min_graph_calls=1)
+
+
+def _inner_loop(x, n, st):
+    err = np.inf
+    k = 0
+    while err > 0.1:
+        for j in range(n):  # (j is never read after: the inner loop node's variable is not carried)
+            x = x * 0.9
+        x = x * 0.5
+        err = float(x.max())
+        k += 1
+    return x, k
+
+
+def test_a_loop_node_inside_the_peeled_loop():
+    vals = [1.0, 0.05, 3.0, 0.2, 10.0, 0.01, 5.0, 1e4, 0.5]
+    ns = [1, 2, 1, 3, 0, 2, 1, 0, 2]
+
+    def make():
+        return _inner_loop, {}
+
+    check(make, [lambda s, v=v, n=n: (np.full(2, v), n, s) for v, n in zip(vals, ns)], min_graph_calls=3)

@@ -66,3 +66,26 @@ def test_never_bound_before_raises_as_eager_after_no_trip():
 def test_hypothesis_trip_counts(ns):
     side_by_side(lambda: (_iterate, {}), _calls([2, 4, 6] + ns))
     side_by_side(lambda: (_countdown, {}), _calls([2, 5, 7] + ns))
+
+
+def _rebinds(x, n, st):
+    i = 7
+    for i in range(n):
+        x = x * 1.5
+        i = i * 10  # the body rebinds the loop variable: eager's value after the loop is this one
+    return i, x
+
+
+def _rebinds_fixed_range(x, n, st):
+    for i in range(10):
+        x = x * 1.5
+        i = i + 100
+        if x.max() > 4:
+            break
+    return i, x
+
+
+def test_a_loop_variable_the_body_rebinds():
+    side_by_side(lambda: (_rebinds, {}), _calls([3, 0, 5, 2, 0, 1, 4, 0, 7]))
+    vals = [1.0, 0.1, 2.0, 0.01, 3.0, 0.5, 1e-3, 5.0]
+    side_by_side(lambda: (_rebinds_fixed_range, {}), [lambda s, v=v: (np.full(2, v), 0, s) for v in vals])

@@ -43,3 +43,26 @@ def test_views_of_an_inputs_copy_share_its_memory(name, orders):
 
     order = [orders[0]] * 4 + [orders[-1]] * 4
     check(make, [lambda s, i=i, o=o: (_rows(i, o), s) for i, o in enumerate(order)], min_graph_calls=1)
+
+
+def _twins(x, st):
+    a = x * 2.0
+    b = x * 2.0  # (one value after common subexpressions merge: the commit copies one)
+    t = np.ascontiguousarray(a.T)
+    return b, t, t[0]
+
+
+def _written_twice(x, st):
+    for _ in range(2):
+        st["a"] = x * 2.0
+    t = st["a"][:, ::-1].ravel()
+    return t, t[::-1]
+
+
+@pytest.mark.parametrize("body", [_twins, _written_twice])
+def test_a_copy_and_its_view_of_a_value_the_commit_copies(body):
+    def make():
+        return body, {"a": np.zeros((2, 5))}
+
+    check(make, [lambda s, i=i: (np.random.default_rng(100 + i).standard_normal((2, 5)), s) for i in range(6)],
+          min_graph_calls=2)
