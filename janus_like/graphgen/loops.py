@@ -36,13 +36,15 @@ import operator
 import numpy as np
 
 from .. import ir
+from ..jit.assumptions import Assumption
 from ..ops.registry import REGISTRY
+from ..source import site_key
 from .builder import OPAQUE
 from .control import _PY_NUMBERS, _bound, _describe, _input_identity
 from .loop_exits import loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
-from .values import Sym, Unsupported, VarRef, after_loop
+from .values import Sym, Unsupported, VarRef, after_loop, numpy_scalar
 
 
 class LoopMixin:
@@ -74,7 +76,8 @@ class LoopMixin:
         before = dict(frame.locals)
         state = {}  # {write key: (kind, target, name, value before the loop)} (second attempt)
         unrolled, views = self.unrolled, {k: list(v) for k, v in self.builder.views.items()}
-        for attempt in (0, 1):
+        attempt, promoted = 0, None  # promoted: the relax key of carried numbers made NumPy scalars
+        while True:
             grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
             self.unrolled = unrolled  # an unrolled inner loop counts once
             self._views_back(views)  # nor do the first attempt's views count
@@ -85,6 +88,11 @@ class LoopMixin:
                 for name in names:  # every attempt starts from the locals before the loop
                     frame.locals.pop(name, None)
                 frame.locals.update({n: v for n, v in before.items() if n in names})
+            key = ("carry", site_key(frame.filename, node))
+            lifted = None if promoted or counter is None or key in self.relaxed else self.scalar_carries(carried, gen)
+            if lifted is not None:  # (the same attempt again, with those carried values)
+                carried, promoted = lifted, key
+                continue
             found = {k: w for k, w in gen["written"].items() if k not in state}
             if not found:
                 break
@@ -93,6 +101,7 @@ class LoopMixin:
                 raise Unsupported("unsupported-syntax", f"{what} inside a {kind} loop on a graph value"
                                   + (" that is differentiated" if grad is not None else ""), self.site)
             carried, state = self.carried_state(carried, found, gen, kind)
+            attempt += 1
         # views the body made (`W[k]` at the trip's `k`) are of the body's values: a write after
         # the loop must not read them again (at the count the loop ended with: out of bounds)
         bases = self._bases_of_finals(carried, gen["frame"])
@@ -147,6 +156,11 @@ class LoopMixin:
             self.branch_result((wkind, wtarget, wname), self.maybe_entry(out, init), frame)
         if grad is not None:
             grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
+        if promoted is not None and not _runs(counter):  # eager's value after no trip is the Python number
+            count = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": len(outs) - 1},
+                                                 gen["count"].aval)), "py")
+            self.builder.assert_(self.builder.py_op(operator.ne, count, counter[1], sample=True), True,
+                                 Assumption("trip_count", self.site, "at least one", relax=promoted))
         prev = _bound(before.get(target, _MISSING)) if counter is not None else _MISSING
         modelled = counter is not None and target not in _assigned_names(node.body)  # (not `i += 1` in it)
         if modelled and (exit_ is None or exit_.how != "join") and (_runs(counter) or type(
@@ -204,6 +218,20 @@ class LoopMixin:
             raise Unsupported("varying-trip-count", f"loop variable {name!r} is neither an array nor a number "
                                                     "before the loop", self.site)
         return v
+
+    def scalar_carries(self, carried, gen):
+        """`s = 0.0` before the loop and `s = s + h.sum()` in it: from the first trip on eager's s
+        is a NumPy scalar, so a carried Python-number constant the body makes a NumPy scalar of a
+        number dtype is carried as that scalar (the same value: `0.0 + x` is `np.float64(0.0) +
+        x`), with an assert after the loop that a trip ran. None where no carried value is so."""
+        out, changed = [], False
+        for name, v in carried:
+            new = gen["frame"].get(name)
+            if v.kind == "py" and v.node.op == ir.CONST and isinstance(new, Sym) and new.kind == "array" \
+                    and new.ndim == 0 and numpy_scalar(new) and new.dtype.kind in "iuf" and v.dtype.kind in "iuf":
+                v, changed = self.builder.constant(new.dtype.type(v.node.params["value"]), "array"), True
+            out.append((name, v))
+        return out if changed else None
 
     def carried_final(self, value, init):
         """A carried piece of state's value at the end of the body, as a Sym of `init`'s type, or None."""
