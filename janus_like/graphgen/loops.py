@@ -31,6 +31,7 @@ type, shape or dtype across an iteration.
 """
 from __future__ import annotations
 
+import ast
 import operator
 
 import numpy as np
@@ -73,6 +74,7 @@ class LoopMixin:
         local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING
                        or getattr(frame.locals[n], "kind", None) == "stale"]  # (an inner loop's variable after it)
         carried = [(name, self.carried_initial(name, frame.locals[name])) for name in names if name not in local_names]
+        sure = _bound_before_exit(node) & set(local_names) if counter is None else set()  # (`while True:`)
         before = dict(frame.locals)
         state = {}  # {write key: (kind, target, name, value before the loop)} (second attempt)
         unrolled, views = self.unrolled, {k: list(v) for k, v in self.builder.views.items()}
@@ -88,6 +90,11 @@ class LoopMixin:
                 for name in names:  # every attempt starts from the locals before the loop
                     frame.locals.pop(name, None)
                 frame.locals.update({n: v for n, v in before.items() if n in names})
+            extra = [(n, _stand_in(gen["frame"].get(n))) for n in sorted(sure)]
+            if extra and all(v is not None for _, v in extra):  # (the same attempt again, carrying them)
+                extra = [(n, self.builder.constant(*v)) for n, v in extra]
+                carried, local_names, sure = carried + extra, [n for n in local_names if n not in sure], set()
+                continue
             key = ("carry", site_key(frame.filename, node))
             lifted = None if promoted or counter is None or key in self.relaxed else self.scalar_carries(carried, gen)
             if lifted is not None:  # (the same attempt again, with those carried values)
@@ -405,6 +412,34 @@ def _after_range(count, start, last, prev):
     """The loop variable after a `for` over a range: the last trip's value, or (no trip ran: the
     count is still the start) the value it had before the loop."""
     return last if count != start else prev
+
+
+def _bound_before_exit(node) -> set:
+    """The names a `while True:` body binds (`zn = f(z)`, at its top level) before its first
+    statement that may leave the loop: bound on every trip that leaves, and the body runs at least
+    once, so after the loop they hold the last trip's values (carried from a stand-in that no
+    trip reads)."""
+    if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True):
+        return set()
+    names = set()
+    for stmt in node.body:
+        if any(isinstance(n, (ast.Break, ast.Return, ast.Raise, ast.Try)) for n in ast.walk(stmt)):
+            break
+        if isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def _stand_in(v):
+    """(value, kind) of a constant of v's type, shape and dtype (the initial value of a carried
+    name no trip reads), or None where v is not an array or a Python number the graph computes."""
+    if not isinstance(v, Sym) or isinstance(v, VarRef) or v.kind not in ("array", "py") \
+            or not all(type(d) is int for d in v.shape):
+        return None
+    value = np.zeros(v.shape, v.dtype)
+    if v.kind == "py":
+        return value.item(), "py"
+    return (value[()] if numpy_scalar(v) else value), "array"
 
 
 def _runs(counter):

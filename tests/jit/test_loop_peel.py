@@ -94,3 +94,38 @@ def test_a_loop_node_inside_the_peeled_loop():
         return _inner_loop, {}
 
     check(make, [lambda s, v=v, n=n: (np.full(2, v), n, s) for v, n in zip(vals, ns)], min_graph_calls=3)
+
+
+def _fixed_point(z, st):
+    while True:
+        zn = np.tanh(0.5 * z + 0.1)  # bound on every trip before the break: read after the loop
+        err = float(np.abs(zn - z).max())
+        if err < 1e-6:
+            break
+        z = zn
+    st["err"] = err
+    return zn
+
+
+def _bound_after_the_break(z, st):
+    zn = z
+    while True:
+        if np.abs(z).max() < 0.05:
+            break
+        zn = z * 0.5  # (bound after the exit: carried from its value before the loop)
+        z = zn
+    return zn
+
+
+def test_while_true_names_bound_before_the_break():
+    def make():
+        return _fixed_point, {}
+
+    check(make, [lambda s, i=i: (np.full(3, 0.1 * i - 0.3), s) for i in range(9)], min_graph_calls=4)
+
+
+def test_while_true_names_bound_after_the_break():
+    def make():
+        return _bound_after_the_break, {}
+
+    check(make, [lambda s, i=i: (np.full(2, 0.02 + 0.5 * i), s) for i in range(9)], min_graph_calls=3)
