@@ -90,13 +90,16 @@ class LoopMixin:
                 for name in names:  # every attempt starts from the locals before the loop
                     frame.locals.pop(name, None)
                 frame.locals.update({n: v for n, v in before.items() if n in names})
-            extra = [(n, _stand_in(gen["frame"].get(n))) for n in sorted(sure)]
+            early = {v for stmt in _before_exit(node) for v in _assigned_names([stmt])}
+            others = [gen["frame"].get(n) for n in early] + list(gen.get("finals", {}).values())
+            extra = [(n, _stand_in(gen["frame"].get(n), others, self.builder)) for n in sorted(sure)]
             if extra and all(v is not None for _, v in extra):  # (the same attempt again, carrying them)
                 extra = [(n, self.builder.constant(*v)) for n, v in extra]
                 carried, local_names, sure = carried + extra, [n for n in local_names if n not in sure], set()
                 continue
             key = ("carry", site_key(frame.filename, node))
-            lifted = None if promoted or counter is None or key in self.relaxed else self.scalar_carries(carried, gen)
+            lifted = None if promoted or counter is None or key in self.relaxed else self.scalar_carries(
+                node, carried, gen)
             if lifted is not None:  # (the same attempt again, with those carried values)
                 carried, promoted = lifted, key
                 continue
@@ -226,7 +229,7 @@ class LoopMixin:
                                                     "before the loop", self.site)
         return v
 
-    def scalar_carries(self, carried, gen):
+    def scalar_carries(self, node, carried, gen):
         """`s = 0.0` before the loop and `s = s + h.sum()` in it: from the first trip on eager's s
         is a NumPy scalar, so a carried Python-number constant the body makes a NumPy scalar of a
         number dtype is carried as that scalar (the same value: `0.0 + x` is `np.float64(0.0) +
@@ -235,8 +238,15 @@ class LoopMixin:
         for name, v in carried:
             new = gen["frame"].get(name)
             if v.kind == "py" and v.node.op == ir.CONST and isinstance(new, Sym) and new.kind == "array" \
-                    and new.ndim == 0 and numpy_scalar(new) and new.dtype.kind in "iuf" and v.dtype.kind in "iuf":
-                v, changed = self.builder.constant(new.dtype.type(v.node.params["value"]), "array"), True
+                    and new.ndim == 0 and numpy_scalar(new) and new.dtype.kind in "iuf" and v.dtype.kind in "iuf" \
+                    and _accumulates(node, name):
+                try:
+                    start = new.dtype.type(v.node.params["value"])
+                except (OverflowError, ValueError):
+                    return None
+                if start != v.node.params["value"]:  # (not exactly the Python number)
+                    return None
+                v, changed = self.builder.constant(start, "array"), True
             out.append((name, v))
         return out if changed else None
 
@@ -414,6 +424,36 @@ def _after_range(count, start, last, prev):
     return last if count != start else prev
 
 
+def _before_exit(node):
+    """The loop body's top-level statements before its first one that may leave it or skip the
+    rest of a trip (`break`, `continue`, `return`, `raise`, `try`)."""
+    for stmt in node.body:
+        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise, ast.Try)) for n in ast.walk(stmt)):
+            return
+        yield stmt
+
+
+def _accumulates(node, name) -> bool:
+    """The body's first statement that reads or binds `name` is `name = name + e` or `name += e`
+    (or `-`, `*`; e not reading it), before any exit: the first trip runs `number op e`, which NumPy's
+    weak Python scalars make `type(e's result)(number) op e`, the same bits as the carried scalar
+    gives (not `0.9 * ema + ...`, nor `isinstance(c, int)`, nor `y = x * s`)."""
+    ops = (ast.Add, ast.Sub, ast.Mult)
+    for stmt in _before_exit(node):
+        uses = sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt))
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name \
+                and isinstance(stmt.op, ops):
+            return uses == 1
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id == name and isinstance(value, ast.BinOp) and isinstance(value.op, ops) \
+                and isinstance(value.left, ast.Name) and value.left.id == name:
+            return uses == 2
+        if uses:
+            return False  # (read or bound before: `isinstance(c, int)`, `y = x * s`)
+    return False
+
+
 def _bound_before_exit(node) -> set:
     """The names a `while True:` body binds (`zn = f(z)`, at its top level) before its first
     statement that may leave the loop: bound on every trip that leaves, and the body runs at least
@@ -422,19 +462,26 @@ def _bound_before_exit(node) -> set:
     if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True):
         return set()
     names = set()
-    for stmt in node.body:
-        if any(isinstance(n, (ast.Break, ast.Return, ast.Raise, ast.Try)) for n in ast.walk(stmt)):
-            break
+    for stmt in _before_exit(node):
         if isinstance(stmt, ast.Assign):
             names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
     return names
 
 
-def _stand_in(v):
+def _stand_in(v, others, builder):
     """(value, kind) of a constant of v's type, shape and dtype (the initial value of a carried
-    name no trip reads), or None where v is not an array or a Python number the graph computes."""
+    name no trip reads), or None where v is not an array or a Python number the graph computes,
+    or may be another value's object when the loop is left (an input's, a view of or viewed by
+    one, or what `others` holds: the values of the names bound before the first exit and of the
+    state the loop writes; `w = zn`, `best = z`, `head = zn[:2]`), whose identity the loop node
+    would not keep."""
     if not isinstance(v, Sym) or isinstance(v, VarRef) or v.kind not in ("array", "py") \
             or not all(type(d) is int for d in v.shape):
+        return None
+    if v.kind == "array" and (v.node.op in ir.ALIASING_OPS or v.node.op in (ir.LOOP_VAR, ir.TUPLE_GET)
+                              or v.view is not None or any(w.view is not None and (w.view[0] is v or w.view[1] is v)
+                                                           for w in builder.views.get(id(v), ()))
+                              or sum(u is v for u in others) > 1):
         return None
     value = np.zeros(v.shape, v.dtype)
     if v.kind == "py":

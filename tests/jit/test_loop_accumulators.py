@@ -4,6 +4,7 @@ trip on eager's value is a NumPy scalar, so the loop node carries it as one, wit
 trip ran (after none, eager's value is still the Python number: that call runs eagerly, and a
 loop whose trips are often zero stops speculating). graphgen/loops.scalar_carries."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,3 +63,41 @@ def test_a_loop_that_often_runs_no_trip():
 @given(ns=st.lists(st.integers(0, 6), min_size=3, max_size=9))
 def test_hypothesis_trip_counts(ns):
     side_by_side(lambda: (_counts, {}), _calls([2, 4, 3] + ns))
+
+
+def _isinstance_first(x, n, st):
+    c = 0
+    for t in range(n):
+        if isinstance(c, int):  # True on eager's first trip only
+            x = x + 1
+        c = c + (x > t).sum()
+    return c, x
+
+
+def _ema32(x, n, st):
+    ema = 0.1
+    for t in range(n):
+        ema = 0.9 * ema + 0.1 * (x * x).mean() * np.float32(1e-6)  # (0.9 * 0.1 in double on trip one)
+    return ema
+
+
+def _big_start(x, n, st):
+    s = 16777217
+    for t in range(n):
+        s = s - 16777216 + x.sum()  # (Python ints first: 1, not float32's 16777216 - 16777216)
+    return s
+
+
+def _read_before(x, n, st):
+    s = 1.0
+    for t in range(n):
+        y = x * s  # (float32 on eager's first trip, where s is a Python float)
+        s = s + y.sum() * st["w"].mean()
+    return s
+
+
+@pytest.mark.parametrize("body", [_isinstance_first, _ema32, _big_start, _read_before])
+def test_accumulators_whose_first_trip_differs_stay_eager_or_agree(body):
+    calls = [lambda s, i=i, n=n: ((np.linspace(-1.0, 1.0, 5) * (i + 1) - 0.3).astype(np.float32), n, s)
+             for i, n in enumerate([3, 4, 2, 5, 3, 1, 4])]
+    side_by_side(lambda: (body, {"w": np.linspace(0.1, 0.3, 4)}), calls)

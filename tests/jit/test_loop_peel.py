@@ -3,10 +3,11 @@
 eager: the trips whose test was a Python value are unrolled, the rest become one loop node
 (graphgen/control.stmt_While), so a convergence loop of varying trips runs as a graph."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .harness import check
+from .harness import check, side_by_side
 
 
 def _newton(x, st):
@@ -129,3 +130,38 @@ def test_while_true_names_bound_after_the_break():
         return _bound_after_the_break, {}
 
     check(make, [lambda s, i=i: (np.full(2, 0.02 + 0.5 * i), s) for i in range(9)], min_graph_calls=3)
+
+
+def _two_names(z, st):
+    while True:
+        zn = np.tanh(z) * 0.8
+        w = zn  # (one array under two names when the loop is left)
+        if np.abs(zn - z).max() < 1e-3:
+            break
+        z = zn
+    return zn, w
+
+
+def _the_argument(z, st):
+    while True:
+        best = z  # (the argument itself when the first trip leaves)
+        if np.abs(best).max() < 0.05:
+            break
+        z = best * 0.5
+    return best
+
+
+def _a_view(z, st):
+    while True:
+        zn = np.tanh(z) * 0.8
+        head = zn[:2]  # (a view of zn)
+        if np.abs(zn - z).max() < 1e-3:
+            break
+        z = zn
+    return head, zn
+
+
+@pytest.mark.parametrize("body", [_two_names, _the_argument, _a_view])
+def test_while_true_names_that_are_another_values_object(body):
+    vals = [0.1, -0.3, 0.5, 0.2, 0.01, 0.9, -0.7]
+    side_by_side(lambda: (body, {}), [lambda s, v=v: (np.full(3, v) + np.arange(3) * 0.01, s) for v in vals])
