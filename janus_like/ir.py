@@ -27,13 +27,15 @@ COND = "cond"  # inputs: (pred,); params: then_nodes, else_nodes, then_outs, els
 TUPLE_GET = "tuple_get"  # inputs: (tuple node,); params: index
 LOOP = "loop"  # inputs: initial carried values; params: placeholders, cond_nodes, cond, body_nodes, body_outs
 LOOP_VAR = "loop_var"  # a carried value inside a loop's blocks (bound by the loop each iteration)
+# ops whose value may be their first operand itself (`np.asarray(x) is x`; ascontiguousarray and
+# keep_layout: where x is in C order, or laid out as the target; `x.real` of a real array; cast
+# from `astype(copy=False)`): a value is another's object on some runs only
+MAY_BE_OPERAND = frozenset({"asarray", "ascontiguousarray", "keep_layout", "real", "stop_gradient", "cast"})
 # ops whose value may be another value's array or a view of one (an input's, a constant's): a
 # value that must own its buffer (a Variable's after assign, a new array returned) is copied.
-# (asarray, ascontiguousarray and keep_layout give x itself: in C order, or laid out as the target)
 ALIASING_OPS = frozenset({INPUT, CONST, "reshape", "reshape_like", "transpose", "expand_dims", "squeeze",
-                          "broadcast_to", "broadcast_like", "getitem", "stop_gradient", "tuple_get", "recursion",
-                          "diagonal", "real", "imag", "sliding_window_view", "flip", "view", "asarray",
-                          "ascontiguousarray", "keep_layout"})
+                          "broadcast_to", "broadcast_like", "getitem", "tuple_get", "recursion", "diagonal",
+                          "imag", "sliding_window_view", "flip", "view"}) | (MAY_BE_OPERAND - {"cast"})
 # views NumPy makes read-only (`np.diagonal`, `np.broadcast_to`): `v * 1` of one is a new array
 READ_ONLY_VIEWS = frozenset({"diagonal", "broadcast_to", "broadcast_like", "sliding_window_view"})
 PY_OP = "py_op"  # Python arithmetic on Python numbers (int + int stays int); params: fn

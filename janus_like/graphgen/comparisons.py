@@ -33,9 +33,7 @@ def _member_of(items):
     return member
 
 
-# ops whose result may be their operand itself (`np.asarray(x) is x`), and ops whose results
-# are another value's object on some runs only (a branch's or a loop's outputs)
-_MAYBE_OPERAND = frozenset({"asarray", "ascontiguousarray", "keep_layout", "real", "stop_gradient", "cast"})
+# ops whose results are another value's object on some runs only (a branch's or a loop's outputs)
 _EITHER = frozenset({ir.TUPLE_GET, ir.LOOP_VAR, ir.COND, ir.LOOP, "recursion"})
 
 
@@ -46,7 +44,7 @@ def _objects(node):
         return None
     if node.op == ir.INPUT:
         return frozenset({("input", node.params["slot"])})
-    if node.op in _MAYBE_OPERAND and node.inputs and isinstance(node.inputs[0], ir.Node):
+    if node.op in ir.MAY_BE_OPERAND and node.inputs and isinstance(node.inputs[0], ir.Node):
         inner = _objects(node.inputs[0])
         return None if inner is None else inner | {node.id}
     return frozenset({node.id})

@@ -27,11 +27,11 @@ Several exits, or one nested deeper, stay a named reason.
 
 Not converted, each with a named reason: writes of state inside a GradientTape, writes of the
 function's own lists and dicts, a local both rebound and written in place, values that change
-type, shape or dtype across an iteration.
+type, shape or dtype across an iteration (but for an accumulator that starts as a Python number
+and a `while True:` body's names read after it: loop_carries.py).
 """
 from __future__ import annotations
 
-import ast
 import operator
 
 import numpy as np
@@ -42,10 +42,11 @@ from ..ops.registry import REGISTRY
 from ..source import site_key
 from .builder import OPAQUE
 from .control import _PY_NUMBERS, _bound, _describe, _input_identity
+from .loop_carries import bound_before_exit, scalar_carries, stand_in_carries
 from .loop_exits import loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
-from .values import Sym, Unsupported, VarRef, after_loop, numpy_scalar
+from .values import Sym, Unsupported, VarRef, after_loop
 
 
 class LoopMixin:
@@ -74,11 +75,12 @@ class LoopMixin:
         local_names = [n for n in names if _bound(frame.locals.get(n, _MISSING)) is _MISSING
                        or getattr(frame.locals[n], "kind", None) == "stale"]  # (an inner loop's variable after it)
         carried = [(name, self.carried_initial(name, frame.locals[name])) for name in names if name not in local_names]
-        sure = _bound_before_exit(node) & set(local_names) if counter is None else set()  # (`while True:`)
+        sure = bound_before_exit(node) & set(local_names) if counter is None else set()  # (`while True:`)
         before = dict(frame.locals)
         state = {}  # {write key: (kind, target, name, value before the loop)} (second attempt)
         unrolled, views = self.unrolled, {k: list(v) for k, v in self.builder.views.items()}
         attempt, promoted = 0, None  # promoted: the relax key of carried numbers made NumPy scalars
+        key = ("carry", site_key(frame.filename, node))
         while True:
             grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
             self.unrolled = unrolled  # an unrolled inner loop counts once
@@ -90,16 +92,12 @@ class LoopMixin:
                 for name in names:  # every attempt starts from the locals before the loop
                     frame.locals.pop(name, None)
                 frame.locals.update({n: v for n, v in before.items() if n in names})
-            early = {v for stmt in _before_exit(node) for v in _assigned_names([stmt])}
-            others = [gen["frame"].get(n) for n in early] + list(gen.get("finals", {}).values())
-            extra = [(n, _stand_in(gen["frame"].get(n), others, self.builder)) for n in sorted(sure)]
-            if extra and all(v is not None for _, v in extra):  # (the same attempt again, carrying them)
-                extra = [(n, self.builder.constant(*v)) for n, v in extra]
+            extra = stand_in_carries(self.builder, node, sure, gen) if sure else None
+            if extra is not None:  # (the same attempt again, carrying them)
                 carried, local_names, sure = carried + extra, [n for n in local_names if n not in sure], set()
                 continue
-            key = ("carry", site_key(frame.filename, node))
-            lifted = None if promoted or counter is None or key in self.relaxed else self.scalar_carries(
-                node, carried, gen)
+            lifted = None if promoted or counter is None or key in self.relaxed else scalar_carries(
+                self.builder, node, carried, gen["frame"])
             if lifted is not None:  # (the same attempt again, with those carried values)
                 carried, promoted = lifted, key
                 continue
@@ -166,20 +164,18 @@ class LoopMixin:
             self.branch_result((wkind, wtarget, wname), self.maybe_entry(out, init), frame)
         if grad is not None:
             grad.finish(loop, carried, results, len(placeholders) - 1, tapes)
-        if promoted is not None and not _runs(counter):  # eager's value after no trip is the Python number
+        if counter is not None:  # the count after the node: one step past the trip that ran last
             count = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": len(outs) - 1},
                                                  gen["count"].aval)), "py")
+        if promoted is not None and not _runs(counter):  # eager's value after no trip is the Python number
             self.builder.assert_(self.builder.py_op(operator.ne, count, counter[1], sample=True), True,
                                  Assumption("trip_count", self.site, "at least one", relax=promoted))
         prev = _bound(before.get(target, _MISSING)) if counter is not None else _MISSING
         modelled = counter is not None and target not in _assigned_names(node.body)  # (not `i += 1` in it)
         if modelled and (exit_ is None or exit_.how != "join") and (_runs(counter) or type(
                 prev) is int or isinstance(prev, Sym) and prev.kind == "py" and prev.dtype.kind in "iu"):
-            # the count after the node is one step past the trip that ran last (the break's, or the
-            # range's last): that trip's value is the loop variable's, as eager leaves it; after no
-            # trip it is the int bound before the loop (`it = -1; for it in range(n):`)
-            count = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": len(outs) - 1},
-                                                 gen["count"].aval)), "py")
+            # the trip that ran last (the break's, or the range's last) gives the loop variable, as
+            # eager leaves it; after no trip it is the int bound before the loop (`it = -1; for it in range(n):`)
             last = self.builder.py_op(operator.sub, count, counter[3])
             frame.locals[target] = last if _runs(counter) else self.builder.py_op(
                 _after_range, count, counter[1], last, prev)
@@ -228,27 +224,6 @@ class LoopMixin:
             raise Unsupported("varying-trip-count", f"loop variable {name!r} is neither an array nor a number "
                                                     "before the loop", self.site)
         return v
-
-    def scalar_carries(self, node, carried, gen):
-        """`s = 0.0` before the loop and `s = s + h.sum()` in it: from the first trip on eager's s
-        is a NumPy scalar, so a carried Python-number constant the body makes a NumPy scalar of a
-        number dtype is carried as that scalar (the same value: `0.0 + x` is `np.float64(0.0) +
-        x`), with an assert after the loop that a trip ran. None where no carried value is so."""
-        out, changed = [], False
-        for name, v in carried:
-            new = gen["frame"].get(name)
-            if v.kind == "py" and v.node.op == ir.CONST and isinstance(new, Sym) and new.kind == "array" \
-                    and new.ndim == 0 and numpy_scalar(new) and new.dtype.kind in "iuf" and v.dtype.kind in "iuf" \
-                    and _accumulates(node, name):
-                try:
-                    start = new.dtype.type(v.node.params["value"])
-                except (OverflowError, ValueError):
-                    return None
-                if start != v.node.params["value"]:  # (not exactly the Python number)
-                    return None
-                v, changed = self.builder.constant(start, "array"), True
-            out.append((name, v))
-        return out if changed else None
 
     def carried_final(self, value, init):
         """A carried piece of state's value at the end of the body, as a Sym of `init`'s type, or None."""
@@ -422,71 +397,6 @@ def _after_range(count, start, last, prev):
     """The loop variable after a `for` over a range: the last trip's value, or (no trip ran: the
     count is still the start) the value it had before the loop."""
     return last if count != start else prev
-
-
-def _before_exit(node):
-    """The loop body's top-level statements before its first one that may leave it or skip the
-    rest of a trip (`break`, `continue`, `return`, `raise`, `try`)."""
-    for stmt in node.body:
-        if any(isinstance(n, (ast.Break, ast.Continue, ast.Return, ast.Raise, ast.Try)) for n in ast.walk(stmt)):
-            return
-        yield stmt
-
-
-def _accumulates(node, name) -> bool:
-    """The body's first statement that reads or binds `name` is `name = name + e` or `name += e`
-    (or `-`, `*`; e not reading it), before any exit: the first trip runs `number op e`, which NumPy's
-    weak Python scalars make `type(e's result)(number) op e`, the same bits as the carried scalar
-    gives (not `0.9 * ema + ...`, nor `isinstance(c, int)`, nor `y = x * s`)."""
-    ops = (ast.Add, ast.Sub, ast.Mult)
-    for stmt in _before_exit(node):
-        uses = sum(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt))
-        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == name \
-                and isinstance(stmt.op, ops):
-            return uses == 1
-        value = getattr(stmt, "value", None)
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                and stmt.targets[0].id == name and isinstance(value, ast.BinOp) and isinstance(value.op, ops) \
-                and isinstance(value.left, ast.Name) and value.left.id == name:
-            return uses == 2
-        if uses:
-            return False  # (read or bound before: `isinstance(c, int)`, `y = x * s`)
-    return False
-
-
-def _bound_before_exit(node) -> set:
-    """The names a `while True:` body binds (`zn = f(z)`, at its top level) before its first
-    statement that may leave the loop: bound on every trip that leaves, and the body runs at least
-    once, so after the loop they hold the last trip's values (carried from a stand-in that no
-    trip reads)."""
-    if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True):
-        return set()
-    names = set()
-    for stmt in _before_exit(node):
-        if isinstance(stmt, ast.Assign):
-            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-    return names
-
-
-def _stand_in(v, others, builder):
-    """(value, kind) of a constant of v's type, shape and dtype (the initial value of a carried
-    name no trip reads), or None where v is not an array or a Python number the graph computes,
-    or may be another value's object when the loop is left (an input's, a view of or viewed by
-    one, or what `others` holds: the values of the names bound before the first exit and of the
-    state the loop writes; `w = zn`, `best = z`, `head = zn[:2]`), whose identity the loop node
-    would not keep."""
-    if not isinstance(v, Sym) or isinstance(v, VarRef) or v.kind not in ("array", "py") \
-            or not all(type(d) is int for d in v.shape):
-        return None
-    if v.kind == "array" and (v.node.op in ir.ALIASING_OPS or v.node.op in (ir.LOOP_VAR, ir.TUPLE_GET)
-                              or v.view is not None or any(w.view is not None and (w.view[0] is v or w.view[1] is v)
-                                                           for w in builder.views.get(id(v), ()))
-                              or sum(u is v for u in others) > 1):
-        return None
-    value = np.zeros(v.shape, v.dtype)
-    if v.kind == "py":
-        return value.item(), "py"
-    return (value[()] if numpy_scalar(v) else value), "array"
 
 
 def _runs(counter):

@@ -20,8 +20,7 @@ from .output_copies import (array_root, copied_value, copy as _copy, copy_lines,
                             plan as plan_copies, root as _root, shared_copy as _shared_copy, view as _view)
 from .output_specs import new_object as _new_object, op_line as _op_line, shared_tokens as _shared_tokens, view_base
 from .support import _any_of, input_view, made_fields
-from .builder import OPAQUE
-from .values import CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, stale_error
+from .values import OPAQUE, CACHED, DeferredStr, ObjRef, Sym, Unsupported, VarRef, VarSnapshot, stale_error
 from .windows import WINDOW
 
 _MUTABLE = (set, bytearray, collections.deque, collections.abc.Iterator)
