@@ -65,6 +65,9 @@ def _changeable(value) -> bool:
     return not (_is_immutable(value) or isinstance(value, _HELD_AS_IS) or _is_jit(value))
 
 
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement, not by a C extension
+
+
 class AttributesMixin:
     def class_attribute(self, obj, name, key, mro):
         """`obj.name` found in the classes `mro` (an ObjRef's type's MRO, or its tail after a
@@ -82,10 +85,14 @@ class AttributesMixin:
                 self.class_member(type(target), "__getattr__")  # name stays missing (`cfg.wd = 0.5` later)
                 self.absent(obj, name)
                 return self.inline(fallback, [obj, name], {})
-            if mro[0] is type(target):  # eager's own error (a call raising it re-runs eagerly to raise it)
-                raise AttributeError(f"{type(target).__name__!r} object has no attribute {name!r}")
+            if mro[0] is type(target):  # eager's own error (a call raising it re-runs eagerly to raise it;
+                # a C type's names its module: 'numpy.random._generator.Generator' object has no ...)
+                kind, module = type(target).__name__, type(target).__module__
+                kind = kind if type(target).__flags__ & _HEAP_TYPE or module == "builtins" else f"{module}.{kind}"
+                raise AttributeError(f"{kind!r} object has no attribute {name!r}")
             raise AttributeError(f"'super' object has no attribute {name!r}")
-        if isinstance(target, (np.random.Generator, random.Random)) and callable(attr):  # rng.normal(...): draws
+        if (isinstance(target, (np.random.Generator, random.Random)) or type(target) is np.random.RandomState
+                and target is not np.random.mtrand._rand) and callable(attr):  # rng.normal(...): draws
             method = input_rng_method(obj, name)
             if method is not None:  # from the generator the input holds at the call (draws.RngMethod)
                 return method

@@ -178,10 +178,14 @@ class CallsMixin:
         module = getattr(func, "__module__", None) or ""
         if in_packages(module, ("numpy.random",)) or (isinstance(func, types.BuiltinMethodType)
                                                  and type(getattr(func, "__self__", None)).__name__ == "RandomState"):
-            if getattr(func, "__self__", None) is np.random.mtrand._rand or module == "numpy.random":
+            owner = getattr(func, "__self__", None)  # (a RandomState's methods say module numpy.random too)
+            if isinstance(owner, (np.random.Generator, np.random.RandomState)) and owner is not np.random.mtrand._rand:
+                if func.__name__ in ("get_state", "set_state", "seed"):
+                    raise Unsupported("unsupported-call", f"{type(owner).__name__}.{func.__name__}() in a graph",
+                                      self.site)
+                return self.generator_draw(owner, func.__name__, args, kwargs)
+            if owner is np.random.mtrand._rand or module == "numpy.random":
                 return self.global_random(func.__name__, args, kwargs)
-            if isinstance(getattr(func, "__self__", None), np.random.Generator):
-                return self.generator_draw(func.__self__, func.__name__, args, kwargs)
             raise Unsupported("unsupported-call", f"random generator method {func.__name__}", self.site)
         if func is SymbolicTape or _is_tape_class(func):
             tape = SymbolicTape(self.builder, kwargs.get("persistent", args[0] if args else False),

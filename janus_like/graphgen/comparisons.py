@@ -5,6 +5,7 @@ at that point, and the truth of an input container or object."""
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import operator
 import types
@@ -177,7 +178,7 @@ class ComparisonsMixin:
         if isinstance(v, Sym):
             raise Unsupported("data-dependent-python", "truth value of a graph value", self.site)
         if isinstance(v, ObjRef):
-            if isinstance(v.obj, (list, tuple, dict)):
+            if isinstance(v.obj, (list, tuple, dict)) or type(v.obj) is collections.deque:  # (as written here)
                 return len(self.materialize(v, self.site)) > 0
             kind = type(v.obj)
             method = getattr(kind, "__bool__", None)

@@ -319,7 +319,8 @@ class ContainersMixin:
     def container_method(self, m, args, kwargs):
         ref, name = m.ref, m.name
         target = ref.obj
-        if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__", "__delitem__"):
+        if name in ("append", "extend", "insert", "pop", "clear", "update", "setdefault", "__setitem__", "__delitem__",
+                    "popleft", "appendleft"):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
             if name in ("append", "extend") and type(target) in (list, collections.deque) \
@@ -344,8 +345,11 @@ class ContainersMixin:
                 args = [self.materialize(args[0], self.site), *args[1:]]
             if isinstance(target, dict) and name in ("pop", "setdefault", "__setitem__", "__delitem__") and args:
                 args = [_dict_key(args[0]), *args[1:]]  # (an object key: the object, its identity guarded)
-            result = getattr(shadow, name)(*args, **kwargs)
-            _bound(target, shadow)
+            if name in _LEFT_WRITES:
+                result = _left_write(target, shadow, name, args, kwargs)
+            else:
+                result = getattr(shadow, name)(*args, **kwargs)
+                _bound(target, shadow)
             self.writes.append(("call", ref, name, list(args), dict(kwargs)))
             return result
         if isinstance(target, collections.deque):
@@ -429,7 +433,23 @@ def plain_protocol(target) -> bool:
 
 # a deque's writes its list shadow makes as the deque does (then `_bound`): not `insert`, which a
 # full bounded deque refuses
-_DEQUE_WRITES = frozenset(("append", "extend", "pop", "clear", "__setitem__"))
+_DEQUE_WRITES = frozenset(("append", "extend", "pop", "clear", "__setitem__", "popleft", "appendleft"))
+_LEFT_WRITES = ("popleft", "appendleft")
+
+
+def _left_write(target, shadow, name, args, kwargs):
+    """A deque's `popleft()` / `appendleft(x)` on its list shadow: the first item taken, or `x`
+    put first with a full bounded deque's last item dropped, as the deque does."""
+    if kwargs or len(args) != (name == "appendleft"):
+        raise TypeError(f"deque.{name}() takes {'exactly one argument' if name == 'appendleft' else 'no arguments'}")
+    if name == "popleft":
+        if not shadow:
+            raise IndexError("pop from an empty deque")
+        return shadow.pop(0)
+    shadow.insert(0, args[0])
+    if target.maxlen is not None and len(shadow) > target.maxlen:
+        del shadow[target.maxlen:]
+    return None
 
 
 def _bound(target, shadow):

@@ -29,7 +29,7 @@ _RANDOM_DRAWS = frozenset(("random", "uniform", "randint", "randrange", "gauss",
 
 
 class RngMethod:
-    """`rng.normal` of a numpy Generator or a `random.Random` (exactly those types) reached
+    """`rng.normal` of a numpy Generator, a `RandomState` or a `random.Random` (exactly those types) reached
     through the inputs: only its type is guarded, and its draws are made from whatever object
     the input holds at the call (ops/draws.SlotRng), so a new Generator each epoch runs the same
     graph. Only calling it is supported."""
@@ -48,8 +48,9 @@ class RngMethod:
 def input_rng_method(obj, name):
     """An RngMethod for `obj.name` when obj (an ObjRef) is a Generator or Random and name one of
     its draws, else None."""
-    if type(obj.obj) is np.random.Generator:
-        return RngMethod(obj, name) if callable(getattr(obj.obj, name, None)) and not name.startswith("_") else None
+    if type(obj.obj) in (np.random.Generator, np.random.RandomState) and obj.obj is not np.random.mtrand._rand:
+        return RngMethod(obj, name) if callable(getattr(obj.obj, name, None)) and not name.startswith("_") \
+            and name not in ("get_state", "set_state", "seed") else None
     if type(obj.obj) is random.Random and (name in _RANDOM_DRAWS or name == "choice"):
         return RngMethod(obj, name)
     return None

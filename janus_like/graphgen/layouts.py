@@ -53,3 +53,11 @@ def kept_layout(ev, target, value):
         known.add(v.id)
         return value
     return _as_kind(bind(P.keep_layout, value, target), "array")
+
+
+def unordered(ev, target) -> bool:
+    """Whether `target` (an `out=` array) may be laid out otherwise than in C order when the graph
+    runs: `np.matmul(x, w, out=target)` is then NumPy's own call into target's layout
+    (ops/memory.matmul_like), whose BLAS call rounds by that layout."""
+    return isinstance(target, Sym) and target.kind == "array" and target.ndim >= 2 and not (
+        c_ordered(target.node, known=ev.builder.c_nodes, strict=True) or _pinned(ev, target.node))

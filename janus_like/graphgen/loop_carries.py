@@ -3,9 +3,12 @@ starts (loops.py asks after a first attempt at the body, and makes it again carr
 
 - an accumulator that starts as a Python number and that the body makes a NumPy scalar (`s =
   0.0` ... `s = s + h.sum()`): carried as that scalar from the start (`scalar_carries`), with an
-  assert after the loop that a trip ran (after none, eager's is still the Python number);
-- a name a `while True:` body binds before its first `break` (`zn = f(z)`), read after the loop:
-  carried from a stand-in constant that no trip reads (`stand_in_carries`).
+  assert after a `for` loop that a trip ran (after none, eager's is still the Python number; a
+  `while True:` body runs at least once);
+- a name a `while True:` body binds before its first `break` (`zn = f(z)`), read after the loop,
+  or bound before the loop too but first bound by the body to a value of another type (`tok =
+  lp.argmax()` of an int argument `tok`): carried from a stand-in constant that no trip reads
+  (`stand_in_carries`, `rebound_carries`).
 
 Both are decided on the body's source (which statement first reads the name, which come before
 an exit) and on the first attempt's values (their type, and which object they are).
@@ -75,11 +78,16 @@ def scalar_carries(builder, node, carried, body):
     return out if changed else None
 
 
+def forever(node) -> bool:
+    """`while True:`: its body runs at least once."""
+    return isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True
+
+
 def bound_before_exit(node) -> set:
     """The names a `while True:` body binds (`zn = f(z)`, at its top level) before its first
     statement that may leave the loop: bound on every trip that leaves, and the body runs at least
     once, so after the loop they hold the last trip's values."""
-    if not (isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True):
+    if not forever(node):
         return set()
     names = set()
     for stmt in _before_exit(node):
@@ -100,6 +108,41 @@ def stand_in_carries(builder, node, names, gen):
             return None
         out.append((name, builder.constant(*v)))
     return out
+
+
+def _bound_first(node, name) -> bool:
+    """The body's first statement that reads or binds `name` is `name = e` (e not reading it),
+    before any exit: no trip reads the value the loop starts with."""
+    for stmt in _before_exit(node):
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                and stmt.targets[0].id == name:
+            return not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.value))
+        if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
+            return False
+    return False
+
+
+def rebound_carries(builder, node, carried, gen):
+    """`carried` with each name bound before a `while True:` loop (an argument `tok`, `tok = 0`)
+    that the body binds first (`tok = lp.argmax()`, by `_bound_first`) to a value of another type,
+    shape or dtype (a NumPy int for a Python int) carried from a stand-in of the body's value:
+    no trip reads the start, and after the loop the name holds the last trip's value. None where
+    none is so, or one may not be carried so (`_stand_in`)."""
+    if not forever(node):
+        return None
+    early = {n for stmt in _before_exit(node) for n in _assigned_names([stmt])}
+    others = [gen["frame"].get(n) for n in early] + list(gen.get("finals", {}).values())
+    out, changed = [], False
+    for name, v in carried:
+        new = gen["frame"].get(name)
+        if isinstance(new, Sym) and isinstance(v, Sym) and (new.node.aval != v.node.aval or new.kind != v.kind) \
+                and _bound_first(node, name):
+            stand_in = _stand_in(new, others, builder)
+            if stand_in is None:
+                return None
+            v, changed = builder.constant(*stand_in), True
+        out.append((name, v))
+    return out if changed else None
 
 
 def _stand_in(v, others, builder):

@@ -18,7 +18,7 @@ from .values import ObjRef, Unsupported
 
 _VIEWS = ("items", "values", "keys")
 _KINDS = (list, dict, collections.deque)
-_REMOVALS = ("pop", "popitem", "clear", "__delitem__")
+_REMOVALS = ("pop", "popitem", "clear", "__delitem__", "popleft")
 
 
 class LoopSources:

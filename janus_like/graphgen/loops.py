@@ -42,7 +42,7 @@ from ..ops.registry import REGISTRY
 from ..source import site_key
 from .builder import OPAQUE
 from .control import _PY_NUMBERS, _bound, _describe, _input_identity
-from .loop_carries import bound_before_exit, scalar_carries, stand_in_carries
+from .loop_carries import bound_before_exit, forever, rebound_carries, scalar_carries, stand_in_carries
 from .loop_exits import loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
@@ -79,7 +79,7 @@ class LoopMixin:
         before = dict(frame.locals)
         state = {}  # {write key: (kind, target, name, value before the loop)} (second attempt)
         unrolled, views = self.unrolled, {k: list(v) for k, v in self.builder.views.items()}
-        attempt, promoted = 0, None  # promoted: the relax key of carried numbers made NumPy scalars
+        attempt, promoted, rebound = 0, None, False  # promoted: the relax key of carried numbers made NumPy scalars
         key = ("carry", site_key(frame.filename, node))
         while True:
             grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
@@ -96,10 +96,14 @@ class LoopMixin:
             if extra is not None:  # (the same attempt again, carrying them)
                 carried, local_names, sure = carried + extra, [n for n in local_names if n not in sure], set()
                 continue
-            lifted = None if promoted or counter is None or key in self.relaxed else scalar_carries(
-                self.builder, node, carried, gen["frame"])
+            lifted = None if promoted or counter is None and not forever(node) or key in self.relaxed \
+                else scalar_carries(self.builder, node, carried, gen["frame"])
             if lifted is not None:  # (the same attempt again, with those carried values)
                 carried, promoted = lifted, key
+                continue
+            lifted = None if rebound or counter is not None else rebound_carries(self.builder, node, carried, gen)
+            if lifted is not None:
+                carried, rebound = lifted, True
                 continue
             found = {k: w for k, w in gen["written"].items() if k not in state}
             if not found:
@@ -167,7 +171,7 @@ class LoopMixin:
         if counter is not None:  # the count after the node: one step past the trip that ran last
             count = Sym(self.builder.add(ir.Node(ir.TUPLE_GET, (loop,), {"index": len(outs) - 1},
                                                  gen["count"].aval)), "py")
-        if promoted is not None and not _runs(counter):  # eager's value after no trip is the Python number
+        if promoted is not None and counter is not None and not _runs(counter):  # (after none: the Python number)
             self.builder.assert_(self.builder.py_op(operator.ne, count, counter[1], sample=True), True,
                                  Assumption("trip_count", self.site, "at least one", relax=promoted))
         prev = _bound(before.get(target, _MISSING)) if counter is not None else _MISSING

@@ -13,10 +13,11 @@ from .. import ir
 from ..quiet import quiet
 from ..ops import api as F
 from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
+from ..ops.memory import matmul_like
 from . import masks
 from .tape import SymbolicTape
 from .conversions import convert, is_conversion
-from .layouts import kept_layout
+from .layouts import kept_layout, unordered
 from .loop_grad import OBJECT
 from .numpy_forms import (CONVERTING_METHODS, SEQUENCE_FUNCTIONS, array_items, array_like, as_operand,
                           einsum_sublists, einsum_view, input_tuple, ndarray_operand, same_dtype)
@@ -32,10 +33,8 @@ _NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in 
     "getbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt", "fromfile",
     "memmap")) if f is not None)
 
-
 # a ufunc's keywords a library node passes on (constants): `where=` leaves elements unwritten, `out=` writes
 _UFUNC_KEYWORDS = frozenset({"dtype", "casting", "order"})
-
 
 # functions with a graph op that NumPy's own call may stand in for, given arguments the op does not
 # implement, unless they give a view of an operand (or the operand) or a result whose shape
@@ -126,7 +125,9 @@ class NumpyCallsMixin:
         folded = _fold_constants(func, args, kwargs) if out_target is None else None
         if folded is not None:  # np.triu(np.ones((T, T), bool), 1): constants in, a constant out
             return self.lift(folded[0])
-        if isinstance(func, np.ufunc):
+        if func is np.matmul and len(args) == 2 and not kwargs and unordered(self, out_target):
+            result = self.library_node(matmul_like, "numpy.matmul", [*args, out_target], {})
+        elif isinstance(func, np.ufunc):
             impl = _UFUNCS.get(func)
             if impl is not None and set(kwargs) == {"where"} and isinstance(out_target, Sym) \
                     and out_target.kind == "array" and len(args) == func.nin:
@@ -170,9 +171,8 @@ class NumpyCallsMixin:
         return result
 
     def library_call(self, func, args, kwargs):
-        """A NumPy function of `ops/library.py` (or an optional library's there, such as
-        `scipy.special.logsumexp`) with graph values among its arguments: a node that calls it
-        when the graph runs (`library_node`), once its arguments are checked."""
+        """A NumPy function of `ops/library.py` (or an optional library's, `scipy.special.logsumexp`)
+        of graph values: a node calling it when the graph runs, once its arguments are checked."""
         module = func.__module__
         name = f"{'scipy.special' if module.startswith('scipy.') else 'numpy'}." \
                f"{'linalg.' if module.endswith('linalg') else ''}{func.__name__}"

@@ -139,13 +139,19 @@ def restore_global(state):
 
 
 def state_of(rng):
-    """The state of a numpy Generator or a `random.Random`, for `restore`."""
-    return rng.getstate() if isinstance(rng, random.Random) else rng.bit_generator.state
+    """The state of a numpy Generator, a `RandomState` or a `random.Random`, for `restore`."""
+    if isinstance(rng, random.Random):
+        return rng.getstate()
+    if isinstance(rng, np.random.RandomState):  # (its bit generator's state and the cached Gaussian; the
+        return rng.get_state(legacy=False)  # legacy tuple warns for bit generators other than MT19937)
+    return rng.bit_generator.state
 
 
 def restore(rng, state):
     if isinstance(rng, random.Random):
         rng.setstate(state)
+    elif isinstance(rng, np.random.RandomState):
+        rng.set_state(state)  # (with its cached Gaussian: `randn` draws two at a time)
     else:
         rng.bit_generator.state = state
 

@@ -45,6 +45,17 @@ def _keep_layout(xp, value, target):
     return out
 
 
+def matmul_like(a, b, target):
+    """`np.matmul(a, b, out=target)` into a new array with target's strides (graphgen/layouts.py):
+    the same BLAS call eager makes, which for a Fortran-ordered `out` multiplies the transposes
+    in the other order (other last bits than a C-ordered product copied into it)."""
+    out = np.empty_like(target)
+    if out.strides != target.strides and target.size:
+        out = _strided_like(target)
+    np.matmul(a, b, out=out)
+    return out
+
+
 register("keep_layout", _keep_layout,
          doc="the value an in-place write leaves in `target`, with target's strides (a Fortran-ordered "
              "weight stays so, a reversed view stays reversed): a later product or reduction rounds as eager's")

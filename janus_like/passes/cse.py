@@ -63,6 +63,25 @@ def value_key(n):
 
 
 def cse(graph: ir.Graph) -> ir.Graph:
+    original = [(n, n.inputs) for n in graph.nodes]
+    apart: set = set()
+    while True:
+        mapping, kept = _merge(graph, apart)
+        shared = _shared_operands(original, mapping)
+        if not shared:
+            break
+        apart |= shared
+        for n, inputs in original:  # (again from the start, keeping those apart)
+            n.inputs = inputs
+    if mapping:
+        graph.nodes[:] = kept
+        substitute(graph, mapping)
+    return graph
+
+
+def _merge(graph, apart):
+    """One pass: the mapping of merged node ids to the node each is merged into, and the nodes
+    kept (their inputs resolved). Nodes in `apart` are never merged into another."""
     seen: dict = {}
     mapping: dict = {}
     outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}  # each returned constant its own
@@ -78,12 +97,45 @@ def cse(graph: ir.Graph) -> ir.Graph:
         key = value_key(n) if n.op != ir.CONST or n.id not in outputs else None
         if key is not None:
             first = seen.get(key)
-            if first is not None:
+            if first is not None and n.id not in apart:
                 mapping[n.id] = first
                 continue
-            seen[key] = n
+            seen.setdefault(key, n)
         kept.append(n)
-    if mapping:
-        graph.nodes[:] = kept
-        substitute(graph, mapping)
-    return graph
+    return mapping, kept
+
+
+# ops whose value may be a view of their first operand's memory (for `_shared_operands`)
+_VIEWS = frozenset(("transpose", "getitem", "reshape"))
+
+
+def _shared_operands(original, mapping) -> set:
+    """The nodes to keep apart so that no product gets one array as both of its operands where
+    the program gave it two: `(x + 0.0) @ (x + 0.0).T` merged would be `a @ a.T`, which NumPy
+    computes by another BLAS routine (syrk: it rounds otherwise than eager's gemm)."""
+    inputs = {n.id: ins for n, ins in original}
+
+    def base(v):  # (through views, in the program as written)
+        while isinstance(v, ir.Node) and v.op in _VIEWS and inputs.get(v.id, v.inputs):
+            v = inputs.get(v.id, v.inputs)[0]
+        return v
+
+    def merged(v):
+        while isinstance(v, ir.Node) and v.id in mapping:
+            v = mapping[v.id]
+        return v
+
+    shared = set()
+    for n, ins in original:
+        if n.op in _PRODUCTS:
+            bases = [base(v) for v in ins if isinstance(v, ir.Node)]
+            for k, b in enumerate(bases):
+                for a in bases[:k]:
+                    if a is not b and merged(a) is merged(b):
+                        shared.add(b.id if b.id in mapping else a.id)
+    return shared
+
+
+# ops that may compute otherwise when given one array twice (BLAS's syrk for `a @ a.T`; NumPy's
+# own functions called by a library node, `np.inner(a, a)`)
+_PRODUCTS = frozenset(("matmul", "dot", "tensordot", "einsum", "numpy_call"))

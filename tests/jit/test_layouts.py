@@ -48,6 +48,7 @@ WRITES = {
     "fancy_rows": 'st["w"][[0, 2]] -= g[:2]',
     "view_written": 'v = st["w"][1:]\n    v -= g[1:]\n    st["v"] = float(v.sum())',
     "loop": 'for k in range(3):\n        st["w"] *= 0.5 + k',
+    "matmul_out": 'np.matmul(g, x @ x.T * 0.1, out=st["w"])',
 }
 READS = {
     "sum": 'float((st["w"] ** 2).sum())',
@@ -113,6 +114,23 @@ def test_a_fortran_ordered_weight_updated_then_multiplied():
 
     calls = [lambda st, i=i: (laid_out("C", 10 + i, (48, 64)), laid_out("C", 50 + i, (5, 48)), st) for i in range(8)]
     check(make, calls, min_graph_calls=5, layouts=True)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_product_into_an_out_array_of_any_layout(layout):
+    """`np.matmul(x, w, out=a)`: NumPy's BLAS call for a Fortran-ordered `a` multiplies the
+    transposes the other way round, which rounds otherwise than a C-ordered product copied into
+    `a` (ops/memory.matmul_like)."""
+    def make():
+        def step(st, x, w):
+            np.matmul(x, w, out=st["a"])
+            return float(st["a"].sum())
+        return step, {"a": laid_out(layout, 1, (34, 18))}
+
+    rng = np.random.default_rng
+    calls = [lambda st, i=i: (st, rng(10 + i).standard_normal((34, 18)), rng(20 + i).standard_normal((18, 18)))
+             for i in range(7)]
+    check(make, calls, min_graph_calls=4, layouts=True)
 
 
 def test_zeros_like_of_a_fortran_ordered_value_is_fortran_ordered():

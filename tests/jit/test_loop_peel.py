@@ -165,3 +165,89 @@ def _a_view(z, st):
 def test_while_true_names_that_are_another_values_object(body):
     vals = [0.1, -0.3, 0.5, 0.2, 0.01, 0.9, -0.7]
     side_by_side(lambda: (body, {}), [lambda s, v=v: (np.full(3, v) + np.arange(3) * 0.01, s) for v in vals])
+
+
+def _greedy_decode(tok, st, maxlen):
+    h = st["E"][1] * 0.1 * tok
+    total = 0.0  # (a NumPy scalar after the first trip, which always runs)
+    n = 0
+    while True:
+        logits = h @ st["W"]
+        tok = logits.argmax()  # (an int argument, rebound to a NumPy int before any read)
+        total = total + logits[tok]
+        n += 1
+        if tok == 0 or n >= maxlen:
+            break
+        h = np.tanh(h + st["E"][tok])
+    return total, n, h, tok
+
+
+def _rebound_to_a_new_shape(x, h):
+    while True:
+        h = np.concatenate([x, x])
+        x = x * 0.5
+        if x.max() < 0.1:
+            break
+    return h, x
+
+
+def _counts_and_sums(x, st):
+    c, s = 0, 0.0
+    while True:
+        c += (x > 0.5).sum()
+        s = s + x.mean()
+        x = x * np.float32(0.5)
+        if x.max() < 0.1:
+            break
+    return c, s, x
+
+
+def test_while_true_names_rebound_before_any_read():
+    """`tok = lp.argmax()` of an int argument, `total = total + e` of a Python float, a name
+    rebound to an array of another shape: a `while True:` body runs at least once and binds (or
+    accumulates into) them before any other read and before its first exit, so the loop node
+    carries them from a stand-in (or as NumPy scalars) from the start."""
+    rng = np.random.default_rng
+    decode = {"W": rng(1).standard_normal((5, 5)), "E": rng(2).standard_normal((5, 5))}
+    check(lambda: (_greedy_decode, {k: v.copy() for k, v in decode.items()}),
+          [lambda s, i=i: (1 + i % 3, s, 2 + i % 3) for i in range(9)], min_graph_calls=5)
+    check(lambda: (_rebound_to_a_new_shape, {}),
+          [lambda s, i=i: (np.linspace(0.1, 1.0, 4) * (1 + i), np.zeros(3)) for i in range(8)], min_graph_calls=4)
+    check(lambda: (_counts_and_sums, {}),
+          [lambda s, i=i: ((np.linspace(0.1, 1.0, 4) * (1 + i)).astype(np.float32), s) for i in range(8)],
+          min_graph_calls=4)
+
+
+def _read_before_rebinding(x, z):
+    while True:
+        x = x + z  # (z's value before the loop is read on the first trip)
+        z = x.max()
+        if x.max() > 5.0:
+            break
+    return x, z
+
+
+def _rebound_in_a_branch(x, z):
+    while True:
+        if x.sum() > 1:
+            z = x.sum()
+        x = x * 0.5
+        if np.abs(x).max() < 0.1:
+            break
+    return z, x
+
+
+def _accumulated_after_the_break(x, st):
+    s = 0.0
+    while True:
+        x = x * 0.5
+        if x.max() < 0.1:
+            break
+        s = s + x.mean()
+    return s, x
+
+
+@pytest.mark.parametrize("body", [_read_before_rebinding, _rebound_in_a_branch, _accumulated_after_the_break])
+def test_while_true_names_whose_start_may_be_read(body):
+    """The value before the loop is read (or kept by a trip that leaves first): eager, or equal."""
+    side_by_side(lambda: (body, {}), [lambda s, i=i: (np.linspace(0.1, 1.0, 3) * (1 + i), 0) for i in range(8)])

@@ -45,3 +45,26 @@ def test_equal_small_constants_are_one_node_unless_returned():
     assert c4 in g.nodes  # a returned constant is the caller's own array
     for a, b in zip(before, interpret(g, [xv])):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_product_keeps_two_operands_the_program_made_apart():
+    """`(x + 0.0) @ (x + 0.0).T`: merged, the product's operands would be one array and its
+    transpose, which NumPy multiplies by BLAS's syrk (other last bits than eager's gemm). The
+    second `x + 0.0` stays its own node; the transposes under it and any other duplicate merge."""
+    f64 = np.dtype("float64")
+    x = ir.Node(ir.INPUT, (), {"slot": 0, "name": "x"}, ((14, 36), f64))
+    a1 = ir.Node("add", (x, 0.0), {}, ((14, 36), f64))
+    a2 = ir.Node("add", (x, 0.0), {}, ((14, 36), f64))
+    a3 = ir.Node("add", (x, 0.0), {}, ((14, 36), f64))
+    t = ir.Node("transpose", (a2,), {"axes": (1, 0)}, ((36, 14), f64))
+    p = ir.Node("matmul", (a1, t), {}, ((14, 14), f64))
+    s = ir.Node("sub", (a3, a1), {}, ((14, 36), f64))
+    g = ir.Graph("t", [x, a1, a2, a3, t, p, s], [p, s])
+    xv = np.random.default_rng(3).standard_normal((14, 36))
+    eager = (xv + 0.0) @ (xv + 0.0).T
+    cse(g)
+    ir.verify(g)
+    assert a2 in g.nodes and t.inputs == (a2,) and p.inputs == (a1, t)
+    assert a3 not in g.nodes and s.inputs == (a1, a1)  # (an elementwise op: one array twice is the same)
+    out = interpret(g, [xv])
+    np.testing.assert_array_equal(out[0], eager)
