@@ -472,11 +472,15 @@ def _length_key(ref) -> tuple:
     return ("length", ref.slot.text)
 
 
-def plain_concat(left, right) -> bool:
+def plain_concat(left, right, op=operator.add) -> bool:
     """`st["a"] + st["b"]` (`left` an ObjRef, `right` one or a list or tuple) is the builtin
     list's or tuple's `+` of their items: not a deque's (a deque, and it refuses a list), nor
-    where a subclass's own `__add__`, or the right one's `__radd__`, goes first."""
-    return isinstance(left, ObjRef) and isinstance(left.obj, (list, tuple)) \
+    where a subclass's own `__add__`, or the right one's `__radd__`, goes first. With `op`
+    `or_`: `st | {"g": g}` of plain dicts, a new dict of their items."""
+    if op is operator.or_:
+        return isinstance(left, ObjRef) and type(left.obj) is dict and (
+            type(right) is dict or isinstance(right, ObjRef) and type(right.obj) is dict)
+    return op is operator.add and isinstance(left, ObjRef) and isinstance(left.obj, (list, tuple)) \
         and builtin_member(left.obj, "__add__") == "method" and isinstance(right, (ObjRef, list, tuple)) \
         and (not isinstance(right, ObjRef) or isinstance(right.obj, (list, tuple))
              and not hasattr(type(right.obj), "__radd__"))

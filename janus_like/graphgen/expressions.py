@@ -480,9 +480,9 @@ class ExpressionsMixin:
         if op is operator.mod and isinstance(left, str) and isinstance(right, ObjRef) and type(right.obj) is tuple:
             right = tuple(self.materialize(right, self.site))  # (`"%s-%s" % st["pair"]`: its items, as eager's)
         if isinstance(left, (ObjRef, SymbolicTape)) or isinstance(right, (ObjRef, SymbolicTape)):
-            if op is operator.add and plain_concat(left, right):
-                return self.materialize(left, self.site) + (self.materialize(right, self.site)
-                                                            if isinstance(right, ObjRef) else right)
+            if plain_concat(left, right, op):  # (lists' and tuples' `+`, dicts' `|`)
+                return op(self.materialize(left, self.site), self.materialize(right, self.site)
+                          if isinstance(right, ObjRef) else right)
             raise Unsupported("unsupported-syntax", f"operator {op.__name__} on Python objects", self.site)
         if isinstance(left, DeferredStr) or isinstance(right, DeferredStr):
             if op is not operator.add:  # (`f"{x}" * 3`: the text is needed now)

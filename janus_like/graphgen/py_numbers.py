@@ -32,8 +32,8 @@ def is_number_call(func, module, args, kwargs) -> bool:
     graph computes (a Python number, or a one-element array for `math`)."""
     if not args or (kwargs and (module != "math" or any(isinstance(v, Sym) for v in kwargs.values()))):
         return False  # (`math.isclose(a, b, rel_tol=1e-3)`: constant keywords)
-    if func in (min, max) and len(args) == 1 and isinstance(args[0], (list, tuple)):
-        args = args[0]
+    if func in (min, max, math.fsum) and len(args) == 1 and isinstance(args[0], (list, tuple)):
+        args = args[0]  # (`math.fsum(losses)`: of the items)
     if not any(isinstance(a, Sym) for a in args):
         return False
     if module == "math":
@@ -45,6 +45,8 @@ def number_call(builder, func, module, args, site, kwargs=None):
     """The PY_OP node computing `func(*args, **kwargs)` (see `is_number_call`)."""
     if kwargs:
         func = functools.partial(func, **kwargs)
+    if func is math.fsum:  # math.fsum(losses) of numbers the graph computes: one node of the items
+        func, args = _fsum, tuple(args[0])
     if func in (min, max) and len(args) == 1:
         args = tuple(args[0])
         if len(args) == 1:  # max([x]) is x
@@ -63,6 +65,10 @@ def number_call(builder, func, module, args, site, kwargs=None):
                                                   f"giving a {type(sample).__name__}", site)
     out = builder.py_op(func, *args, sample=sample)
     return typed_pow(builder, func, args, out) if func is pow and len(args) == 2 else out
+
+
+def _fsum(*items):
+    return math.fsum(items)
 
 
 def _real(v):

@@ -207,6 +207,10 @@ class StatementsMixin:
                                                       f"a {type(rhs).__name__}", self.site)
             self.container_method(ContainerMethod(cur, "extend"), [rhs], {})  # (a deque's `+=` extends it too)
             return cur
+        if isinstance(cur, ObjRef) and type(cur.obj) is dict and op is operator.or_ \
+                and (type(rhs) is dict or isinstance(rhs, ObjRef) and type(rhs.obj) is dict):
+            self.container_method(ContainerMethod(cur, "update"), [rhs], {})  # `st |= {"lr": lr}`: an update
+            return cur
         return self.binop(op, cur, rhs)  # (`line += f"..."` of graph values: a deferred string too)
 
     def inplace_value(self, target, value):

@@ -1,5 +1,7 @@
 """`sum()` of Python floats the graph computes: from Python 3.12 on, sum() compensates its
 rounding, so the graph calls sum() itself where a chain of adds would give other last bits."""
+import math
+
 import numpy as np
 import pytest
 
@@ -80,3 +82,20 @@ def test_a_compensated_sum_differs_from_a_chain_on_these_inputs():
     for v in parts:
         chain = chain + v
     assert sum(parts) != chain
+
+
+def fsum_of(x, st):
+    loss = (st["w"] * x).sum()  # (a float32 NumPy scalar)
+    st["w"] -= np.float32(0.1) * x
+    st["hist"].append(loss)
+    parts = [x.sum(), x.max(), float(x.min()), 1e16, -1e16]
+    return math.fsum(st["hist"]) / len(st["hist"]), math.fsum(parts), math.fsum([]), math.fsum((x.sum(), 1))
+
+
+def test_math_fsum_of_numbers_the_graph_computes():
+    """`math.fsum(history)` of NumPy float32 losses (it kept the step eager: float() of a graph
+    value inside library code): one node calling fsum on the items."""
+    def make():
+        return fsum_of, {"w": np.ones(3, np.float32), "hist": []}
+
+    check(make, [lambda s, i=i: (np.full(3, 0.1 * i, np.float32), s) for i in range(8)], min_graph_calls=4)
