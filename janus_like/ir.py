@@ -119,12 +119,22 @@ def numpy_scalar_node(node) -> bool:
     while node.aval is not None and len(node.aval[0]) == 0:
         if node.op == INPUT:
             return bool(node.params.get("scalar") or node.params.get("python"))
+        if node.op == LOOP_VAR and "scalar" in node.params:  # (a carried value: its start's)
+            return node.params["scalar"]
         if node.op == CONST:
             return not isinstance(node.params["value"], np.ndarray)
         if node.op == "getitem":  # one integer per axis: an element (`a[...]`, `a[0, ...]`: a 0-d view)
             return Ellipsis not in node.params["index"][0]
         if node.op in _ZERO_D_ARRAY_OPS:
             return False
+        if node.op == TUPLE_GET and node.inputs and isinstance(node.inputs[0], Node) \
+                and node.inputs[0].op in (LOOP, COND):  # a loop's or branch's result: what its body gives
+            source, k = node.inputs[0], node.params["index"]
+            outs = source.params["body_outs" if source.op == LOOP else "then_outs"]
+            node = outs[k] if k < len(outs) and isinstance(outs[k], Node) else None
+            if node is None:
+                return False
+            continue
         if node.op not in _OPERAND_TYPE_OPS or not node.inputs or not isinstance(node.inputs[0], Node):
             return True  # ufuncs, reductions, matmul of vectors, np.float64(x), library calls
         node = node.inputs[0]

@@ -56,15 +56,16 @@ def _accumulates(node, name) -> bool:
     return False
 
 
-def scalar_carries(builder, node, carried, body):
+def scalar_carries(builder, node, carried, body, captured):
     """`carried` ([(name, value before the loop)]) with each Python-number constant that the
     body (its last values: `body`) makes a NumPy scalar of a number dtype, by `_accumulates`'s
     statement, replaced by that scalar (the same value: `0.0 + x` is `np.float64(0.0) + x`); None
-    where none is so, or a start is not exactly a number of the scalar's dtype."""
+    where none is so, or a start is not exactly a number of the scalar's dtype. Names in
+    `captured` (read by a closure, which may read the start) are left as they are."""
     out, changed = [], False
     for name, v in carried:
         new = body.get(name)
-        if v.kind == "py" and v.node.op == ir.CONST and isinstance(new, Sym) and new.kind == "array" \
+        if name not in captured and v.kind == "py" and v.node.op == ir.CONST and isinstance(new, Sym) and new.kind == "array" \
                 and new.ndim == 0 and numpy_scalar(new) and new.dtype.kind in "iuf" and v.dtype.kind in "iuf" \
                 and _accumulates(node, name):
             try:
@@ -122,12 +123,13 @@ def _bound_first(node, name) -> bool:
     return False
 
 
-def rebound_carries(builder, node, carried, gen):
+def rebound_carries(builder, node, carried, gen, captured):
     """`carried` with each name bound before a `while True:` loop (an argument `tok`, `tok = 0`)
     that the body binds first (`tok = lp.argmax()`, by `_bound_first`) to a value of another type,
     shape or dtype (a NumPy int for a Python int) carried from a stand-in of the body's value:
     no trip reads the start, and after the loop the name holds the last trip's value. None where
-    none is so, or one may not be carried so (`_stand_in`)."""
+    none is so, or one may not be carried so (`_stand_in`). Names in `captured` (a closure may
+    read the start) are left as they are."""
     if not forever(node):
         return None
     early = {n for stmt in _before_exit(node) for n in _assigned_names([stmt])}
@@ -136,7 +138,7 @@ def rebound_carries(builder, node, carried, gen):
     for name, v in carried:
         new = gen["frame"].get(name)
         if isinstance(new, Sym) and isinstance(v, Sym) and (new.node.aval != v.node.aval or new.kind != v.kind) \
-                and _bound_first(node, name):
+                and name not in captured and _bound_first(node, name):
             stand_in = _stand_in(new, others, builder)
             if stand_in is None:
                 return None

@@ -46,7 +46,7 @@ from .loop_carries import bound_before_exit, forever, rebound_carries, scalar_ca
 from .loop_exits import loop_exit
 from .loop_grad import LoopGradient
 from .support import _Break, _Continue, _MISSING, _assigned_names, _truth_value
-from .values import Sym, Unsupported, VarRef, after_loop
+from .values import Sym, Unsupported, VarRef, after_loop, numpy_scalar
 
 
 class LoopMixin:
@@ -81,6 +81,7 @@ class LoopMixin:
         unrolled, views = self.unrolled, {k: list(v) for k, v in self.builder.views.items()}
         attempt, promoted, rebound = 0, None, False  # promoted: the relax key of carried numbers made NumPy scalars
         key = ("carry", site_key(frame.filename, node))
+        captured = _captured(frame)  # (read by a closure: its value on a first trip may be read there)
         while True:
             grad = LoopGradient(self.builder, tapes, self.site) if tapes else None
             self.unrolled = unrolled  # an unrolled inner loop counts once
@@ -92,16 +93,16 @@ class LoopMixin:
                 for name in names:  # every attempt starts from the locals before the loop
                     frame.locals.pop(name, None)
                 frame.locals.update({n: v for n, v in before.items() if n in names})
-            extra = stand_in_carries(self.builder, node, sure, gen) if sure else None
+            extra = stand_in_carries(self.builder, node, sure, gen) if sure and not sure & captured else None
             if extra is not None:  # (the same attempt again, carrying them)
                 carried, local_names, sure = carried + extra, [n for n in local_names if n not in sure], set()
                 continue
             lifted = None if promoted or counter is None and not forever(node) or key in self.relaxed \
-                else scalar_carries(self.builder, node, carried, gen["frame"])
+                else scalar_carries(self.builder, node, carried, gen["frame"], captured)
             if lifted is not None:  # (the same attempt again, with those carried values)
                 carried, promoted = lifted, key
                 continue
-            lifted = None if rebound or counter is not None else rebound_carries(self.builder, node, carried, gen)
+            lifted = None if rebound or counter is not None else rebound_carries(self.builder, node, carried, gen, captured)
             if lifted is not None:
                 carried, rebound = lifted, True
                 continue
@@ -281,11 +282,15 @@ class LoopMixin:
         placeholders, local_boxes = [], {}
         for name, v in carried:
             ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, v.node.aval, self.site)
+            if v.kind == "array" and v.ndim == 0:  # (a 0-d ndarray stays one: `m += e` writes into it)
+                ph.params["scalar"] = numpy_scalar(v)
             placeholders.append(ph)
             frame.locals[name] = local_boxes[name] = Sym(ph, v.kind)
         state_placeholders, restore = [], []
         for key, (wkind, wtarget, wname, init) in state.items():
             ph = ir.Node(ir.LOOP_VAR, (), {"name": _what((wkind, wtarget, wname, init))}, init.node.aval, self.site)
+            if init.kind == "array" and init.ndim == 0:
+                ph.params["scalar"] = numpy_scalar(init)
             state_placeholders.append(ph)
             restore.append(self.set_loop_state(key, wkind, wtarget, wname, Sym(ph, init.kind)))
         gen = {"placeholders": placeholders, "state_placeholders": state_placeholders, "count": None}
@@ -401,6 +406,12 @@ def _after_range(count, start, last, prev):
     """The loop variable after a `for` over a range: the last trip's value, or (no trip ran: the
     count is still the start) the value it had before the loop."""
     return last if count != start else prev
+
+
+def _captured(frame) -> set:
+    """The names of `frame` that a function or lambda defined in it reads (its cell variables)."""
+    code = getattr(frame.func, "__code__", None)
+    return set(frame.closure_names) | set(getattr(code, "co_cellvars", ()))
 
 
 def _runs(counter):

@@ -32,9 +32,7 @@ _NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in 
     "seterr", "geterr", "seterrcall", "geterrcall", "set_printoptions", "get_printoptions", "setbufsize",
     "getbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt", "fromfile",
     "memmap")) if f is not None)
-
-# a ufunc's keywords a library node passes on (constants): `where=` leaves elements unwritten, `out=` writes
-_UFUNC_KEYWORDS = frozenset({"dtype", "casting", "order"})
+_UFUNC_KEYWORDS = frozenset({"dtype", "casting", "order"})  # a library node's (`where=`, `out=` write)
 
 # functions with a graph op that NumPy's own call may stand in for, given arguments the op does not
 # implement, unless they give a view of an operand (or the operand) or a result whose shape
@@ -59,6 +57,8 @@ class NumpyCallsMixin:
 
         _refuse_global_state(func, self.site)
         out_target = kwargs.pop("out", None)
+        if isinstance(func, np.ufunc) and out_target is None and len(args) == func.nin + 1:
+            *args, out_target = args  # (`np.matmul(x, w, a)`: out by position)
         if isinstance(out_target, tuple):
             out_target = out_target[0]
         # np.array(rows) of a global tuple: a constant array when rows holds ints that did not vary

@@ -124,8 +124,9 @@ def test_a_product_into_an_out_array_of_any_layout(layout):
     def make():
         def step(st, x, w):
             np.matmul(x, w, out=st["a"])
-            return float(st["a"].sum())
-        return step, {"a": laid_out(layout, 1, (34, 18))}
+            r = np.matmul(x, w + 1.0, st["b"])  # (out by position)
+            return float(st["a"].sum()), r is st["b"]
+        return step, {"a": laid_out(layout, 1, (34, 18)), "b": laid_out(layout, 2, (34, 18))}
 
     rng = np.random.default_rng
     calls = [lambda st, i=i: (st, rng(10 + i).standard_normal((34, 18)), rng(20 + i).standard_normal((18, 18)))

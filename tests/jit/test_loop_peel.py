@@ -251,3 +251,31 @@ def _accumulated_after_the_break(x, st):
 def test_while_true_names_whose_start_may_be_read(body):
     """The value before the loop is read (or kept by a trip that leaves first): eager, or equal."""
     side_by_side(lambda: (body, {}), [lambda s, i=i: (np.linspace(0.1, 1.0, 3) * (1 + i), 0) for i in range(8)])
+
+
+def _read_by_a_closure(x, tok, st):
+    def peek():
+        return tok
+
+    i = 0
+    while True:
+        x = x + peek()  # (the first trip reads tok's value before the loop through the closure)
+        tok = (x @ st["W"]).argmax()
+        i += 1
+        if i >= st["k"]:
+            break
+    return x, tok
+
+
+def test_while_true_names_a_closure_reads_keep_their_start():
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((3, 3))
+
+    def make():
+        return _read_by_a_closure, {"W": W.copy(), "k": 1}
+
+    def call(s, i):
+        s["k"] = 1 + i % 3
+        return np.full(3, 0.1 * i), 3, s
+
+    side_by_side(make, [lambda s, i=i: call(s, i) for i in range(8)])
