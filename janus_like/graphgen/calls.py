@@ -25,7 +25,7 @@ from ..tensor import Tensor, Variable
 from .tape import SymbolicTape
 from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert
-from .draws import _SEARCHES, RngMethod
+from .draws import _SEARCHES, STATE_CALLS, RngMethod
 from .early_returns import function_body
 from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import LoggedAt, joined_text
@@ -180,7 +180,7 @@ class CallsMixin:
                                                  and type(getattr(func, "__self__", None)).__name__ == "RandomState"):
             owner = getattr(func, "__self__", None)  # (a RandomState's methods say module numpy.random too)
             if isinstance(owner, (np.random.Generator, np.random.RandomState)) and owner is not np.random.mtrand._rand:
-                if func.__name__ in ("get_state", "set_state", "seed"):
+                if func.__name__ in STATE_CALLS:
                     raise Unsupported("unsupported-call", f"{type(owner).__name__}.{func.__name__}() in a graph",
                                       self.site)
                 return self.generator_draw(owner, func.__name__, args, kwargs)

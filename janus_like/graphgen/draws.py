@@ -28,6 +28,10 @@ _RANDOM_DRAWS = frozenset(("random", "uniform", "randint", "randrange", "gauss",
                            "paretovariate", "weibullvariate", "getrandbits", "binomialvariate"))
 
 
+# the methods of a Generator or RandomState that read, set or reseed its state: never graph draws
+STATE_CALLS = frozenset(("get_state", "set_state", "seed"))
+
+
 class RngMethod:
     """`rng.normal` of a numpy Generator, a `RandomState` or a `random.Random` (exactly those types) reached
     through the inputs: only its type is guarded, and its draws are made from whatever object
@@ -50,7 +54,7 @@ def input_rng_method(obj, name):
     its draws, else None."""
     if type(obj.obj) in (np.random.Generator, np.random.RandomState) and obj.obj is not np.random.mtrand._rand:
         return RngMethod(obj, name) if callable(getattr(obj.obj, name, None)) and not name.startswith("_") \
-            and name not in ("get_state", "set_state", "seed") else None
+            and name not in STATE_CALLS else None
     if type(obj.obj) is random.Random and (name in _RANDOM_DRAWS or name == "choice"):
         return RngMethod(obj, name)
     return None

@@ -100,8 +100,7 @@ def bound_before_exit(node) -> set:
 def stand_in_carries(builder, node, names, gen):
     """[(name, stand-in constant)] for `names` (bound_before_exit's, first bound in the body),
     after a first attempt `gen`; None unless each is carried so (`_stand_in`)."""
-    early = {n for stmt in _before_exit(node) for n in _assigned_names([stmt])}
-    others = [gen["frame"].get(n) for n in early] + list(gen.get("finals", {}).values())
+    others = _exit_values(node, gen)
     out = []
     for name in sorted(names):
         v = _stand_in(gen["frame"].get(name), others, builder)
@@ -132,8 +131,7 @@ def rebound_carries(builder, node, carried, gen, captured):
     read the start) are left as they are."""
     if not forever(node):
         return None
-    early = {n for stmt in _before_exit(node) for n in _assigned_names([stmt])}
-    others = [gen["frame"].get(n) for n in early] + list(gen.get("finals", {}).values())
+    others = _exit_values(node, gen)
     out, changed = [], False
     for name, v in carried:
         new = gen["frame"].get(name)
@@ -145,6 +143,13 @@ def rebound_carries(builder, node, carried, gen, captured):
             v, changed = builder.constant(*stand_in), True
         out.append((name, v))
     return out if changed else None
+
+
+def _exit_values(node, gen) -> list:
+    """The values at a trip's exit a stand-in may not be (`_stand_in`'s `others`): the names the
+    body binds before its first exit, and the state the loop writes, after the attempt `gen`."""
+    early = {n for stmt in _before_exit(node) for n in _assigned_names([stmt])}
+    return [gen["frame"].get(n) for n in early] + list(gen.get("finals", {}).values())
 
 
 def _stand_in(v, others, builder):

@@ -281,16 +281,12 @@ class LoopMixin:
         state; the state and the containers are put back as before the loop afterwards."""
         placeholders, local_boxes = [], {}
         for name, v in carried:
-            ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, v.node.aval, self.site)
-            if v.kind == "array" and v.ndim == 0:  # (a 0-d ndarray stays one: `m += e` writes into it)
-                ph.params["scalar"] = numpy_scalar(v)
+            ph = _placeholder(name, v, self.site)
             placeholders.append(ph)
             frame.locals[name] = local_boxes[name] = Sym(ph, v.kind)
         state_placeholders, restore = [], []
         for key, (wkind, wtarget, wname, init) in state.items():
-            ph = ir.Node(ir.LOOP_VAR, (), {"name": _what((wkind, wtarget, wname, init))}, init.node.aval, self.site)
-            if init.kind == "array" and init.ndim == 0:
-                ph.params["scalar"] = numpy_scalar(init)
+            ph = _placeholder(_what((wkind, wtarget, wname, init)), init, self.site)
             state_placeholders.append(ph)
             restore.append(self.set_loop_state(key, wkind, wtarget, wname, Sym(ph, init.kind)))
         gen = {"placeholders": placeholders, "state_placeholders": state_placeholders, "count": None}
@@ -406,6 +402,15 @@ def _after_range(count, start, last, prev):
     """The loop variable after a `for` over a range: the last trip's value, or (no trip ran: the
     count is still the start) the value it had before the loop."""
     return last if count != start else prev
+
+
+def _placeholder(name, start, site):
+    """The LOOP_VAR standing for a carried value in the loop's blocks; of a 0-d array, whether it
+    is a NumPy scalar or an ndarray is its start's (an ndarray stays one: `m += e` writes into it)."""
+    ph = ir.Node(ir.LOOP_VAR, (), {"name": name}, start.node.aval, site)
+    if start.kind == "array" and start.ndim == 0:
+        ph.params["scalar"] = numpy_scalar(start)
+    return ph
 
 
 def _captured(frame) -> set:

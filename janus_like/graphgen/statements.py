@@ -20,7 +20,7 @@ from .builder import OPAQUE
 from .tape import SymbolicTape
 from ..ops.registry import P, bind
 from .values import CACHED, TENSOR_BUFFER, ObjRef, Sym, Unsupported, VarRef, numpy_scalar, stale_error
-from .containers import builtin_member, plain_protocol
+from .containers import builtin_member, plain_concat, plain_protocol
 from .conversions import convert
 from .layouts import kept_layout
 from .windows import WINDOW, has_dynamic_slice, window_index
@@ -207,8 +207,7 @@ class StatementsMixin:
                                                       f"a {type(rhs).__name__}", self.site)
             self.container_method(ContainerMethod(cur, "extend"), [rhs], {})  # (a deque's `+=` extends it too)
             return cur
-        if isinstance(cur, ObjRef) and type(cur.obj) is dict and op is operator.or_ \
-                and (type(rhs) is dict or isinstance(rhs, ObjRef) and type(rhs.obj) is dict):
+        if op is operator.or_ and plain_concat(cur, rhs, op):  # (plain dicts)
             self.container_method(ContainerMethod(cur, "update"), [rhs], {})  # `st |= {"lr": lr}`: an update
             return cur
         return self.binop(op, cur, rhs)  # (`line += f"..."` of graph values: a deferred string too)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import ir
 from ..ops.registry import REGISTRY
-from .simplify import substitute
+from .simplify import _resolve, substitute
 
 
 # made to be written into, or a new object each call (`x.view()`, a copy of x or x itself): not merged
@@ -85,15 +85,9 @@ def _merge(graph, apart):
     seen: dict = {}
     mapping: dict = {}
     outputs = {o.id for o in graph.outputs if isinstance(o, ir.Node)}  # each returned constant its own
-
-    def resolve(v):
-        while isinstance(v, ir.Node) and v.id in mapping:
-            v = mapping[v.id]
-        return v
-
     kept = []
     for n in graph.nodes:  # top level only: a branch's nodes may not run
-        n.inputs = tuple(resolve(i) for i in n.inputs)
+        n.inputs = tuple(_resolve(i, mapping) for i in n.inputs)
         key = value_key(n) if n.op != ir.CONST or n.id not in outputs else None
         if key is not None:
             first = seen.get(key)
@@ -120,18 +114,13 @@ def _shared_operands(original, mapping) -> set:
             v = inputs.get(v.id, v.inputs)[0]
         return v
 
-    def merged(v):
-        while isinstance(v, ir.Node) and v.id in mapping:
-            v = mapping[v.id]
-        return v
-
     shared = set()
     for n, ins in original:
         if n.op in _PRODUCTS:
             bases = [base(v) for v in ins if isinstance(v, ir.Node)]
             for k, b in enumerate(bases):
                 for a in bases[:k]:
-                    if a is not b and merged(a) is merged(b):
+                    if a is not b and _resolve(a, mapping) is _resolve(b, mapping):
                         shared.add(b.id if b.id in mapping else a.id)
     return shared
 
