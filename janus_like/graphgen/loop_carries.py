@@ -80,8 +80,23 @@ def scalar_carries(builder, node, carried, body, captured):
 
 
 def forever(node) -> bool:
-    """`while True:`: its body runs at least once."""
-    return isinstance(node, ast.While) and isinstance(node.test, ast.Constant) and node.test.value is True
+    """`while True:` (or `while 1:`): its body runs at least once."""
+    return isinstance(node, ast.While) and isinstance(node.test, ast.Constant) \
+        and type(node.test.value) in (bool, int) and bool(node.test.value)
+
+
+def _target_names(stmt) -> set:
+    """The names a top-level `a = e` or `a, (b, c) = e` binds (a name only: not `a[i] = e`, nor
+    `*rest`, whose list a trip makes anew)."""
+    names = set()
+    todo = list(stmt.targets) if isinstance(stmt, ast.Assign) else []
+    while todo:
+        t = todo.pop()
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            todo.extend(t.elts)
+    return names
 
 
 def bound_before_exit(node) -> set:
@@ -92,8 +107,7 @@ def bound_before_exit(node) -> set:
         return set()
     names = set()
     for stmt in _before_exit(node):
-        if isinstance(stmt, ast.Assign):
-            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        names |= _target_names(stmt)
     return names
 
 
@@ -111,11 +125,12 @@ def stand_in_carries(builder, node, names, gen):
 
 
 def _bound_first(node, name) -> bool:
-    """The body's first statement that reads or binds `name` is `name = e` (e not reading it),
-    before any exit: no trip reads the value the loop starts with."""
+    """The body's first statement that reads or binds `name` is `name = e` or `name, b = e` (e
+    not reading it), before any exit: no trip reads the value the loop starts with."""
     for stmt in _before_exit(node):
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
-                and stmt.targets[0].id == name:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and name in _target_names(stmt) \
+                and not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+                            for n in ast.walk(stmt.targets[0])):
             return not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.value))
         if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt)):
             return False

@@ -14,7 +14,7 @@ from ..quiet import quiet
 from ..ops import api as F
 from ..ops.library import LIBRARY_FUNCTIONS, WRITES, library_operands
 from ..ops.memory import matmul_like
-from . import masks
+from . import masks, windows
 from .tape import SymbolicTape
 from .conversions import convert, is_conversion
 from .layouts import kept_layout, unordered
@@ -68,16 +68,9 @@ class NumpyCallsMixin:
                 raise Unsupported("unsupported-call", f"numpy.{getattr(func, '__name__', func)} of an input object",
                                   self.site)
             return self.lift(func(*args, **kwargs))  # constant folding
-        if func is np.arange and len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
-            from ..ops.registry import P, bind
-
-            if not self.builder.polymorphic:  # (a graph of fixed sizes: its length must be one too)
-                n = self.concrete_sizes(args[0])
-                if isinstance(n, Sym):
-                    raise Unsupported("shape-dependent", "np.arange() of a length the graph computes (the array's "
-                                                         "shape would be its value)", self.site)
-                return self.lift(np.arange(n))
-            return _as_kind(bind(P.arange, args[0]), "array")
+        made = windows.arange(self, args, kwargs) if func is np.arange else None
+        if made is not None:  # np.arange(n), np.arange(t, t + T) of Python ints the graph computes
+            return made
         if is_conversion(func):  # np.asarray(x), np.array([a, b]), np.float32(x)
             return convert(func, args, kwargs, self.site)
         if func is np.ascontiguousarray and len(args) + len(kwargs) in (1, 2) and set(kwargs) <= {"dtype"} \

@@ -94,6 +94,30 @@ def window_index(gen, x, index):
     return items[:at] + (window,) + items[at + 1:]
 
 
+def arange(gen, args, kwargs):
+    """`np.arange(n)` of a Python int the graph computes (a node of a graph for any size; otherwise
+    n's value, under a guard) and `np.arange(t, t + T)` (T a constant: start plus a constant
+    arange, the length read off the bounds as a window's); None for other calls."""
+    from ..ops.registry import P, bind
+
+    if len(args) == 1 and not kwargs and isinstance(args[0], Sym) and args[0].kind == "py":
+        if gen.builder.polymorphic:
+            return _as_kind(bind(P.arange, args[0]), "array")
+        n = gen.concrete_sizes(args[0])  # (a graph of fixed sizes: its length must be one too)
+        if isinstance(n, Sym):
+            raise Unsupported("shape-dependent", "np.arange() of a length the graph computes (the array's "
+                                                 "shape would be its value)", gen.site)
+        return gen.lift(np.arange(n))
+    ints = all(type(a) is int or isinstance(a, Sym) and a.kind == "py" and a.dtype.kind == "i" for a in args)
+    if kwargs or not ints or len(args) not in (2, 3) or len(args) == 3 and not (type(args[2]) is int and args[2] == 1):
+        return None
+    start, length = _start_and_length(args[0], args[1])
+    if start is None:
+        raise Unsupported("shape-dependent", "np.arange(start, stop) with a length the graph computes (the "
+                                             "array's shape would be its value)", gen.site)
+    return _as_kind(gen.builder.constant(np.arange(length), "array") + start, "array")
+
+
 def _start_and_length(start, stop):
     """(start, n) where stop is start + n, n a constant int (both read as one run-time value
     times a constant plus a constant: `i:i + n`, `i - n:i`, `t + 1:t + 3`, `k * b:(k + 1) * b`

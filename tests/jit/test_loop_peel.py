@@ -279,3 +279,45 @@ def test_while_true_names_a_closure_reads_keep_their_start():
         return np.full(3, 0.1 * i), 3, s
 
     side_by_side(make, [lambda s, i=i: call(s, i) for i in range(8)])
+
+
+def _decode_while_one(x, st):
+    total, n = 0.0, 0
+    while 1:  # (as `while True:`: the body runs at least once)
+        lp = x @ st["W"]
+        score, tok = lp.max(), int(lp.argmax())  # (first bound by a tuple, read after the loop)
+        total = total + score
+        n += 1
+        if tok == 0 or n >= st["k"]:
+            break
+        x = np.tanh(lp)
+    return total, score, tok, n
+
+
+def _unpacked_reads_its_start(x, tok, st):
+    hist = np.zeros(4)
+    n = 0
+    while True:
+        hist[tok], tok = x.max(), int((x @ st["W"]).argmax())  # (the target reads tok before binding it)
+        x = np.tanh(x + 0.1)
+        n += 1
+        if n >= st["k"]:
+            break
+    return hist, tok
+
+
+@pytest.mark.parametrize("body", [_decode_while_one, _unpacked_reads_its_start])
+def test_while_one_and_names_bound_by_unpacking(body):
+    rng = np.random.default_rng(5)
+    W = rng.standard_normal((4, 4))
+
+    def make():
+        return body, {"W": W.copy(), "k": 1}
+
+    def call(s, i):
+        s["k"] = 1 + i % 3
+        x = np.random.default_rng(i).standard_normal(4)
+        return (x, s) if body is _decode_while_one else (x, 2, s)
+
+    graphs = 4 if body is _decode_while_one else 0
+    check(make, [lambda s, i=i: call(s, i) for i in range(9)], min_graph_calls=graphs)

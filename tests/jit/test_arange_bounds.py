@@ -1,0 +1,60 @@
+"""`np.arange(t, t + T)` of a counter the step keeps (positions of a sequence chunk, a minibatch's
+row ids): start plus a constant arange, side by side with eager."""
+import numpy as np
+import pytest
+
+from .harness import check, side_by_side
+
+
+def _positions(st, x):
+    t = st["t"]
+    pos = np.arange(t, t + x.shape[0])  # (a length read off the bounds: a constant)
+    st["t"] = t + x.shape[0]
+    return x * pos[:, None] + st["w"], pos
+
+
+def _row_ids(st, k):
+    b = 4
+    ids = np.arange(k * b, (k + 1) * b, 1)
+    st["seen"] += ids.sum()
+    return st["data"][ids].mean(0), ids
+
+
+def _behind(st, x):
+    t = st["t"]
+    st["t"] = t + 1
+    return np.arange(t - 3, t) * x  # (negative positions on the first calls, as NumPy gives them)
+
+
+@pytest.mark.parametrize("body", [_positions, _row_ids, _behind])
+def test_an_arange_at_a_start_the_step_keeps(body):
+    def make():
+        return body, {"t": 0, "w": np.ones(3), "seen": 0, "data": np.arange(48.0).reshape(16, 3)}
+
+    def call(s, i):
+        if body is _row_ids:
+            return s, i % 4
+        return s, np.full((5, 3) if body is _positions else 3, 0.5 * i)
+
+    check(make, [lambda s, i=i: call(s, i) for i in range(8)], min_graph_calls=4)
+
+
+def _varying_length(st, n):
+    t = st["t"]
+    st["t"] = t + n
+    return np.arange(t, t + n)  # (the length is an argument's value: eager, or a graph per length)
+
+
+def _float_bounds(st, x):
+    t = st["t"] + 0.5
+    st["t"] += 1
+    return np.arange(t, t + 3) * x  # (floats: NumPy's own arange rounding, not start + arange)
+
+
+@pytest.mark.parametrize("body", [_varying_length, _float_bounds])
+def test_an_arange_whose_length_or_type_varies(body):
+    def make():
+        return body, {"t": 0}
+
+    args = [2, 3, 2, 4, 2, 2, 5, 1, 0] if body is _varying_length else [0.5 * i for i in range(9)]
+    side_by_side(make, [lambda s, a=a: (s, a) for a in args])
