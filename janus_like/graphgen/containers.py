@@ -359,6 +359,9 @@ class ContainersMixin:
             present = args[0] in target  # `m.get("step", 0)`: that entry only, its presence guarded (reading
             self.prog.check_contains(ref.slot, args[0], present, self.site)  # the whole dict guarded each value)
             return self.container_item(ref, args[0]) if present else (args[1] if len(args) > 1 else None)
+        if isinstance(target, dict) and name == "get" and len(args) in (1, 2) and isinstance(args[0], Sym) \
+                and args[0].kind == "py" and not kwargs and plain_protocol(target):  # `d.get(int(y[0]), 0)`
+            return self.table_lookup(ref, *args, *[None][len(args) - 1:])  # (a lookup with a default)
         view = self.materialize(ref, self.site)
         if isinstance(target, dict) and name in ("items", "keys", "values", "get", "copy"):
             # (the key: a dict key; `get`'s default: any value, an array the graph computes too)

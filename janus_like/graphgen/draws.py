@@ -15,7 +15,8 @@ import random
 import numpy as np
 
 from ..ops import api as F
-from .support import _any_abstract, _any_objref, _as_kind
+from ..jit.assumptions import Assumption
+from .support import COUNTS, _any_abstract, _any_objref, _as_kind
 from .values import ObjRef, Sym, Unsupported
 
 _SEARCHES = {bisect.bisect_left: lambda x, *items: bisect.bisect_left(items, x),
@@ -182,11 +183,12 @@ class DrawsMixin:
                                           "randint", "choice") and not args else out.kind
         return out
 
-    def table_lookup(self, obj, key):
+    def table_lookup(self, obj, key, *default):
         """`class_weight[int(y[i])]`, `sizes[k]` with the key a Python number the graph computes
         and the container's values Python numbers of one type (an input container's keys and
         values guarded like any it reads): the lookup as a PY_OP on the same numbers. A key it
-        lacks raises when the graph runs, and the eager re-run raises it for the user."""
+        lacks raises when the graph runs, and the eager re-run raises it for the user (or gives
+        a Counter's default). `default`: `d.get(k, 0)`'s, a number of the values' type."""
         items = self.materialize(obj, self.site) if isinstance(obj, ObjRef) else obj
         if isinstance(items, (list, tuple)) and not (isinstance(obj, ObjRef) and id(obj.obj) in self.appends):
             keys, values = None, tuple(items)
@@ -194,19 +196,24 @@ class DrawsMixin:
             keys, values = tuple(items), tuple(items.values())
         else:
             keys = values = None
-        kind = _number_type(values or ())
+        kind = _number_type(values + default) if values is not None and (keys is not None or not default) else None
         if kind is None:
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
-        sample = values[0] if not isinstance(values[0], Sym) else kind()
+        first = (values + default)[0]
+        sample = first if not isinstance(first, Sym) else kind()
+        if not default:
+            self.known_key(obj, keys, key)
+        if default:
+            return self.builder.py_op(functools.partial(_get, keys), key, *default, *values, sample=sample)
         return self.builder.py_op(functools.partial(_lookup, keys), key, *values, sample=sample)
 
     def table_store(self, obj, key, value):
         """`counts[int(y[0])] += 1`, `best[k] = score` with the key a Python number the graph
         computes, into a list (or dict of int, bool or str keys) of Python numbers of one
         type, with a value of that type: every item is written, with a PY_OP giving the value at
-        the key's position and the old item elsewhere. An index out of range (or a dict's key
-        that is missing: eager would add it) raises when the graph runs, and eager's re-run does
-        what eager does."""
+        the key's position and the old item elsewhere. An index out of range raises when the graph
+        runs, and eager's re-run does what eager does; a key the dict lacks (eager adds it) fails
+        an assert (`known_key`)."""
         items = self.materialize(obj, self.site) if isinstance(obj, ObjRef) else obj
         keys = tuple(items) if isinstance(items, dict) else None
         values = tuple(items.values()) if keys is not None else tuple(items) if isinstance(items, list) else ()
@@ -216,10 +223,29 @@ class DrawsMixin:
             raise Unsupported("data-dependent-python", "writing a Python container at an index the graph "
                                                        "computes (only lists and dicts of Python numbers of one type)",
                               self.site)
+        self.known_key(obj, keys, key, store=True)
         for j, (k, old) in enumerate(zip(keys or range(len(values)), values)):
             sample = old if not isinstance(old, Sym) else kind()
             new = self.builder.py_op(functools.partial(_put, k, keys or len(values)), key, value, old, sample=sample)
             self.setitem(obj, k, new)
+
+
+    def known_key(self, obj, keys, key, store=False):
+        """An assert node that `key` is one of `keys`, for a store into a dict (`store`: eager adds
+        a key it lacks) and a read of a Counter or defaultdict (COUNTS: eager's `__missing__` gives
+        a default): that call runs eagerly, and after repeated failures the site stays eager."""
+        from .comparisons import _member_of
+
+        target = obj.obj if isinstance(obj, ObjRef) else obj
+        if keys is None or not store and type(target) not in COUNTS:
+            return
+        relax = ("known key", self.site)
+        if relax in self.relaxed:
+            raise Unsupported("data-dependent-python", f"a key the {type(target).__name__} may lack, computed in "
+                                                       "the graph", self.site)
+        present = self.builder.py_op(_member_of(frozenset(keys)), key, sample=True)
+        self.builder.assert_(present, True, Assumption("value", self.site, f"one of {len(keys)} keys",
+                                                       path=f"a {type(target).__name__}'s key", relax=relax))
 
 
 # the position of `out` among a Generator method's parameters, for those that have one
@@ -317,6 +343,11 @@ def _put(position, keys, key, value, old):
     if key not in keys:
         raise KeyError(key)
     return value if key == position else old
+
+
+def _get(keys, key, default, *values):
+    """`d.get(key, default)` of the dict keys -> values."""
+    return dict(zip(keys, values)).get(key, default)
 
 
 def _lookup(keys, key, *values):

@@ -25,7 +25,7 @@ from .conversions import convert
 from .layouts import kept_layout
 from .windows import WINDOW, has_dynamic_slice, window_index
 from .support import (ContainerMethod, _BINOPS, _any_abstract, _Break, _Continue, _MISSING, _Return, _as_kind,
-                      _dict_key, _raw, _unwrap_obj, class_lookup, python_index, users_jit_attribute)
+                      COUNTS, _dict_key, _raw, _unwrap_obj, class_lookup, python_index, users_jit_attribute)
 
 
 # `__setattr__`s that store into the instance's `__dict__` as object's does (SimpleNamespace's
@@ -459,9 +459,9 @@ class StatementsMixin:
         if isinstance(obj, ObjRef):
             if self.pure_depth:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
-            index = python_index(self.builder, index) if type(obj.obj) in (list, dict) else index
-            if isinstance(index, Sym) and index.kind == "py" and type(obj.obj) in (list, dict) \
-                    and plain_protocol(obj.obj):
+            index = python_index(self.builder, index) if type(obj.obj) in (list, dict, *COUNTS) else index
+            if isinstance(index, Sym) and index.kind == "py" and type(obj.obj) in (list, dict, *COUNTS) \
+                    and plain_protocol(obj.obj):  # (a key a Counter lacks raises: eager's re-run adds it)
                 return self.table_store(obj, index, value)
             key = _dict_key(index)
             self.resizes(obj.obj, key)

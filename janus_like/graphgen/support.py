@@ -54,11 +54,19 @@ def _range_args(bounds):
 
 def plain_lookup(obj) -> bool:
     """`obj[k]` is Python's own list, tuple, dict or deque lookup: not a class's own `__getitem__`
-    (networkx's `G.nodes[v]`), nor a missing key's default (a defaultdict's, a Counter's)."""
+    (networkx's `G.nodes[v]`), nor a missing key's default (a defaultdict's, a Counter's) except
+    for exactly those two classes (COUNTS: a key they lack raises in the graph's lookup, and the
+    eager re-run gives the default)."""
+    target = obj.obj if isinstance(obj, ObjRef) else obj
+    if type(target) in COUNTS:
+        return True
     if isinstance(obj, ObjRef):
         return getattr(type(obj.obj), "__getitem__", None) in _BUILTIN_LOOKUPS \
             and not hasattr(type(obj.obj), "__missing__")
     return isinstance(obj, (list, tuple, dict)) and not hasattr(type(obj), "__missing__")
+
+
+COUNTS = (collections.Counter, collections.defaultdict)  # (per-class counts: `c[int(y[0])] += 1`)
 _VIEW_OPS = {"transpose", "reshape", "expand_dims", "squeeze", "broadcast_to", "reshape_like", "broadcast_like"}
 
 
