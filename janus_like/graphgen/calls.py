@@ -27,7 +27,7 @@ from .callbacks import _NOT_HANDLED, is_user_callable
 from .conversions import convert
 from .draws import _SEARCHES, STATE_CALLS, RngMethod
 from .early_returns import function_body
-from .numpy_calls import UFUNC_METHODS, ArrayMethod, _refuse_global_state
+from .numpy_calls import SIZED as _SIZED, UFUNC_METHODS, ArrayMethod, _refuse_global_state
 from .effects import LoggedAt, joined_text
 from .recursion import recursion_kind
 from .py_numbers import (LIBRARY_OF_NUMBERS, is_library_of_numbers, is_number_call, library_of_numbers, mixed_items,
@@ -65,11 +65,6 @@ def _binds(func, n_positional, keywords):
         return True
     except TypeError:
         return False
-
-
-# NumPy functions of sizes or shapes: a Python int the graph reads as an input there (`np.zeros(dims[i + 1])`,
-# an item of a list a loop reads at varying positions) is taken at its value (evaluator.concrete_sizes)
-_SIZED = (np.zeros, np.ones, np.empty, np.full, np.eye, np.identity)
 
 
 class CallsMixin:

@@ -32,6 +32,9 @@ _NUMPY_GLOBAL_STATE = frozenset(f for f in (getattr(np, name, None) for name in 
     "seterr", "geterr", "seterrcall", "geterrcall", "set_printoptions", "get_printoptions", "setbufsize",
     "getbufsize", "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt", "fromfile",
     "memmap")) if f is not None)
+# NumPy functions of sizes: a Python int the graph reads as an input there (`np.zeros(dims[i + 1])`) is taken at
+# its value (evaluator.concrete_sizes, calls.py); one the graph computes stays eager
+SIZED = (np.zeros, np.ones, np.empty, np.full, np.eye, np.identity)
 _UFUNC_KEYWORDS = frozenset({"dtype", "casting", "order"})  # a library node's (`where=`, `out=` write)
 
 # functions with a graph op that NumPy's own call may stand in for, given arguments the op does not
@@ -84,9 +87,10 @@ class NumpyCallsMixin:
         if func is np.fill_diagonal and out_target is None and args and isinstance(args[0], Sym) \
                 and args[0].kind == "array":
             return self._fill_diagonal(*args, **kwargs)
-        if func is np.split and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None \
-                and not _any_abstract((args[1:], kwargs)):  # NumPy's parts are views of x: a write through one is x's
-            return [self.getitem(args[0], index) for index in F.split_indices(args[0].shape, *args[1:], **kwargs)]
+        if func in (np.split, np.array_split) and args and isinstance(args[0], Sym) and args[0].kind == "array" \
+                and out_target is None and not _any_abstract((args[1:], kwargs)):  # (views of x, as NumPy's parts)
+            return [self.getitem(args[0], index) for index in F.split_indices(
+                args[0].shape, *args[1:], **kwargs, unequal=func is np.array_split)]
         if func is np.diag and args and isinstance(args[0], Sym) and args[0].kind == "array" and out_target is None:
             k = args[1] if len(args) > 1 else kwargs.get("k", 0)
             if args[0].ndim == 2 and len(args) + len(kwargs) <= 2 and set(kwargs) <= {"k"} and type(k) is int:
@@ -137,6 +141,9 @@ class NumpyCallsMixin:
             name = getattr(func, "__name__", repr(func))
             if impl is None and func in LIBRARY_FUNCTIONS and out_target is None:
                 return self.library_call(func, args, kwargs)
+            if impl is None and func in SIZED and _any_abstract((args, kwargs)):  # np.zeros((int(n.sum()), D))
+                raise Unsupported("shape-dependent", f"numpy.{name} of a size the graph computes (the array's "
+                                                     "shape would be its value)", self.site)
             if impl is None:
                 raise Unsupported("unsupported-call", f"numpy.{name} has no graph op", self.site)
             # np.mean(losses[-5:]) of Python numbers the graph computes, `np.outer(ids, [1, 1])`:

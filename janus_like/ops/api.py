@@ -369,12 +369,15 @@ def split(x, indices_or_sections, axis=0):
 _UNEQUAL = "array split does not result in an equal division"
 
 
-def split_indices(shape, indices_or_sections, axis=0):
-    """The basic indices of np.split's parts (each part is a view of x, as NumPy's), raising as np.split."""
+def split_indices(shape, indices_or_sections, axis=0, unequal=False):
+    """The basic indices of np.split's parts (`unequal`: np.array_split's), views of x as NumPy's, raising as it."""
     n = shape[axis]
     if getattr(indices_or_sections, "ndim", None) == 0 and not isinstance(indices_or_sections, np.floating):
         indices_or_sections = operator.index(indices_or_sections)  # (a graph value: its own error)
-    if isinstance(indices_or_sections, int):
+    if isinstance(indices_or_sections, int) and unequal and indices_or_sections > 0:
+        each, extra = divmod(n, indices_or_sections)  # (the first `extra` parts are one longer)
+        bounds = [k * each + (k if k < extra else extra) for k in range(indices_or_sections + 1)]
+    elif isinstance(indices_or_sections, int):
         if indices_or_sections < 0 or n % indices_or_sections:  # (n % 0: the ZeroDivisionError np.split raises)
             raise ValueError(_UNEQUAL if indices_or_sections > 0 else "number sections must be larger than 0.")
         step = n // indices_or_sections

@@ -58,3 +58,15 @@ def test_an_arange_whose_length_or_type_varies(body):
 
     args = [2, 3, 2, 4, 2, 2, 5, 1, 0] if body is _varying_length else [0.5 * i for i in range(9)]
     side_by_side(make, [lambda s, a=a: (s, a) for a in args])
+
+
+def _pack_buffer(st, lengths, x):
+    buf = np.zeros((int(lengths.sum()), 3))  # (a size the data decides)
+    buf[:2] = x
+    return buf * st["w"]
+
+
+def test_an_array_of_a_size_the_graph_computes_is_named_so():
+    jf = side_by_side(lambda: (_pack_buffer, {"w": np.ones(3)}),
+                      [lambda s, i=i: (s, np.array([1, 2 + i % 2]), np.full((2, 3), i)) for i in range(6)])
+    assert "numpy.zeros of a size the graph computes" in jf.explain(), jf.explain()

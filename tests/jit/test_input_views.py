@@ -8,10 +8,11 @@ import contextlib
 import io
 
 import numpy as np
+import pytest
 
 import janus_like as jl
 
-from .harness import check, random_array
+from .harness import check, random_array, side_by_side
 
 
 def views_step(buf, st, x):
@@ -97,3 +98,20 @@ def test_rows_taken_by_iterating_or_unpacking_are_views():
     state = lambda: {"w": random_array(1, (2, 3)), "v": random_array(2, (3,))}  # noqa: E731
     check(lambda: (step, state()), [lambda s, i=i: (s, random_array(i, (2, 3))) for i in range(8)],
           min_graph_calls=4)
+
+
+def array_split_step(x, k):
+    parts = np.array_split(x, k)  # (the first len(x) % k parts one row longer; views of x)
+    parts[-1] += 1.0
+    cols = np.array_split(x, [1, 2], axis=-1)
+    return [p.sum(0) for p in parts], cols[1] * 2, len(np.array_split(x[:2], 4))
+
+
+@pytest.mark.parametrize("k", [3, 4, 7])
+def test_np_array_split_gives_views_of_unequal_parts(k):
+    check(lambda: (array_split_step, {"x": np.arange(15.0).reshape(5, 3)}),
+          [lambda s: (s["x"], k) for _ in range(6)], min_graph_calls=2)
+
+
+def test_np_array_split_into_no_sections_raises_as_numpy():
+    side_by_side(lambda: (array_split_step, {"x": np.arange(6.0).reshape(2, 3)}), [lambda s: (s["x"], 0)] * 5)
