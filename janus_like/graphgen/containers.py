@@ -362,7 +362,9 @@ class ContainersMixin:
         if isinstance(target, dict) and name == "get" and len(args) in (1, 2) and isinstance(args[0], Sym) \
                 and args[0].kind == "py" and not kwargs and plain_protocol(target):  # `d.get(int(y[0]), 0)`
             return self.table_lookup(ref, *args, *[None][len(args) - 1:])  # (a lookup with a default)
-        view = self.materialize(ref, self.site)
+        live = isinstance(target, dict) and name in ("items", "keys", "values") and plain_protocol(target) \
+            and not self.pure_depth  # (a view sees the step's later writes: of the dict's shadow)
+        view = self.shadow(ref) if live else self.materialize(ref, self.site)
         if isinstance(target, dict) and name in ("items", "keys", "values", "get", "copy"):
             # (the key: a dict key; `get`'s default: any value, an array the graph computes too)
             return getattr(view, name)(*[_dict_key(a) if k == 0 else a for k, a in enumerate(args)])

@@ -112,9 +112,14 @@ def arange(gen, args, kwargs):
     if kwargs or not ints or len(args) not in (2, 3) or len(args) == 3 and not (type(args[2]) is int and args[2] == 1):
         return None
     start, length = _start_and_length(args[0], args[1])
-    if start is None:
+    key = ("arange", gen.site)
+    if start is None or key in gen.relaxed:
         raise Unsupported("shape-dependent", "np.arange(start, stop) with a length the graph computes (the "
                                              "array's shape would be its value)", gen.site)
+    if not isinstance(start, int):  # (NumPy's arange of ints near or past int64's range is float64)
+        inside = gen.builder.py_op(_inside_range(length), start, sample=True)
+        gen.builder.assert_(inside, True, Assumption("value", gen.site, f"[start, start + {length}) within "
+                                                     "+-2**62", path="arange", relax=key))
     return _as_kind(gen.builder.constant(np.arange(length), "array") + start, "array")
 
 
@@ -163,6 +168,14 @@ def _linear(v):
                 k = ca if ra is None else cb  # the constant factor
                 return (rb, k * sb, k * cb) if ra is None else (ra, k * sa, k * ca)
     return node, 1, 0
+
+
+@functools.lru_cache(maxsize=None)
+def _inside_range(length):
+    def check(start):
+        return -2 ** 62 <= start and start + length <= 2 ** 62
+    check.__name__ = f"arange_of_{length}_within_int64"
+    return check
 
 
 @functools.lru_cache(maxsize=None)

@@ -54,7 +54,7 @@ LIBRARY_FUNCTIONS = {
     np.polyfit: frozenset(("x", "y", "w")),
     np.diagflat: frozenset(("v",)),
     np.select: frozenset(("condlist", "choicelist", "default")), np.vdot: frozenset(("a", "b")),
-    np.column_stack: frozenset(("tup",)), np.angle: frozenset(("z",)),
+    np.column_stack: frozenset(("tup",)), np.angle: frozenset(("z",)), np.lexsort: frozenset(("keys",)),
     **_LINALG,
 }
 # the discrete Fourier transforms (a complex result; `.real`/`.imag` are views, ops/memory.py)

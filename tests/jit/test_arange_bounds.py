@@ -70,3 +70,16 @@ def test_an_array_of_a_size_the_graph_computes_is_named_so():
     jf = side_by_side(lambda: (_pack_buffer, {"w": np.ones(3)}),
                       [lambda s, i=i: (s, np.array([1, 2 + i % 2]), np.full((2, 3), i)) for i in range(6)])
     assert "numpy.zeros of a size the graph computes" in jf.explain(), jf.explain()
+
+
+def _big(st, t):
+    return np.arange(2 * t, 2 * t + 2) * 1.0  # (NumPy's arange past int64's range is float64)
+
+
+def test_an_arange_of_ints_near_int64s_range():
+    from .harness import fallback_reasons
+
+    ts = [0, 1, 5, 7, 9, 2 ** 62, 3, 2 ** 62 - 2, -(2 ** 62), 4]
+    jf = side_by_side(lambda: (_big, {}), [lambda s, t=t: (s, t) for t in ts])
+    assert "internal-error" not in fallback_reasons(jf), jf.explain()
+    assert jf.stats()["graph_calls"] >= 4, jf.explain()

@@ -251,3 +251,17 @@ def test_hstack_vstack_moveaxis_ravel_and_select():
     jf = check(lambda: (stacked, {"w": random_array(0, (4,))}),
                [lambda s, k=k: (s, random_array(k, (4,))) for k in range(8)], min_graph_calls=4)
     assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
+
+
+def by_length(st, lengths, x):
+    order = np.lexsort((np.arange(len(lengths)), -lengths))  # longest first, ties by position
+    st["w"] = st["w"] * 0.99
+    return order, x[order] * st["w"], np.lexsort([lengths, lengths % 2])
+
+
+def test_lexsort_orders_a_batch_by_length():
+    """`np.lexsort` is NumPy's own function as a node (it kept the step eager)."""
+    jf = check(lambda: (by_length, {"w": np.ones(3)}),
+               [lambda s, k=k: (s, np.array([3, 1, 3, 2, 5]) + k % 3, random_array(k, (5, 3))) for k in range(8)],
+               min_graph_calls=4)
+    assert "unsupported-call" not in fallback_reasons(jf), jf.explain()
