@@ -236,7 +236,7 @@ class CallsMixin:
                     and type(args[0].obj) in (list, tuple):  # `src.extend(ns)` of an input's list: its items
                 args = (list(self.materialize(args[0], self.site)),)
             if type(owner) is dict and func.__name__ == "get" and len(args) in (1, 2) and isinstance(args[0], Sym):
-                return self.table_lookup(owner, *args, *[None][len(args) - 1:])  # `d.get(int(y[0]), 0)`
+                return self.dict_get(owner, *args)  # `d.get(int(y[0]), 0)` of the step's own dict
             if isinstance(owner, set) and args or isinstance(owner, dict) and func.__name__ in _KEYED and args:
                 for key in (args if isinstance(owner, set) else args[:1]):  # hashed: a graph value's hash is
                     _dict_key(key)  # its id's, not its value's (raises for one)

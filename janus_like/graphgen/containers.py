@@ -361,7 +361,7 @@ class ContainersMixin:
             return self.container_item(ref, args[0]) if present else (args[1] if len(args) > 1 else None)
         if isinstance(target, dict) and name == "get" and len(args) in (1, 2) and isinstance(args[0], Sym) \
                 and args[0].kind == "py" and not kwargs and plain_protocol(target):  # `d.get(int(y[0]), 0)`
-            return self.table_lookup(ref, *args, *[None][len(args) - 1:])  # (a lookup with a default)
+            return self.dict_get(ref, *args)
         live = isinstance(target, dict) and name in ("items", "keys", "values") and plain_protocol(target) \
             and not self.pure_depth  # (a view sees the step's later writes: of the dict's shadow)
         view = self.shadow(ref) if live else self.materialize(ref, self.site)

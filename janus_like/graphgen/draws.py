@@ -187,8 +187,9 @@ class DrawsMixin:
         """`class_weight[int(y[i])]`, `sizes[k]` with the key a Python number the graph computes
         and the container's values Python numbers of one type (an input container's keys and
         values guarded like any it reads): the lookup as a PY_OP on the same numbers. A key it
-        lacks raises when the graph runs, and the eager re-run raises it for the user (or gives
-        a Counter's default). `default`: `d.get(k, 0)`'s, a number of the values' type."""
+        lacks raises when the graph runs, and the eager re-run raises it for the user; one a
+        Counter or defaultdict lacks fails an assert (`known_key`). `default`: `d.get(k, 0)`'s, a
+        number of the values' type."""
         items = self.materialize(obj, self.site) if isinstance(obj, ObjRef) else obj
         if isinstance(items, (list, tuple)) and not (isinstance(obj, ObjRef) and id(obj.obj) in self.appends):
             keys, values = None, tuple(items)
@@ -201,11 +202,14 @@ class DrawsMixin:
             raise Unsupported("data-dependent-python", "indexing a Python container with a graph value", self.site)
         first = (values + default)[0]
         sample = first if not isinstance(first, Sym) else kind()
-        if not default:
-            self.known_key(obj, keys, key)
         if default:
             return self.builder.py_op(functools.partial(_get, keys), key, *default, *values, sample=sample)
+        self.known_key(obj, keys, key)
         return self.builder.py_op(functools.partial(_lookup, keys), key, *values, sample=sample)
+
+    def dict_get(self, obj, key, default=None):
+        """`d.get(k)` / `d.get(k, 0)` with `k` a Python number the graph computes (`table_lookup`)."""
+        return self.table_lookup(obj, key, default)
 
     def table_store(self, obj, key, value):
         """`counts[int(y[0])] += 1`, `best[k] = score` with the key a Python number the graph
@@ -228,7 +232,6 @@ class DrawsMixin:
             sample = old if not isinstance(old, Sym) else kind()
             new = self.builder.py_op(functools.partial(_put, k, keys or len(values)), key, value, old, sample=sample)
             self.setitem(obj, k, new)
-
 
     def known_key(self, obj, keys, key, store=False):
         """An assert node that `key` is one of `keys`, for a store into a dict (`store`: eager adds
@@ -333,15 +336,13 @@ _TABLE_STORES = 64  # the most items `table_store` writes a call
 
 def _put(position, keys, key, value, old):
     """The item at `position` (a list index, or a dict's key) after `container[key] = value`:
-    `keys` is the list's length or the dict's keys. Raises as the store would not: IndexError
-    for an index out of range, KeyError for a key the dict lacks."""
+    `keys` is the list's length or the dict's keys (an assert node has checked that key is one:
+    `known_key`). Raises IndexError for an index out of range, as the list's store does."""
     if type(keys) is int:
         i = operator.index(key)
         if not -keys <= i < keys:
             raise IndexError("list assignment index out of range")
         return value if i % keys == position else old
-    if key not in keys:
-        raise KeyError(key)
     return value if key == position else old
 
 

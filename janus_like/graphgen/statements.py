@@ -461,7 +461,7 @@ class StatementsMixin:
                 raise Unsupported("unsupported-syntax", "container write inside a data-dependent branch", self.site)
             index = python_index(self.builder, index) if type(obj.obj) in (list, dict, *COUNTS) else index
             if isinstance(index, Sym) and index.kind == "py" and type(obj.obj) in (list, dict, *COUNTS) \
-                    and plain_protocol(obj.obj):  # (a key a Counter lacks raises: eager's re-run adds it)
+                    and plain_protocol(obj.obj):  # (a key the dict lacks: an assert, eager's re-run adds it)
                 return self.table_store(obj, index, value)
             key = _dict_key(index)
             self.resizes(obj.obj, key)

@@ -55,8 +55,8 @@ def _range_args(bounds):
 def plain_lookup(obj) -> bool:
     """`obj[k]` is Python's own list, tuple, dict or deque lookup: not a class's own `__getitem__`
     (networkx's `G.nodes[v]`), nor a missing key's default (a defaultdict's, a Counter's) except
-    for exactly those two classes (COUNTS: a key they lack raises in the graph's lookup, and the
-    eager re-run gives the default)."""
+    for exactly those two classes (COUNTS: an assert node checks that the key is one they hold,
+    draws.known_key, and the call that fails it runs eagerly, which gives the default)."""
     target = obj.obj if isinstance(obj, ObjRef) else obj
     if type(target) in COUNTS:
         return True
